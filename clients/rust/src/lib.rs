@@ -1,0 +1,1 @@
+//! Rust client of the palpa visual stream.

@@ -1,0 +1,1 @@
+//! palpa wire protocol.

@@ -1,0 +1,1 @@
+//! Condensed static FEM: surface compliance columns from the sparse Cholesky factor.

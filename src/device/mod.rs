@@ -1,0 +1,1 @@
+//! Haptic devices: the `HapticDevice` trait and its hid, sim, replay and record backends.

@@ -1,0 +1,1 @@
+//! Linear tetrahedral FEM: element stiffness, lumped mass, sparse assembly, fixed nodes.

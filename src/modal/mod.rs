@@ -1,0 +1,1 @@
+//! Modal model: precompute of the lowest vibration modes, mode selection, residual flexibility, and the runtime oscillators.

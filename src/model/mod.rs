@@ -1,0 +1,42 @@
+//! The tissue-model interface both backends (modal, condensed) implement, and the
+//! local force model the model thread hands to the haptic thread.
+
+use crate::{Mat3, Vec3};
+
+/// What the haptic thread needs to compute a force every tick until the next model
+/// step (DESIGN §2.5). Published by the model thread at 200 Hz; plain `Copy` data so
+/// it crosses the wait-free hand-off without allocation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LocalForceModel {
+    /// Whether the probe touched the tissue at the model step.
+    pub in_contact: bool,
+    /// Scene time of the model step that produced this model (s).
+    pub t0: f64,
+    /// Probe position the model step used (m, scene frame).
+    pub x0: Vec3,
+    /// Force on the user's hand at `x0`, `t0` (N).
+    pub f0: Vec3,
+    /// Time derivative of the force over the last model step (N/s).
+    pub f_dot: Vec3,
+    /// Local stiffness ∂f/∂x at `x0` (N/m); negative semi-definite for a passive
+    /// contact (pushing in makes the force push back).
+    pub stiffness: Mat3,
+    /// Proxy contact point on the deformed surface (m).
+    pub contact_point: Vec3,
+    /// Outward surface normal at the contact point (unit).
+    pub normal: Vec3,
+}
+
+impl LocalForceModel {
+    /// The model published before any model step: no contact, zero force.
+    pub const NONE: Self = Self {
+        in_contact: false,
+        t0: 0.0,
+        x0: Vec3::new(0.0, 0.0, 0.0),
+        f0: Vec3::new(0.0, 0.0, 0.0),
+        f_dot: Vec3::new(0.0, 0.0, 0.0),
+        stiffness: Mat3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+        contact_point: Vec3::new(0.0, 0.0, 0.0),
+        normal: Vec3::new(0.0, 0.0, 1.0),
+    };
+}
