@@ -40,3 +40,13 @@ impl LocalForceModel {
         normal: Vec3::new(0.0, 0.0, 1.0),
     };
 }
+
+/// One step of the 200 Hz model thread, as the haptic runtime drives it: read the
+/// newest probe position, advance the tissue, publish the local force model. The same
+/// step runs on the model thread in real time and in lock-step (deterministic) mode.
+pub trait ModelStep: Send {
+    /// Advances the tissue by `dt` (s) to scene time `t` (s) with the probe tip at
+    /// `probe` (m, scene frame), and returns the local force model for the haptic
+    /// thread to extrapolate from until the next step.
+    fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel;
+}
