@@ -8,7 +8,9 @@
 
 pub mod generate;
 pub mod msh;
+pub mod tetgen;
 mod text;
+pub mod vtk;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -25,6 +27,8 @@ pub fn load(path: &Path) -> Result<TetMesh, MeshError> {
         .map(str::to_ascii_lowercase);
     match ext.as_deref() {
         Some("msh") => msh::read_msh(path),
+        Some("node" | "ele") => tetgen::read_tetgen(path),
+        Some("vtk") => vtk::read_vtk(path),
         other => Err(MeshError::Invalid {
             file: path.display().to_string(),
             msg: format!(

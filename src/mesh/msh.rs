@@ -96,7 +96,9 @@ fn mesh_format(t: &mut Tokens) -> Result<Version, MeshError> {
         v => {
             return Err(t.error_at(
                 line,
-                format!("MSH version {v} is not supported (use 4.1 or 2.2, e.g. gmsh -format msh41)"),
+                format!(
+                    "MSH version {v} is not supported (use 4.1 or 2.2, e.g. gmsh -format msh41)"
+                ),
             ))
         }
     };
@@ -144,7 +146,8 @@ fn physical_tags(t: &mut Tokens) -> Result<Vec<i32>, MeshError> {
     (0..n)
         .map(|_| {
             let (tag, line) = t.i64("physical tag")?;
-            i32::try_from(tag).map_err(|_| t.error_at(line, format!("physical tag {tag} out of range")))
+            i32::try_from(tag)
+                .map_err(|_| t.error_at(line, format!("physical tag {tag} out of range")))
         })
         .collect()
 }
@@ -152,7 +155,16 @@ fn physical_tags(t: &mut Tokens) -> Result<Vec<i32>, MeshError> {
 fn entities(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
     let mut counts = [0usize; 4];
     for (dim, c) in counts.iter_mut().enumerate() {
-        *c = t.usize(["number of points", "number of curves", "number of surfaces", "number of volumes"][dim])?.0;
+        *c = t
+            .usize(
+                [
+                    "number of points",
+                    "number of curves",
+                    "number of surfaces",
+                    "number of volumes",
+                ][dim],
+            )?
+            .0;
     }
     for (dim, &count) in counts.iter().enumerate() {
         for _ in 0..count {
@@ -173,7 +185,11 @@ fn entities(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
             }
         }
     }
-    end(t, "$EndEntities", "entity counts disagree with the entities listed")
+    end(
+        t,
+        "$EndEntities",
+        "entity counts disagree with the entities listed",
+    )
 }
 
 fn add_node(t: &Tokens, raw: &mut Raw, tag: usize, p: Vec3, line: usize) -> Result<(), MeshError> {
@@ -217,7 +233,11 @@ fn nodes_v4(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
             format!("header says {total} nodes but the blocks hold {read}"),
         ));
     }
-    end(t, "$EndNodes", "node blocks hold more data than their counts say")
+    end(
+        t,
+        "$EndNodes",
+        "node blocks hold more data than their counts say",
+    )
 }
 
 fn nodes_v2(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
@@ -286,7 +306,11 @@ fn elements_v4(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
             format!("header says {total} elements but the blocks hold {read}"),
         ));
     }
-    end(t, "$EndElements", "element blocks hold more data than their counts say")
+    end(
+        t,
+        "$EndElements",
+        "element blocks hold more data than their counts say",
+    )
 }
 
 fn elements_v2(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
@@ -299,8 +323,9 @@ fn elements_v2(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
         for k in 0..n_tags {
             let (tag, tag_line) = t.i64("element tag")?;
             if k == 0 {
-                physical = i32::try_from(tag)
-                    .map_err(|_| t.error_at(tag_line, format!("physical tag {tag} out of range")))?;
+                physical = i32::try_from(tag).map_err(|_| {
+                    t.error_at(tag_line, format!("physical tag {tag} out of range"))
+                })?;
             }
         }
         if kind == TET4 {
@@ -358,7 +383,8 @@ fn finish(file: &str, raw: Raw) -> Result<TetMesh, MeshError> {
     let mut mesh = TetMesh::new(file, raw.nodes, tets, regions)
         .map_err(|e| locate(e, &raw.node_lines, &tet_lines))?;
     mesh.region_names = raw.names;
-    mesh.notes.extend(raw.notes.into_iter().map(|n| format!("{file}: {n}")));
+    mesh.notes
+        .extend(raw.notes.into_iter().map(|n| format!("{file}: {n}")));
     Ok(mesh)
 }
 
@@ -386,12 +412,17 @@ $Elements\n2 3 1 3\n2 1 2 1\n1 1 2 3\n3 1 4 2\n2 1 2 3 4\n3 2 3 4 5\n$EndElement
     fn unknown_node_tag_names_the_line() {
         let bad = V41.replace("3 2 3 4 5", "3 2 3 4 9");
         let e = parse_msh("t.msh", &bad).unwrap_err().to_string();
-        assert!(e.starts_with("t.msh:32:") && e.contains("unknown node tag 9"), "{e}");
+        assert!(
+            e.starts_with("t.msh:32:") && e.contains("unknown node tag 9"),
+            "{e}"
+        );
     }
 
     #[test]
     fn binary_is_refused_clearly() {
-        let e = parse_msh("b.msh", "$MeshFormat\n4.1 1 8\n").unwrap_err().to_string();
+        let e = parse_msh("b.msh", "$MeshFormat\n4.1 1 8\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("b.msh:2:") && e.contains("binary"), "{e}");
     }
 }

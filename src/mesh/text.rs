@@ -26,15 +26,20 @@ impl<'a> Tokens<'a> {
         }
     }
 
-    /// The file name used in errors.
-    pub(crate) fn file(&self) -> &'a str {
-        self.file
+    /// Like [`Tokens::new`] for a text that starts at line `first_line` of its file.
+    pub(crate) fn starting_at_line(file: &'a str, text: &'a str, first_line: usize) -> Self {
+        Self {
+            line: first_line,
+            ..Self::new(file, text, None)
+        }
     }
 
-    /// Line of the next token (or of the end of file).
-    pub(crate) fn line(&mut self) -> usize {
-        self.skip_space();
-        self.line
+    /// The next token without consuming it.
+    pub(crate) fn peek(&mut self) -> Option<(&'a str, usize)> {
+        let (pos, line) = (self.pos, self.line);
+        let next = self.next();
+        (self.pos, self.line) = (pos, line);
+        next
     }
 
     /// A parse error at line `line`.
@@ -125,9 +130,12 @@ impl<'a> Tokens<'a> {
     /// The next token as a non-negative integer.
     pub(crate) fn usize(&mut self, what: &str) -> Result<(usize, usize), MeshError> {
         let (t, line) = self.expect_token(what)?;
-        t.parse::<usize>()
-            .map(|v| (v, line))
-            .map_err(|_| self.error_at(line, format!("expected {what} (a non-negative integer), found `{t}`")))
+        t.parse::<usize>().map(|v| (v, line)).map_err(|_| {
+            self.error_at(
+                line,
+                format!("expected {what} (a non-negative integer), found `{t}`"),
+            )
+        })
     }
 
     /// The next token as a signed integer.
