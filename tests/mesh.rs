@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use palpa::mesh::surface::{self, SurfaceMesh};
 use palpa::mesh::{self, MeshError, TetMesh};
 use palpa::Vec3;
 
@@ -287,5 +288,81 @@ fn empty_meshes_and_unknown_formats_are_errors() {
     assert_error(
         mesh::load(Path::new("/nonexistent/m.msh")),
         &["/nonexistent/m.msh"],
+    );
+}
+
+fn bunny_surface() -> SurfaceMesh {
+    surface::load_surface(&data("bunny.obj")).unwrap()
+}
+
+#[test]
+fn bunny_obj_is_a_closed_surface_matching_the_tet_mesh() {
+    let s = bunny_surface();
+    assert_eq!(s.vertices.len(), 1839);
+    assert_eq!(s.triangles.len(), 3674);
+    assert!(s.is_closed());
+    // bunny.msh was meshed from this surface: same enclosed volume (OBJ floats are f32).
+    let tet = bunny();
+    let v = s.enclosed_volume();
+    assert!(
+        (v - tet.volume()).abs() < 1e-5 * v,
+        "{v} vs {}",
+        tet.volume()
+    );
+}
+
+#[test]
+fn stl_round_trip_merges_duplicate_vertices() {
+    let s = bunny_surface();
+    let f32v = |p: &Vec3| stl_io::Vector::new([p.x as f32, p.y as f32, p.z as f32]);
+    let triangles: Vec<stl_io::Triangle> = s
+        .triangles
+        .iter()
+        .map(|t| stl_io::Triangle {
+            normal: stl_io::Vector::new([0.0, 0.0, 0.0]),
+            vertices: t.map(|v| f32v(&s.vertices[v])),
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bunny.stl");
+    let mut file = std::fs::File::create(&path).unwrap();
+    stl_io::write_stl(&mut file, triangles.iter()).unwrap();
+    drop(file);
+    let back = surface::load_surface(&path).unwrap();
+    assert_eq!(back.vertices.len(), 1839);
+    assert_eq!(back.triangles.len(), 3674);
+    assert!(back.is_closed());
+    assert!((back.enclosed_volume() - s.enclosed_volume()).abs() < 1e-12);
+}
+
+#[test]
+fn bad_surfaces_name_the_culprit() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let e =
+        surface::load_surface(&write("d.obj", "v 0 0 0\nv 1 0 0\nv 2 0 0\nf 1 2 3\n")).unwrap_err();
+    assert!(
+        e.to_string().contains("d.obj") && e.to_string().contains("triangle 0: degenerate"),
+        "{e}"
+    );
+    let e = surface::load_surface(&write("n.obj", "v 0 0 0\nv 1 nan 0\nv 0 1 0\nf 1 2 3\n"))
+        .unwrap_err();
+    assert!(e.to_string().contains("n.obj"), "{e}");
+    let e =
+        surface::load_surface(&write("r.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 7\n")).unwrap_err();
+    assert!(e.to_string().contains("r.obj"), "{e}");
+    let stl = "solid s\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 1 0\nendloop\nendfacet\nendsolid s\n";
+    let ok = surface::load_surface(&write("ok.stl", stl)).unwrap();
+    assert_eq!(ok.triangles, vec![[0, 1, 2]]);
+    let e = surface::load_surface(&write("t.stl", &stl[..60])).unwrap_err();
+    assert!(e.to_string().contains("t.stl"), "{e}");
+    let e = surface::load_surface(&write("s.ply", "ply")).unwrap_err();
+    assert!(
+        e.to_string().contains("unknown surface extension .ply"),
+        "{e}"
     );
 }

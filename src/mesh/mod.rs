@@ -8,6 +8,7 @@
 
 pub mod generate;
 pub mod msh;
+pub mod surface;
 pub mod tetgen;
 mod text;
 pub mod vtk;
