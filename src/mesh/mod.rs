@@ -7,6 +7,7 @@
 //! inverted tetrahedra are reoriented and reported in [`TetMesh::notes`].
 
 pub mod generate;
+pub mod lattice;
 pub mod msh;
 pub mod surface;
 pub mod tetgen;
