@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use palpa::mesh::embed::Embedding;
 use palpa::mesh::generate::CubeSplit;
 use palpa::mesh::lattice::{self, LatticeOptions};
 use palpa::mesh::surface::{self, SurfaceMesh};
@@ -404,5 +405,37 @@ fn lattice_fills_the_bunny_with_closed_boundary_and_accurate_volume() {
         let mut used = vec![false; m.nodes.len()];
         m.tets.iter().flatten().for_each(|&n| used[n] = true);
         assert!(used.iter().all(|&u| u));
+    }
+}
+
+#[test]
+fn bunny_surface_embeds_in_bunny_tets_and_follows_linear_fields() {
+    let m = bunny();
+    let s = bunny_surface();
+    let emb = Embedding::new(&m, &s.vertices, "bunny.obj").unwrap();
+    assert_eq!(emb.tet.len(), s.vertices.len());
+    // The OBJ is the tet mesh's own surface, stored in f32: at most rounding away.
+    assert!(emb.max_distance < 1e-5, "max distance {}", emb.max_distance);
+    for (b, &d) in emb.bary.iter().zip(&emb.distance) {
+        assert!((b.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!(b.iter().all(|&w| w >= -1e-5), "{b:?} at distance {d}");
+    }
+    // A linear displacement field u(x) = A x + c on the nodes is reproduced exactly.
+    let a = palpa::Mat3::new(0.1, -0.3, 0.02, 0.5, 0.0, -0.1, 0.07, 0.2, -0.4);
+    let c = Vec3::new(0.01, -0.02, 0.03);
+    let u: Vec<Vec3> = m.nodes.iter().map(|p| a * p + c).collect();
+    let at_vertices = emb.apply(&u);
+    for (got, p) in at_vertices.iter().zip(&s.vertices) {
+        let want = a * p + c;
+        assert!(
+            (got - want).norm() < 1e-12 * want.norm().max(1.0),
+            "{got} vs {want}"
+        );
+    }
+    // Positions too, and apply_into agrees with apply.
+    let mut out = vec![Vec3::zeros(); s.vertices.len()];
+    emb.apply_into(&m.nodes, &mut out);
+    for (got, p) in out.iter().zip(&s.vertices) {
+        assert!((got - p).norm() < 1e-12);
     }
 }

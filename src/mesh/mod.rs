@@ -6,6 +6,7 @@
 //! repeated node indices and degenerate tetrahedra are errors naming the element;
 //! inverted tetrahedra are reoriented and reported in [`TetMesh::notes`].
 
+pub mod embed;
 pub mod generate;
 pub mod lattice;
 pub mod msh;
