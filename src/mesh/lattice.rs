@@ -506,10 +506,8 @@ impl<'a> WindingGrid<'a> {
     /// Calls `f(x, sign)` for every triangle the line {(·, q_y, q_z)} crosses: the x of the
     /// crossing and +1 or −1 by the triangle's orientation seen along x.
     fn crossings(&self, q: [f64; 2], mut f: impl FnMut(f64, i32)) {
-        for a in 0..2 {
-            if q[a] < self.lo[a] || q[a] > self.lo[a] + self.bin[a] * self.n[a] as f64 {
-                return;
-            }
+        if (0..2).any(|a| q[a] < self.lo[a] || q[a] > self.lo[a] + self.bin[a] * self.n[a] as f64) {
+            return;
         }
         let bin = self.index(0, q[0]) + self.n[0] * self.index(1, q[1]);
         for &t in &self.bins[bin] {
