@@ -439,3 +439,46 @@ fn bunny_surface_embeds_in_bunny_tets_and_follows_linear_fields() {
         assert!((got - p).norm() < 1e-12);
     }
 }
+
+mod fuzz {
+    use super::fixture;
+    use palpa::mesh::{msh, tetgen, vtk};
+    use proptest::prelude::*;
+
+    /// `text` cut at `cut` (a fraction of its length) with the byte range at `at` replaced
+    /// by `junk`: truncations, bad numbers, wrong counts and stray tokens.
+    fn mangle(text: &str, cut: f64, at: f64, junk: &str) -> String {
+        let mut s: Vec<u8> = text.as_bytes().to_vec();
+        let i = ((at * s.len() as f64) as usize).min(s.len());
+        let j = (i + junk.len() % 5).min(s.len());
+        s.splice(i..j, junk.bytes());
+        s.truncate(((cut * s.len() as f64) as usize).max(1));
+        String::from_utf8_lossy(&s).into_owned()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// Mangled files are read or rejected with an error naming the file; never a panic.
+        #[test]
+        fn mangled_files_never_panic(
+            cut in 0.0..1.2f64,
+            at in 0.0..1.0f64,
+            junk in prop::sample::select(vec!["", "nan", "-1", "1e999", "99", "0", "$EndNodes", "x", "\n", " 4 ", "CELLS", "3.5"]),
+        ) {
+            let cut = cut.min(1.0);
+            for (name, text) in [("cubes.msh", fixture("cubes.msh")), ("cubes22.msh", fixture("cubes22.msh"))] {
+                if let Err(e) = msh::parse_msh(name, &mangle(&text, cut, at, junk)) {
+                    prop_assert!(e.to_string().contains(name), "{e}");
+                }
+            }
+            if let Err(e) = vtk::parse_vtk("cubes.vtk", &mangle(&fixture("cubes.vtk"), cut, at, junk)) {
+                prop_assert!(e.to_string().contains("cubes.vtk"), "{e}");
+            }
+            let node = mangle(&fixture("cubes.node"), cut, at, junk);
+            let ele = mangle(&fixture("cubes.ele"), 1.0 - cut / 2.0, 1.0 - at, junk);
+            if let Err(e) = tetgen::parse_tetgen("cubes.node", &node, "cubes.ele", &ele) {
+                prop_assert!(e.to_string().contains("cubes."), "{e}");
+            }
+        }
+    }
+}

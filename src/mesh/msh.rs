@@ -212,7 +212,7 @@ fn nodes_v4(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
         t.i64("entity tag")?;
         let (parametric, _) = t.usize("parametric flag")?;
         let (n, _) = t.usize("number of nodes in block")?;
-        let mut tags = Vec::with_capacity(n.min(1 << 20));
+        let mut tags = Vec::with_capacity(n.min(1 << 16));
         for _ in 0..n {
             tags.push(t.usize("node tag")?);
         }

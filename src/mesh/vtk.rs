@@ -83,7 +83,7 @@ pub fn parse_vtk(file: &str, text: &str) -> Result<TetMesh, MeshError> {
             "POINTS" => {
                 let (n, _) = t.usize("number of points")?;
                 t.expect_token("point data type")?;
-                nodes.reserve(n.min(1 << 24));
+                nodes.reserve(n.min(1 << 16));
                 for _ in 0..n {
                     let (p, l) = t.point()?;
                     nodes.push(p);
@@ -251,7 +251,7 @@ fn read_cells(t: &mut Tokens) -> Result<Vec<(Vec<usize>, usize)>, MeshError> {
         }
         return Ok(cells);
     }
-    let mut cells = Vec::with_capacity(n.min(1 << 24));
+    let mut cells = Vec::with_capacity(n.min(1 << 16));
     let mut read = 0;
     for _ in 0..n {
         let (count, line) = t.usize("number of points in cell")?;
