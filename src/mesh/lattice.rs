@@ -4,8 +4,9 @@
 //! Pipeline: (1) a box lattice of cubes of the given size covers the surface, each cube
 //! split as [`CubeSplit`] says; (2) a tetrahedron is kept when its centroid is inside the
 //! surface (winding number of a ray, accelerated by a 2-D grid of triangles); (3) edges
-//! where kept tetrahedra meet only along the edge (non-manifold boundary) are filled with
-//! the lattice tetrahedra around them, so the boundary is a closed manifold; (4) boundary
+//! and vertices where kept tetrahedra meet only along the edge or at the vertex
+//! (non-manifold boundary) are filled with the lattice tetrahedra around them, so the
+//! boundary is a closed 2-manifold; (4) boundary
 //! nodes are optionally snapped to the closest surface point when no incident tetrahedron
 //! loses too much volume; (5) unreferenced lattice nodes are dropped and the rest
 //! renumbered, and [`TetMesh::new`] validates the result.
@@ -84,9 +85,7 @@ pub fn fill_surface(
         split: options.split,
         per_cell,
     };
-    let boundary = selection
-        .close_non_manifold_edges(&mut kept)
-        .map_err(invalid)?;
+    let boundary = selection.close_non_manifold(&mut kept).map_err(invalid)?;
 
     // Renumber the referenced lattice points.
     const UNUSED: usize = usize::MAX;
@@ -348,10 +347,12 @@ impl Selection<'_> {
             .is_some_and(|(m, _)| kept[base + m])
     }
 
-    /// Adds the lattice tetrahedra around every boundary edge where kept tetrahedra touch
-    /// only along that edge (the edge then has four or more boundary faces), until there
-    /// is none. Only ever adds, so it terminates. Returns the final boundary faces.
-    fn close_non_manifold_edges(&self, kept: &mut [bool]) -> Result<Vec<[[usize; 3]; 3]>, String> {
+    /// Adds lattice tetrahedra where the boundary is not a manifold, until it is one: around
+    /// every edge where kept tetrahedra touch only along that edge (the edge has four or
+    /// more boundary faces), then around every vertex where they touch only at that vertex
+    /// (its boundary faces form more than one fan). Only ever adds, so it terminates.
+    /// Returns the final boundary faces.
+    fn close_non_manifold(&self, kept: &mut [bool]) -> Result<Vec<[[usize; 3]; 3]>, String> {
         const MAX_ROUNDS: usize = 100;
         for _ in 0..MAX_ROUNDS {
             let faces = self.boundary_faces(kept);
@@ -366,11 +367,18 @@ impl Selection<'_> {
                 .filter(|&(_, count)| count > 1)
                 .map(|(e, _)| e)
                 .collect();
-            if bad.is_empty() {
+            if !bad.is_empty() {
+                for (p, q) in bad {
+                    self.keep_around(kept, &[p, q]);
+                }
+                continue;
+            }
+            let pinched = pinched_vertices(&faces);
+            if pinched.is_empty() {
                 return Ok(faces);
             }
-            for (p, q) in bad {
-                self.keep_around_edge(kept, p, q);
+            for p in pinched {
+                self.keep_around(kept, &[p]);
             }
         }
         Err(format!(
@@ -378,11 +386,21 @@ impl Selection<'_> {
         ))
     }
 
-    /// Keeps every lattice tetrahedron that has the edge p–q.
-    fn keep_around_edge(&self, kept: &mut [bool], p: [usize; 3], q: [usize; 3]) {
+    /// Keeps every lattice tetrahedron that has all of `points` (one vertex or an edge).
+    fn keep_around(&self, kept: &mut [bool], points: &[[usize; 3]]) {
         let range = |a: usize| {
-            let lo = p[a].max(q[a]).saturating_sub(1);
-            let hi = p[a].min(q[a]).min(self.lattice.n[a] - 1);
+            let lo = points
+                .iter()
+                .map(|p| p[a])
+                .max()
+                .unwrap_or(0)
+                .saturating_sub(1);
+            let hi = points
+                .iter()
+                .map(|p| p[a])
+                .min()
+                .unwrap_or(0)
+                .min(self.lattice.n[a] - 1);
             lo..=hi
         };
         for k in range(2) {
@@ -391,7 +409,7 @@ impl Selection<'_> {
                     let base = self.lattice.cell_index([i, j, k]) * self.per_cell;
                     let (tets, count) = cell_tets([i, j, k], self.split);
                     for (l, tet) in tets[..count].iter().enumerate() {
-                        if tet.contains(&p) && tet.contains(&q) {
+                        if points.iter().all(|p| tet.contains(p)) {
                             kept[base + l] = true;
                         }
                     }
@@ -399,6 +417,43 @@ impl Selection<'_> {
             }
         }
     }
+}
+
+/// Vertices of an edge-manifold closed surface whose faces form more than one fan (two
+/// parts of the body touching at a point).
+fn pinched_vertices(faces: &[[[usize; 3]; 3]]) -> Vec<[usize; 3]> {
+    // The link of each vertex: for each face at it, the opposite edge, directed.
+    let mut link: HashMap<[usize; 3], Vec<([usize; 3], [usize; 3])>> = HashMap::new();
+    for f in faces {
+        for k in 0..3 {
+            link.entry(f[k])
+                .or_default()
+                .push((f[(k + 1) % 3], f[(k + 2) % 3]));
+        }
+    }
+    let mut pinched: Vec<[usize; 3]> = link
+        .into_iter()
+        .filter(|(_, edges)| {
+            let next: HashMap<[usize; 3], [usize; 3]> = edges.iter().copied().collect();
+            let start = edges[0].0;
+            let mut at = start;
+            let mut steps = 0;
+            loop {
+                match next.get(&at) {
+                    Some(&n) => at = n,
+                    None => return true,
+                }
+                steps += 1;
+                if at == start || steps > edges.len() {
+                    break;
+                }
+            }
+            steps != edges.len()
+        })
+        .map(|(p, _)| p)
+        .collect();
+    pinched.sort_unstable();
+    pinched
 }
 
 /// Fractions of the way to the surface a boundary node is moved, tried in order until no
