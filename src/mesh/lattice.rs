@@ -75,14 +75,12 @@ pub fn fill_surface(
         ))
     })?;
     let winding = WindingGrid::new(surface);
-    let per_cell = match options.split {
-        CubeSplit::Six => 6,
-        CubeSplit::Five => 5,
-    };
-    let mut kept = classify(&lattice, options.split, per_cell, &winding);
+    let cells = CellTets::new(options.split);
+    let per_cell = cells.count;
+    let mut kept = classify(&lattice, &cells, &winding);
     let selection = Selection {
         lattice: &lattice,
-        split: options.split,
+        cells: &cells,
         per_cell,
     };
     let boundary = selection.close_non_manifold(&mut kept).map_err(invalid)?;
@@ -93,7 +91,7 @@ pub fn fill_surface(
     let mut nodes = Vec::new();
     let mut tets = Vec::new();
     for (c, cell) in lattice.cell_coords().enumerate() {
-        let (cell_tets, count) = cell_tets(cell, options.split);
+        let (cell_tets, count) = cells.of(cell);
         for (l, tet) in cell_tets[..count].iter().enumerate() {
             if kept[c * per_cell + l] {
                 tets.push(tet.map(|p| {
@@ -129,19 +127,15 @@ pub fn fill_surface(
 /// inside the surface. Along a row of cells in x, the centroids of the tetrahedra with the
 /// same local index and cell parity lie on one line parallel to x, so the surface
 /// crossings of that line are found once and swept, instead of casting a ray per centroid.
-fn classify(
-    lattice: &Lattice,
-    split: CubeSplit,
-    per_cell: usize,
-    winding: &WindingGrid,
-) -> Vec<bool> {
+fn classify(lattice: &Lattice, cells: &CellTets, winding: &WindingGrid) -> Vec<bool> {
+    let per_cell = cells.count;
     let mut kept = vec![false; lattice.cells() * per_cell];
     let [nx, ny, nz] = lattice.n;
     let mut crossings: Vec<(f64, i32)> = Vec::new();
     for k in 0..nz {
         for j in 0..ny {
             for parity in 0..nx.min(2) {
-                let (tets, count) = cell_tets([parity, j, k], split);
+                let (tets, count) = cells.of([parity, j, k]);
                 for (l, tet) in tets[..count].iter().enumerate() {
                     let centroid = tet.iter().map(|&p| lattice.point(p)).sum::<Vec3>() / 4.0;
                     crossings.clear();
@@ -171,15 +165,35 @@ fn classify(
     kept
 }
 
-/// The tetrahedra of a lattice cell as an array (6 or 5 used) for random access.
-fn cell_tets(cell: [usize; 3], split: CubeSplit) -> ([[[usize; 3]; 4]; 6], usize) {
-    let mut out = [[[0; 3]; 4]; 6];
-    let mut count = 0;
-    for_each_cell_tet(cell, split, |t| {
-        out[count] = t;
-        count += 1;
-    });
-    (out, count)
+/// The tetrahedra of any lattice cell, from the split's pattern for cells of even and odd
+/// parity (i + j + k), so the hot loops do not recompute orientations.
+struct CellTets {
+    /// Tetrahedra of the cells at (0, 0, 0) and (1, 0, 0), relative to the cell corner.
+    pattern: [[[[usize; 3]; 4]; 6]; 2],
+    /// Tetrahedra per cell: 6 or 5.
+    count: usize,
+}
+
+impl CellTets {
+    fn new(split: CubeSplit) -> Self {
+        let mut pattern = [[[[0; 3]; 4]; 6]; 2];
+        let mut count = 0;
+        for (parity, tets) in pattern.iter_mut().enumerate() {
+            count = 0;
+            for_each_cell_tet([parity, 0, 0], split, |t| {
+                tets[count] = t.map(|p| [p[0] - parity, p[1], p[2]]);
+                count += 1;
+            });
+        }
+        Self { pattern, count }
+    }
+
+    /// The tetrahedra of `cell` as lattice points (the first `count` entries are used).
+    fn of(&self, cell: [usize; 3]) -> ([[[usize; 3]; 4]; 6], usize) {
+        let pattern = &self.pattern[(cell[0] + cell[1] + cell[2]) % 2];
+        let tets = pattern.map(|t| t.map(|p| [p[0] + cell[0], p[1] + cell[1], p[2] + cell[2]]));
+        (tets, self.count)
+    }
 }
 
 /// A directed surface edge without its opposite, if any.
@@ -260,7 +274,7 @@ const FACES: [[usize; 3]; 4] = [[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]];
 /// boundary of a set of kept tetrahedra is found without hashing every face.
 struct Selection<'l> {
     lattice: &'l Lattice,
-    split: CubeSplit,
+    cells: &'l CellTets,
     per_cell: usize,
 }
 
@@ -294,7 +308,7 @@ impl Selection<'_> {
             if interior {
                 continue;
             }
-            let (tets, count) = cell_tets(cell, self.split);
+            let (tets, count) = self.cells.of(cell);
             for (l, tet) in tets[..count].iter().enumerate() {
                 if !flags[l] {
                     continue;
@@ -338,7 +352,7 @@ impl Selection<'_> {
                 }
             }
         }
-        let (tets, count) = cell_tets(other, self.split);
+        let (tets, count) = self.cells.of(other);
         let base = self.lattice.cell_index(other) * self.per_cell;
         tets[..count]
             .iter()
@@ -407,7 +421,7 @@ impl Selection<'_> {
             for j in range(1) {
                 for i in range(0) {
                     let base = self.lattice.cell_index([i, j, k]) * self.per_cell;
-                    let (tets, count) = cell_tets([i, j, k], self.split);
+                    let (tets, count) = self.cells.of([i, j, k]);
                     for (l, tet) in tets[..count].iter().enumerate() {
                         if points.iter().all(|p| tet.contains(p)) {
                             kept[base + l] = true;
