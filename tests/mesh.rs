@@ -514,3 +514,25 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn gmsh_written_files_read_identically() {
+    let v41 = cubes("blocks41.msh");
+    assert_eq!(v41.nodes.len(), 428);
+    assert!(v41.notes.is_empty(), "{:?}", v41.notes);
+    // Two unit cubes, the first "soft tissue" (5), the second "lump" (8).
+    assert!((v41.volume() - 2.0).abs() < 1e-12);
+    let volume_of = |m: &TetMesh, r: i32| -> f64 {
+        (0..m.tets.len()).filter(|&e| m.regions[e] == r).map(|e| m.tet_volume(e)).sum()
+    };
+    assert!((volume_of(&v41, 5) - 1.0).abs() < 1e-12);
+    assert!((volume_of(&v41, 8) - 1.0).abs() < 1e-12);
+    assert_eq!(v41.region_names.get(&5).map(String::as_str), Some("soft tissue"));
+    assert!(v41.boundary().is_closed());
+    for name in ["blocks22.msh", "blocks.vtk"] {
+        let other = cubes(name);
+        assert_eq!(other.nodes, v41.nodes, "{name}");
+        assert_eq!(other.tets, v41.tets, "{name}");
+        assert_eq!(other.regions, v41.regions, "{name}");
+    }
+}
