@@ -64,6 +64,46 @@ fn small_mesh_reads_identically_in_every_format() {
 }
 
 #[test]
+fn binary_msh_errors_name_the_byte_or_element() {
+    let bytes = std::fs::read(data("meshes").join("blocks41_bin.msh")).unwrap();
+    let parse = |b: &[u8]| mesh::msh_binary::parse_msh_binary("b.msh", b);
+    let full = parse(&bytes).unwrap();
+    assert_eq!(full.region_names.get(&8).map(String::as_str), Some("lump"));
+    let e = parse(&bytes[..bytes.len() / 2]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("b.msh: byte ") && e.contains("unexpected end of file"),
+        "{e}"
+    );
+    // Point the first tetrahedron's first node at an unknown tag: the last element block
+    // holds tetrahedra; find its first node tag by value.
+    let tet0 = full.tets[0];
+    let first_tag = (tet0[0] + 1) as u64; // Gmsh numbers nodes 1.. in file order here
+    let mut bad = bytes.clone();
+    let elements = bytes.windows(9).position(|w| w == b"$Elements").unwrap();
+    let needle = first_tag.to_le_bytes();
+    let at = elements
+        + bytes[elements..]
+            .windows(8)
+            .enumerate()
+            .filter(|(_, w)| *w == needle)
+            .map(|(i, _)| i)
+            .find(|&i| {
+                // Element tag, then four node tags: the tetrahedron's nodes in order.
+                (0..4).all(|k| {
+                    let s = elements + i + 8 * k;
+                    u64::from_le_bytes(bytes[s..s + 8].try_into().unwrap()) == (tet0[k] + 1) as u64
+                })
+            })
+            .unwrap();
+    bad[at..at + 8].copy_from_slice(&999_999u64.to_le_bytes());
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("tetrahedron 0") && e.contains("unknown node tag 999999"),
+        "{e}"
+    );
+}
+
+#[test]
 fn vtk_writer_round_trips_with_fields() {
     let m = bunny();
     let u: Vec<Vec3> = m
@@ -474,7 +514,7 @@ fn bunny_surface_embeds_in_bunny_tets_and_follows_linear_fields() {
 
 mod fuzz {
     use super::fixture;
-    use palpa::mesh::{msh, tetgen, vtk};
+    use palpa::mesh::{msh, msh_binary, tetgen, vtk};
     use proptest::prelude::*;
 
     /// `text` cut at `cut` (a fraction of its length) with the byte range at `at` replaced
@@ -512,6 +552,18 @@ mod fuzz {
                 prop_assert!(e.to_string().contains("cubes."), "{e}");
             }
         }
+
+        /// Binary MSH with bytes overwritten and the file cut: an error or a mesh, no panic.
+        #[test]
+        fn mangled_binary_msh_never_panics(cut in 0.0..1.2f64, at in 0.0..1.0f64, junk in any::<[u8; 8]>()) {
+            let mut bytes = std::fs::read(super::data("meshes").join("blocks41_bin.msh")).unwrap();
+            let i = ((at * bytes.len() as f64) as usize).min(bytes.len() - 8);
+            bytes[i..i + 8].copy_from_slice(&junk);
+            bytes.truncate(((cut.min(1.0) * bytes.len() as f64) as usize).max(1));
+            if let Err(e) = msh_binary::parse_msh_binary("b.msh", &bytes) {
+                prop_assert!(e.to_string().contains("b.msh"), "{e}");
+            }
+        }
     }
 }
 
@@ -523,16 +575,30 @@ fn gmsh_written_files_read_identically() {
     // Two unit cubes, the first "soft tissue" (5), the second "lump" (8).
     assert!((v41.volume() - 2.0).abs() < 1e-12);
     let volume_of = |m: &TetMesh, r: i32| -> f64 {
-        (0..m.tets.len()).filter(|&e| m.regions[e] == r).map(|e| m.tet_volume(e)).sum()
+        (0..m.tets.len())
+            .filter(|&e| m.regions[e] == r)
+            .map(|e| m.tet_volume(e))
+            .sum()
     };
     assert!((volume_of(&v41, 5) - 1.0).abs() < 1e-12);
     assert!((volume_of(&v41, 8) - 1.0).abs() < 1e-12);
-    assert_eq!(v41.region_names.get(&5).map(String::as_str), Some("soft tissue"));
+    assert_eq!(
+        v41.region_names.get(&5).map(String::as_str),
+        Some("soft tissue")
+    );
     assert!(v41.boundary().is_closed());
-    for name in ["blocks22.msh", "blocks.vtk"] {
+    for name in ["blocks22.msh", "blocks.vtk", "blocks41_bin.msh"] {
         let other = cubes(name);
-        assert_eq!(other.nodes, v41.nodes, "{name}");
-        assert_eq!(other.tets, v41.tets, "{name}");
-        assert_eq!(other.regions, v41.regions, "{name}");
+        // Gmsh prints 16 significant digits in ASCII; binary holds every bit.
+        assert_eq!(other.nodes.len(), v41.nodes.len(), "{name}");
+        let worst = other
+            .nodes
+            .iter()
+            .zip(&v41.nodes)
+            .map(|(a, b)| (a - b).amax())
+            .fold(0.0, f64::max);
+        assert!(worst < 1e-15, "{name}: nodes differ by {worst}");
+        assert!(other.tets == v41.tets, "{name}: tetrahedra differ");
+        assert!(other.regions == v41.regions, "{name}: regions differ");
     }
 }

@@ -437,7 +437,8 @@ impl Selection<'_> {
 /// parts of the body touching at a point).
 fn pinched_vertices(faces: &[[[usize; 3]; 3]]) -> Vec<[usize; 3]> {
     // The link of each vertex: for each face at it, the opposite edge, directed.
-    let mut link: HashMap<[usize; 3], Vec<([usize; 3], [usize; 3])>> = HashMap::new();
+    type Point = [usize; 3];
+    let mut link: HashMap<Point, Vec<(Point, Point)>> = HashMap::new();
     for f in faces {
         for k in 0..3 {
             link.entry(f[k])
@@ -448,7 +449,7 @@ fn pinched_vertices(faces: &[[[usize; 3]; 3]]) -> Vec<[usize; 3]> {
     let mut pinched: Vec<[usize; 3]> = link
         .into_iter()
         .filter(|(_, edges)| {
-            let next: HashMap<[usize; 3], [usize; 3]> = edges.iter().copied().collect();
+            let next: HashMap<Point, Point> = edges.iter().copied().collect();
             let start = edges[0].0;
             let mut at = start;
             let mut steps = 0;

@@ -10,6 +10,7 @@ pub mod embed;
 pub mod generate;
 pub mod lattice;
 pub mod msh;
+pub mod msh_binary;
 pub mod surface;
 pub mod tetgen;
 mod text;
