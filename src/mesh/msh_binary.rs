@@ -234,13 +234,17 @@ fn elements(b: &mut Bytes, raw: &mut Raw) -> Result<(), MeshError> {
             return Err(b.error(format!("unknown element type {kind}")));
         };
         if kind == TET4 {
-            let region = if dim == 3 {
-                raw.volume_physicals
-                    .get(&entity.into())
-                    .and_then(|p| p.first().copied())
-                    .unwrap_or(0)
-            } else {
-                0
+            let region = match raw.volume_physicals.get(&entity.into()).map(Vec::as_slice) {
+                Some([first, rest @ ..]) if dim == 3 => {
+                    if !rest.is_empty() {
+                        let all = &raw.volume_physicals[&entity.into()];
+                        raw.notes.push(format!(
+                            "volume {entity} has physical tags {all:?}; using {first} as its region"
+                        ));
+                    }
+                    *first
+                }
+                _ => 0,
             };
             for _ in 0..n {
                 b.size("element tag")?;
