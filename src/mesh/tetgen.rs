@@ -161,6 +161,14 @@ mod tests {
     }
 
     #[test]
+    fn quadratic_tets_are_read_by_their_corners() {
+        let ele = "1 10 0\n1 1 2 3 4 5 5 5 5 5 5\n";
+        let m = parse_tetgen("a.node", NODE, "a.ele", ele).unwrap();
+        assert_eq!(m.tets, vec![[0, 1, 2, 3]]);
+        assert_eq!(m.regions, vec![0]);
+    }
+
+    #[test]
     fn errors_name_file_and_line() {
         let e =
             parse_tetgen("a.node", NODE, "a.ele", "2 4 1\n1 1 2 3 4 3\n2 2 3 4 6 8\n").unwrap_err();
