@@ -98,8 +98,8 @@ impl std::fmt::Display for FidelityReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{:>15}: RMS {:.4} N ({:.2}% of peak {:.3} N), max {:.4} N, max step {:.4} N \
-             (truth {:.4} N), energy injected {:+.3e} J (truth {:+.3e} J)",
+            "{:>15}: RMS {:.3e} N ({:.3}% of peak {:.3} N), max {:.3e} N, max step {:.3e} N \
+             (truth {:.3e} N), energy injected {:+.3e} J (truth {:+.3e} J)",
             self.strategy.name(),
             self.rms_error,
             100.0 * self.rms_error / self.peak_force.max(f64::MIN_POSITIVE),
