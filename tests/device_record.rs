@@ -11,7 +11,7 @@ const PALPA: &str = env!("CARGO_BIN_EXE_palpa");
 fn ctrl_c_during_record_leaves_a_complete_csv_that_replay_accepts() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("rec.csv");
-    let mut child = Command::new(PALPA)
+    let child = Command::new(PALPA)
         .args(["record", "--device", "sim:circle", "--out"])
         .arg(&out)
         .stdout(Stdio::null())

@@ -96,8 +96,15 @@ fn ten_thousand_haptic_ticks_allocate_nothing() {
     }
     COUNTING.with(|c| c.set(false));
 
-    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0, "allocations in the haptic tick");
-    assert!(in_contact_ticks > 1000, "the run exercised contact: {in_contact_ticks}");
+    assert_eq!(
+        ALLOCATIONS.load(Ordering::Relaxed),
+        0,
+        "allocations in the haptic tick"
+    );
+    assert!(
+        in_contact_ticks > 1000,
+        "the run exercised contact: {in_contact_ticks}"
+    );
     assert!(haptic.device().counters().reports == 10_000);
 
     // The counter itself works: one boxed value while counting reads one allocation.

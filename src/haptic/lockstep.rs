@@ -13,6 +13,7 @@ pub struct LockStep<D: HapticDevice, M: ModelStep> {
     local: LocalForceModel,
     version: u64,
     tick: u64,
+    last_probe: Option<crate::Vec3>,
 }
 
 impl<D: HapticDevice, M: ModelStep> LockStep<D, M> {
@@ -24,6 +25,7 @@ impl<D: HapticDevice, M: ModelStep> LockStep<D, M> {
             local: LocalForceModel::NONE,
             version: 0,
             tick: 0,
+            last_probe: None,
         }
     }
 
@@ -48,15 +50,18 @@ impl<D: HapticDevice, M: ModelStep> LockStep<D, M> {
     }
 
     /// Runs one tick: sense; on every `ticks_per_model_step`-th tick a model step at
-    /// the sensed probe (its result is used from this tick on, as the real-time model
-    /// thread's would be from the next tick after it finished); actuate.
+    /// the newest good probe (its result is used from this tick on, as the real-time
+    /// model thread's would be from the next tick after it finished; like that thread,
+    /// it keeps stepping with the last good probe while the device is failing); actuate.
     pub fn step(&mut self) -> TickRecord {
         let cfg = *self.haptic.config();
         let t = self.time();
-        let probe = self.haptic.sense(t);
+        if let Some(p) = self.haptic.sense(t) {
+            self.last_probe = Some(p.position);
+        }
         if self.tick % cfg.ticks_per_model_step as u64 == 0 {
-            if let Some(p) = probe {
-                self.local = self.model.step(t, cfg.model_period(), p.position);
+            if let Some(p) = self.last_probe {
+                self.local = self.model.step(t, cfg.model_period(), p);
                 self.version += 1;
             }
         }

@@ -95,8 +95,8 @@ impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
         })
     }
 
-    /// Statistics, telemetry and the stop flag.
-    pub fn shared(&self) -> &RuntimeShared {
+    /// Statistics and telemetry (clone the `Arc` to keep them after `stop`).
+    pub fn shared(&self) -> &Arc<RuntimeShared> {
         &self.shared
     }
 

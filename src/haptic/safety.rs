@@ -38,8 +38,9 @@ pub struct SafetyLimits {
 
 impl SafetyLimits {
     /// Limits for a device with this rating: its rated force and stiffness, 500 N/s,
-    /// 0.5 s ramp, 4 ms stale sample, 10 ms stalled model, 10 ms fade, no passivity
-    /// controller. A stall is detected and faded out within 20 ms.
+    /// 0.5 s ramp, 4 ms stale sample, 8 ms stalled model (a 200 Hz model is 3 ms late),
+    /// 10 ms fade, no passivity controller: a stale sample or a stalled model is faded
+    /// out within 20 ms of the fault.
     pub fn for_device(rating: DeviceRating) -> Self {
         Self {
             max_force: rating.max_force,
@@ -47,7 +48,7 @@ impl SafetyLimits {
             ramp_time: 0.5,
             max_stiffness: rating.max_stiffness,
             stale_sample_timeout: 0.004,
-            model_timeout: 0.010,
+            model_timeout: 0.008,
             fade_time: 0.010,
             passivity_max_damping: None,
         }

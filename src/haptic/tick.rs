@@ -69,6 +69,10 @@ pub struct TickRecord {
     pub state: SafetyState,
     /// Whether the local model in use reported contact.
     pub model_in_contact: bool,
+    /// Time since the device last sent a new sample (s).
+    pub sample_age: f64,
+    /// Time since the model thread last published (s); infinite before the first model.
+    pub model_age: f64,
 }
 
 /// The haptic loop's state: the device, the model in use, the safety filter.
@@ -88,6 +92,7 @@ pub struct HapticLoop<D: HapticDevice> {
     model_finite: bool,
     model_version: u64,
     last_model_update: f64,
+    last_tick: Option<f64>,
 }
 
 fn model_is_finite(m: &LocalForceModel) -> bool {
@@ -117,6 +122,7 @@ impl<D: HapticDevice> HapticLoop<D> {
             model_finite: true,
             model_version: 0,
             last_model_update: 0.0,
+            last_tick: None,
         }
     }
 
@@ -195,7 +201,12 @@ impl<D: HapticDevice> HapticLoop<D> {
             self.stiffness = cap_stiffness(&model.stiffness, self.config.limits.max_stiffness);
             self.last_model_update = t;
         }
-        let dt = self.config.tick_period;
+        // Elapsed loop time, so ramps and fades keep their duration in wall time even
+        // when a real-time tick was skipped (bounded so a long stall is one step).
+        let dt = self
+            .last_tick
+            .map_or(self.config.tick_period, |last| (t - last).clamp(0.0, 0.1));
+        self.last_tick = Some(t);
         let finite = self.probe_finite && self.model_finite;
         let desired = if finite {
             force_at(
@@ -208,12 +219,22 @@ impl<D: HapticDevice> HapticLoop<D> {
         } else {
             Vec3::zeros()
         };
-        let velocity = (self.probe - self.prev_probe) / dt;
+        let velocity = if dt > 0.0 {
+            (self.probe - self.prev_probe) / dt
+        } else {
+            Vec3::zeros()
+        };
         let health = Health {
             device_ok: self.device_ok,
             finite,
             sample_age: t - self.last_fresh_sample,
-            model_age: t - self.last_model_update,
+            // No model yet counts as a stalled model: the force ramps in from the first
+            // model, not from start-up.
+            model_age: if self.model_version == 0 {
+                f64::INFINITY
+            } else {
+                t - self.last_model_update
+            },
         };
         let mut force = self.safety.apply(dt, desired, velocity, health);
         if self.device_ok && self.device.write_force(force).is_err() {
@@ -229,6 +250,8 @@ impl<D: HapticDevice> HapticLoop<D> {
             force,
             state: self.safety.state(),
             model_in_contact: self.model.in_contact,
+            sample_age: health.sample_age,
+            model_age: health.model_age,
         }
     }
 
