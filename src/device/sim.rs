@@ -116,3 +116,38 @@ impl HapticDevice for SimDevice {
         &self.name
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn external_input_moves_the_stylus_and_scripts_follow_time() {
+        let (mut dev, mut input) = SimDevice::external(Vec3::new(0.0, 0.0, 0.01));
+        assert_eq!(dev.read(0.0).unwrap().position, Vec3::new(0.0, 0.0, 0.01));
+        input.write((Vec3::new(0.01, 0.02, -0.003), 1));
+        let s = dev.read(0.001).unwrap();
+        assert_eq!(
+            (s.position, s.buttons, s.sequence),
+            (Vec3::new(0.01, 0.02, -0.003), 1, 2)
+        );
+
+        let mut press = SimDevice::new(Script::Press {
+            top: Vec3::new(0.0, 0.0, 0.01),
+            depth: 0.02,
+            period: 2.0,
+        });
+        assert!(
+            (press.read(1.0).unwrap().position.z + 0.01).abs() < 1e-15,
+            "bottom at half period"
+        );
+        let mut circle = SimDevice::new(Script::Circle {
+            center: Vec3::zeros(),
+            radius: 0.02,
+            period: 4.0,
+        });
+        assert!((circle.read(1.0).unwrap().position - Vec3::new(0.0, 0.02, 0.0)).norm() < 1e-15);
+        press.write_force(Vec3::new(0.0, 0.0, 1.0)).unwrap();
+        assert_eq!(press.last_force(), Vec3::new(0.0, 0.0, 1.0));
+    }
+}

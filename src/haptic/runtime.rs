@@ -150,7 +150,7 @@ fn haptic_thread<D: HapticDevice>(
     {
         let mut guard = ZeroForceGuard(&mut haptic);
         let mut deadline = epoch + period;
-        let mut previous_wake = epoch;
+        let mut previous_wake = None;
         let mut last_reconnect = f64::NEG_INFINITY;
         while !shared.stop.load(Ordering::Relaxed) {
             rt::sleep_until(deadline, SPIN_NS);
@@ -165,10 +165,13 @@ fn haptic_thread<D: HapticDevice>(
                 shared.telemetry_dropped.add();
             }
             let done = rt::now_ns();
-            shared
-                .stats
-                .record(wake - previous_wake, wake - deadline, done - wake);
-            previous_wake = wake;
+            // The first tick has no period (the thread started at an arbitrary time).
+            if let Some(previous) = previous_wake {
+                shared
+                    .stats
+                    .record(wake - previous, wake - deadline, done - wake);
+            }
+            previous_wake = Some(wake);
             deadline += period;
             if done > deadline {
                 let behind = (done - deadline) / period + 1;
