@@ -56,15 +56,9 @@ pub enum DeviceError {
     /// The device is gone (unplugged, closed, or the transport failed); force is off.
     #[error("device disconnected: {0}")]
     Disconnected(String),
-    /// The device answered with something its profile cannot decode.
-    #[error("bad report from device: {0}")]
-    BadReport(String),
     /// The device could not be opened or found.
     #[error("cannot open device: {0}")]
     Open(String),
-    /// A replayed or scripted motion has no more samples.
-    #[error("end of trajectory")]
-    EndOfTrajectory,
 }
 
 /// A force-feedback device as the haptic thread sees it.
