@@ -1,0 +1,301 @@
+//! Scene files: every shipped scene parses, validates and builds its mesh; bad scenes
+//! fail with a message naming the file and the key (or path) at fault.
+
+use palpa::scene::build::{build_mesh, resolve_fixes, resolve_materials, FixRule, Selector};
+use palpa::scene::{BackendKind, DeviceKind, Scene, SceneError};
+use palpa::Vec3;
+use std::path::{Path, PathBuf};
+
+fn scenes_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes"))
+}
+
+fn shipped() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(scenes_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Parses `text` as if it were the file `dir/test.toml`.
+fn parse_in(text: &str, dir: &Path) -> Result<Scene, SceneError> {
+    Scene::parse(text, &dir.join("test.toml").display().to_string(), dir)
+}
+
+fn parse(text: &str) -> Result<Scene, SceneError> {
+    parse_in(text, &scenes_dir())
+}
+
+fn error(text: &str) -> String {
+    parse(text)
+        .expect_err("scene should be rejected")
+        .to_string()
+}
+
+#[test]
+fn every_shipped_scene_loads_and_builds_its_mesh() {
+    let files = shipped();
+    assert!(files.len() >= 2, "{files:?}");
+    for f in files {
+        let scene = Scene::load(&f).unwrap_or_else(|e| panic!("{e}"));
+        let built = build_mesh(&scene).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!built.mesh.tets.is_empty(), "{}", f.display());
+        resolve_materials(&scene, &built.mesh).unwrap();
+        let fixes = resolve_fixes(&scene, &built.mesh).unwrap();
+        assert!(
+            !fixes.is_empty(),
+            "{}: shipped scenes are clamped",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn embedded_default_is_the_shipped_default_and_the_documented_block() {
+    let embedded = Scene::embedded_default();
+    let file = Scene::load(&scenes_dir().join("default.toml")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(scenes_dir().join("default.toml")).unwrap(),
+        palpa::scene::DEFAULT_SCENE
+    );
+    assert_eq!(embedded.backend.kind, BackendKind::Modal);
+    assert_eq!(file.device.kind, DeviceKind::Auto);
+    let mesh = build_mesh(&embedded).unwrap().mesh;
+    let (lo, hi) = mesh.bounds();
+    assert!((lo - Vec3::new(-0.05, -0.05, -0.04)).norm() < 1e-12, "{lo}");
+    assert!((hi - Vec3::new(0.05, 0.05, 0.0)).norm() < 1e-12, "{hi}");
+    assert!((mesh.volume() - 0.1 * 0.1 * 0.04).abs() < 1e-12);
+
+    let mats = resolve_materials(&embedded, &mesh).unwrap();
+    let (_, sel, inc) = mats.iter().find(|(n, _, _)| n == "inclusion").unwrap();
+    assert_eq!(*sel, Selector::Sphere(Vec3::new(0.0, 0.0, -0.015), 0.01));
+    let (_, _, tissue) = mats.iter().find(|(n, _, _)| n == "default").unwrap();
+    assert_eq!(tissue.young, 30e3);
+    assert_eq!(inc.young / tissue.young, 8.0);
+    assert_eq!((tissue.poisson, tissue.density), (0.45, 1000.0));
+
+    // The bottom (z = −4 cm) is fixed.
+    assert_eq!(
+        resolve_fixes(&embedded, &mesh).unwrap(),
+        vec![FixRule::Below(2, 0.0)]
+    );
+    // Device frame = scene frame.
+    let w = palpa::scene::workspace::Workspace::from_spec(&embedded.device.workspace);
+    assert_eq!(w, palpa::scene::workspace::Workspace::IDENTITY);
+}
+
+#[test]
+fn bunny_is_scaled_to_metres_with_its_base_fixed() {
+    let scene = Scene::load(&scenes_dir().join("bunny.toml")).unwrap();
+    let mesh = build_mesh(&scene).unwrap().mesh;
+    let (lo, hi) = mesh.bounds();
+    // The file spans about 9.7 cm in y (in cm units).
+    assert!((hi.y - lo.y - 0.0966).abs() < 1e-3, "{lo} {hi}");
+    assert_eq!(
+        resolve_fixes(&scene, &mesh).unwrap(),
+        vec![FixRule::Below(1, 0.005)]
+    );
+    let mats = resolve_materials(&scene, &mesh).unwrap();
+    assert_eq!(mats.len(), 1);
+    assert_eq!(mats[0].2.young, 50e3);
+}
+
+#[test]
+fn an_empty_scene_is_the_default_block_with_defaults_everywhere() {
+    let s = parse("").unwrap();
+    assert_eq!(s.rates.ticks_per_model_step(), 5);
+    assert_eq!(s.modal_max_frequency(), 100.0);
+    assert_eq!(s.stream.max_clients, 64);
+    let mesh = build_mesh(&s).unwrap().mesh;
+    assert_eq!(mesh.bounds().1.z, 0.0);
+    let mats = resolve_materials(&s, &mesh).unwrap();
+    assert_eq!(mats.len(), 1);
+    assert_eq!(mats[0].2.young, 30e3);
+    assert_eq!(
+        resolve_fixes(&s, &mesh).unwrap(),
+        vec![FixRule::Below(2, 0.0)]
+    );
+    // `fixed = []` says "nothing fixed".
+    assert!(resolve_fixes(&parse("fixed = []").unwrap(), &mesh)
+        .unwrap()
+        .is_empty());
+    // Every section may be present and empty.
+    parse(
+        "[mesh]\n[materials]\n[backend]\n[backend.modal]\n[backend.condensed]\n[contact]\n\
+         [rates]\n[force]\n[safety]\n[device]\n[device.workspace]\n[stream]\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_typo_in_a_key_names_the_key_and_the_file() {
+    for (text, key) in [
+        ("[materials.default]\nyoungg = 1e3\n", "youngg"),
+        ("[rates]\nhaptics = 1000\n", "haptics"),
+        ("[mesh.box]\ncell = [1, 1, 1]\n", "cell"),
+        ("[device.workspace]\nrotation = [0, 0, 0]\n", "rotation"),
+        ("[[fixed]]\nbelow = { axis = \"z\", dist = 0.0 }\n", "dist"),
+        ("colour = \"red\"\n", "colour"),
+    ] {
+        let e = error(text);
+        assert!(e.contains(key), "{text}: {e}");
+        assert!(e.contains("test.toml"), "{e}");
+    }
+}
+
+#[test]
+fn out_of_range_values_name_the_key_and_the_value() {
+    for (text, needle) in [
+        (
+            "[materials.inclusion]\nyoung = -5\nsphere = { center = [0, 0, 0], radius = 0.01 }\n",
+            "materials.inclusion.young: must be > 0, got -5",
+        ),
+        (
+            "[materials.default]\nyoung = 1e3\npoisson = 0.5\n",
+            "materials.default.poisson: must lie in (-1, 0.5), got 0.5",
+        ),
+        (
+            "[materials.default]\nyoung = 1e3\ndensity = 0\n",
+            "materials.default.density: must be > 0, got 0",
+        ),
+        (
+            "[materials.lump]\nyoung = 1e3\nsphere = { center = [0, 0, 0], radius = -1 }\n",
+            "materials.lump.sphere.radius",
+        ),
+        ("[rates]\nhaptic = 0\n", "rates.haptic: must be > 0, got 0"),
+        (
+            "[rates]\nmodel = -200\n",
+            "rates.model: must be > 0, got -200",
+        ),
+        ("[rates]\nmodel = 300\n", "rates.model: must divide"),
+        ("[rates]\nvisual = 0\n", "rates.visual"),
+        ("[mesh]\nscale = 0\n", "mesh.scale: must be > 0, got 0"),
+        ("[mesh.box]\ncells = [4, 0, 4]\n", "mesh.box.cells[1]"),
+        ("[backend.modal]\nmodes = 0\n", "backend.modal.modes"),
+        ("[backend.modal]\nalpha1 = -1\n", "backend.modal.alpha1"),
+        (
+            "[backend.condensed]\ncache_size = 0\n",
+            "backend.condensed.cache_size",
+        ),
+        ("[contact]\nprobe_radius = -0.001\n", "contact.probe_radius"),
+        ("[contact]\nfriction = 0.3\n", "contact.friction"),
+        ("[safety]\nmax_force = 0\n", "safety.max_force"),
+        ("[device.workspace]\nscale = -1\n", "device.workspace.scale"),
+        ("[device]\nkind = \"replay\"\n", "device.trajectory"),
+        ("[stream]\nbind = \"localhost\"\n", "stream.bind"),
+        ("[stream]\nmax_clients = 0\n", "stream.max_clients"),
+        (
+            "[[fixed]]\nbelow = { axis = \"z\", distance = -1 }\n",
+            "fixed[0].below.distance",
+        ),
+        (
+            "[[fixed]]\nbox = { min = [1, 0, 0], max = [0, 1, 1] }\n",
+            "fixed[0].box",
+        ),
+        (
+            "[materials.loose]\nyoung = 1e3\n",
+            "materials.loose: needs one of",
+        ),
+        (
+            "[mesh]\nfile = \"x.msh\"\n[mesh.box]\ncells = [1, 1, 1]\n",
+            "mesh: give exactly one",
+        ),
+    ] {
+        let e = error(text);
+        assert!(e.contains(needle), "{text}: expected {needle:?} in {e:?}");
+        assert!(e.contains("test.toml"), "{e}");
+    }
+}
+
+#[test]
+fn a_missing_mesh_file_names_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = parse_in("[mesh]\nfile = \"organs/liver.msh\"\n", dir.path())
+        .unwrap_err()
+        .to_string();
+    let want = dir.path().join("organs/liver.msh").display().to_string();
+    assert!(e.contains("mesh.file") && e.contains(&want), "{e}");
+    let e = parse_in(
+        "[mesh.lattice]\nsurface = \"liver.obj\"\ncell_size = 0.004\n",
+        dir.path(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("mesh.lattice.surface") && e.contains("liver.obj"),
+        "{e}"
+    );
+    let e = Scene::load(&dir.path().join("nope.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("nope.toml"), "{e}");
+}
+
+#[test]
+fn a_bad_mesh_file_names_the_scene_key_and_the_mesh_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.msh"),
+        "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Nodes\nx\n",
+    )
+    .unwrap();
+    let scene = parse_in("[mesh]\nfile = \"bad.msh\"\n", dir.path()).unwrap();
+    let e = build_mesh(&scene).unwrap_err().to_string();
+    assert!(e.contains("mesh.file") && e.contains("bad.msh"), "{e}");
+}
+
+#[test]
+fn regions_resolve_by_name_and_unknown_ones_are_named() {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/meshes");
+    let probe = parse_in("[mesh]\nfile = \"blocks41.msh\"\n", Path::new(data)).unwrap();
+    let mesh = build_mesh(&probe).unwrap().mesh;
+    let (&id, name) = mesh.region_names.iter().next().expect("named regions");
+    let text = format!(
+        "[mesh]\nfile = \"blocks41.msh\"\n[materials.hard]\nyoung = 1e5\nregion = {name:?}\n\
+         [[fixed]]\nregion = {id}\n"
+    );
+    let scene = parse_in(&text, Path::new(data)).unwrap();
+    let mats = resolve_materials(&scene, &mesh).unwrap();
+    assert!(mats.contains(&(
+        "hard".to_string(),
+        Selector::Region(id),
+        scene.materials["hard"].get_ref().clone()
+    )));
+    assert_eq!(
+        resolve_fixes(&scene, &mesh).unwrap(),
+        vec![FixRule::Region(id)]
+    );
+
+    let text =
+        "[mesh]\nfile = \"blocks41.msh\"\n[materials.hard]\nyoung = 1e5\nregion = \"spleen\"\n";
+    let scene = parse_in(text, Path::new(data)).unwrap();
+    let e = resolve_materials(&scene, &mesh).unwrap_err().to_string();
+    assert!(
+        e.contains("materials.hard.region") && e.contains("spleen"),
+        "{e}"
+    );
+    let text = "[mesh]\nfile = \"blocks41.msh\"\n[[fixed]]\nnodes = [0, 100000]\n";
+    let scene = parse_in(text, Path::new(data)).unwrap();
+    let e = resolve_fixes(&scene, &mesh).unwrap_err().to_string();
+    assert!(e.contains("fixed[0].nodes") && e.contains("100000"), "{e}");
+}
+
+#[test]
+fn geometric_materials_keep_file_order_after_regions() {
+    let s = parse(
+        "[materials.zeta]\nyoung = 1e3\nsphere = { center = [0, 0, 0], radius = 0.01 }\n\
+         [materials.alpha]\nyoung = 2e3\nbox = { min = [0, 0, 0], max = [0.01, 0.01, 0.01] }\n\
+         [materials.default]\nyoung = 3e3\n",
+    )
+    .unwrap();
+    let mesh = build_mesh(&s).unwrap().mesh;
+    let names: Vec<String> = resolve_materials(&s, &mesh)
+        .unwrap()
+        .into_iter()
+        .map(|(n, _, _)| n)
+        .collect();
+    assert_eq!(names, ["default", "zeta", "alpha"]);
+}
