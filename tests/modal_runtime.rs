@@ -1,0 +1,207 @@
+//! Modal runtime: exact oscillator stepping against analytic solutions, and
+//! constraints.
+
+use palpa::modal::{ModeTransition, Oscillators};
+
+/// Analytic response of z̈ + c ż + λ z = g (g constant) from (z0, v0) at time t,
+/// by the closed form of each damping regime (independent of the matrix exponential).
+fn analytic(lambda: f64, c: f64, g: f64, z0: f64, v0: f64, t: f64) -> (f64, f64) {
+    if lambda == 0.0 {
+        if c == 0.0 {
+            return (z0 + v0 * t + 0.5 * g * t * t, v0 + g * t);
+        }
+        let e = (-c * t).exp();
+        let vinf = g / c;
+        return (
+            z0 + vinf * t + (v0 - vinf) * (1.0 - e) / c,
+            vinf + (v0 - vinf) * e,
+        );
+    }
+    let zs = g / lambda;
+    let (y0, v0) = (z0 - zs, v0);
+    let disc = c * c - 4.0 * lambda;
+    let (y, v) = if disc < 0.0 {
+        let wd = (-disc).sqrt() / 2.0;
+        let s = -c / 2.0;
+        let a = y0;
+        let b = (v0 - s * y0) / wd;
+        let e = (s * t).exp();
+        let (sn, cs) = (wd * t).sin_cos();
+        (
+            e * (a * cs + b * sn),
+            e * (s * (a * cs + b * sn) + wd * (-a * sn + b * cs)),
+        )
+    } else if disc == 0.0 {
+        let s = -c / 2.0;
+        let b = v0 - s * y0;
+        let e = (s * t).exp();
+        (e * (y0 + b * t), e * (s * (y0 + b * t) + b))
+    } else {
+        let r1 = (-c + disc.sqrt()) / 2.0;
+        let r2 = (-c - disc.sqrt()) / 2.0;
+        let a1 = (v0 - r2 * y0) / (r1 - r2);
+        let a2 = (r1 * y0 - v0) / (r1 - r2);
+        (
+            a1 * (r1 * t).exp() + a2 * (r2 * t).exp(),
+            a1 * r1 * (r1 * t).exp() + a2 * r2 * (r2 * t).exp(),
+        )
+    };
+    (y + zs, v)
+}
+
+#[test]
+fn transition_matches_closed_form_in_every_damping_regime() {
+    let h = 1e-3;
+    // (λ, c): rigid, rigid damped, under-, critically-, over-damped, stiff
+    // under-damped, stiff over-damped.
+    let lambda_crit: f64 = 400.0;
+    let cases = [
+        (0.0, 0.0),
+        (0.0, 3.0),
+        (1.0e4, 2.0),
+        (lambda_crit, 2.0 * lambda_crit.sqrt()),
+        (100.0, 50.0),
+        (4.0e7, 10.0),
+        (1.0e6, 1.0e5),
+    ];
+    for (lambda, c) in cases {
+        let tr = ModeTransition::new(lambda, c, h);
+        for (z0, v0, g) in [
+            (1.0, 0.0, 0.0),
+            (0.0, 1.0, 0.0),
+            (0.0, 0.0, 1.0),
+            (0.3, -2.0, 5.0),
+        ] {
+            let (z, v) = tr.apply(z0, v0, g);
+            let (za, va) = analytic(lambda, c, g, z0, v0, h);
+            let scale_z = za
+                .abs()
+                .max(z0.abs() + v0.abs() * h + g.abs() * h * h)
+                .max(1e-300);
+            let scale_v = va
+                .abs()
+                .max(v0.abs() + lambda.sqrt() * z0.abs() + g.abs() * h)
+                .max(1e-300);
+            assert!(
+                (z - za).abs() <= 1e-11 * scale_z,
+                "λ={lambda} c={c}: z {z} vs {za}"
+            );
+            assert!(
+                (v - va).abs() <= 1e-11 * scale_v,
+                "λ={lambda} c={c}: v {v} vs {va}"
+            );
+        }
+    }
+}
+
+#[test]
+fn transition_is_continuous_through_critical_damping() {
+    // The closed forms are ill-conditioned next to c² = 4λ; the exponential is not.
+    let (lambda, h) = (400.0f64, 1e-3);
+    let crit = 2.0 * lambda.sqrt();
+    for rel in [-1e-6, -1e-9, -1e-12, 1e-12, 1e-9, 1e-6] {
+        let tr = ModeTransition::new(lambda, crit * (1.0 + rel), h);
+        for (z0, v0, g) in [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)] {
+            let (z, v) = tr.apply(z0, v0, g);
+            let (za, va) = analytic(lambda, crit, g, z0, v0, h);
+            // d(z, ż)/dc is O(h·scale): the change must be of order rel, no larger.
+            assert!(
+                (z - za).abs() <= (10.0 * rel.abs() + 1e-13) * (za.abs() + h * h),
+                "rel {rel}: z {z} vs {za}"
+            );
+            assert!(
+                (v - va).abs() <= (10.0 * rel.abs() + 1e-13) * (va.abs() + h),
+                "rel {rel}: v {v} vs {va}"
+            );
+        }
+    }
+}
+
+#[test]
+fn undamped_free_vibration_conserves_energy_over_a_million_steps() {
+    let lambda: Vec<f64> = [0.5, 7.0, 60.0, 300.0]
+        .iter()
+        .map(|f| (2.0 * std::f64::consts::PI * f).powi(2))
+        .collect();
+    let mut osc = Oscillators::new(&lambda, 0.0, 0.0, 1e-3);
+    osc.set_state(&[1e-3, -2e-3, 5e-4, 1e-4], &[0.1, 0.0, -0.3, 2.0]);
+    let e0 = osc.energy();
+    let g = vec![0.0; lambda.len()];
+    let mut worst: f64 = 0.0;
+    for n in 0..1_000_000 {
+        osc.step(&g);
+        if n % 1000 == 999 {
+            worst = worst.max((osc.energy() - e0).abs() / e0);
+        }
+    }
+    println!("relative energy drift after 1e6 steps of 1 ms: {worst:.3e}");
+    assert!(worst < 1e-9, "energy drift {worst:e}");
+}
+
+#[test]
+fn damped_envelope_matches_analytic_decay_of_each_mode() {
+    let lambda: Vec<f64> = [2.0, 15.0, 80.0]
+        .iter()
+        .map(|f| (2.0 * std::f64::consts::PI * f).powi(2))
+        .collect();
+    let (alpha1, alpha2) = (2e-4, 0.5);
+    let dt = 1e-3;
+    let mut osc = Oscillators::new(&lambda, alpha1, alpha2, dt);
+    let z0 = [1e-3, 1e-3, 1e-3];
+    osc.set_state(&z0, &[0.0; 3]);
+    let g = [0.0; 3];
+    for n in 1..=3000 {
+        osc.step(&g);
+        let t = n as f64 * dt;
+        for i in 0..3 {
+            let c = alpha1 * lambda[i] + alpha2;
+            // Envelope √(z² + (ż + c z/2)²/ω_d²) of an under-damped mode decays as e^{−ct/2}.
+            let wd = (lambda[i] - c * c / 4.0).sqrt();
+            let (z, v) = (osc.z()[i], osc.zd()[i]);
+            let env = (z * z + ((v + c * z / 2.0) / wd).powi(2)).sqrt();
+            let env0 = (z0[i] * z0[i] + (c * z0[i] / 2.0 / wd).powi(2)).sqrt();
+            let want = env0 * (-c * t / 2.0).exp();
+            assert!(
+                (env - want).abs() <= 1e-9 * env0,
+                "mode {i} t={t}: {env} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn ten_small_steps_equal_one_large_step() {
+    let lambda = [0.0, 3.0e3, 1.0e5, 4.0e6];
+    let (alpha1, alpha2) = (1e-4, 2.0);
+    let g = [1.0, -2.0, 30.0, 400.0];
+    let mut fine = Oscillators::new(&lambda, alpha1, alpha2, 1e-4);
+    let mut coarse = Oscillators::new(&lambda, alpha1, alpha2, 1e-3);
+    let z0 = [1e-3, 2e-3, -1e-3, 1e-4];
+    let v0 = [0.1, -0.2, 0.3, 0.5];
+    fine.set_state(&z0, &v0);
+    coarse.set_state(&z0, &v0);
+    for _ in 0..10 {
+        fine.step(&g);
+    }
+    coarse.step(&g);
+    let mut any = coarse.clone();
+    any.set_state(&z0, &v0);
+    any.step_by(1e-3, &g);
+    for i in 0..lambda.len() {
+        let sz = coarse.z()[i].abs().max(1e-12);
+        let sv = coarse.zd()[i].abs().max(1e-9);
+        assert!(
+            (fine.z()[i] - coarse.z()[i]).abs() / sz <= 1e-12,
+            "mode {i} z: {} vs {}",
+            fine.z()[i],
+            coarse.z()[i]
+        );
+        assert!(
+            (fine.zd()[i] - coarse.zd()[i]).abs() / sv <= 1e-12,
+            "mode {i} ż: {} vs {}",
+            fine.zd()[i],
+            coarse.zd()[i]
+        );
+        assert_eq!(any.z()[i], coarse.z()[i]);
+    }
+}
