@@ -51,9 +51,23 @@ fn pressing_along_minus_normal_contacts_with_outward_normal() {
         let on = a * c.bary[0] + b * c.bary[1] + cc * c.bary[2];
         assert!((on - c.point).norm() < 1e-12);
     }
-    // Pulling out releases at once.
+    // Just outside (within the 0.5 mm margin) the contact stays a candidate with
+    // negative depth, for the model to hold or release by the sign of its force.
+    let c = proxy
+        .update(&bvh, &pos, &Vec3::new(0.033, 0.027, SIZE.z + 1e-4))
+        .expect("candidate");
+    assert!((c.depth + 1e-4).abs() < 1e-12);
+    proxy.release();
     assert_eq!(
         proxy.update(&bvh, &pos, &Vec3::new(0.033, 0.027, SIZE.z + 1e-4)),
+        None
+    );
+    // Pulling out beyond the margin releases at once.
+    proxy
+        .update(&bvh, &pos, &Vec3::new(0.033, 0.027, SIZE.z - 1e-3))
+        .expect("contact");
+    assert_eq!(
+        proxy.update(&bvh, &pos, &Vec3::new(0.033, 0.027, SIZE.z + 1e-3)),
         None
     );
 }
@@ -115,7 +129,7 @@ fn sliding_on_a_face_crosses_triangle_edges_smoothly() {
     let (bvh, pos) = block();
     let mut proxy = Proxy::new(0.0);
     proxy.update(&bvh, &pos, &Vec3::new(0.005, 0.013, 0.06));
-    let mut last = None;
+    let mut last: Option<(Vec3, Vec3)> = None;
     for i in 0..=900 {
         let x = 0.005 + 0.0001 * i as f64;
         let probe = Vec3::new(x, 0.013 + 0.3 * (x - 0.005), SIZE.z - 0.003);
@@ -125,12 +139,21 @@ fn sliding_on_a_face_crosses_triangle_edges_smoothly() {
             "step {i}: {:?}",
             c.proxy
         );
-        assert!((c.normal - Vec3::z()).norm() < 1e-12);
-        if let Some(prev) = last {
+        // Shaded normal: exactly +z away from the block's edges, continuous everywhere.
+        assert!(c.normal.z > 0.7);
+        if (0.02..=0.08).contains(&x) && probe.y >= 0.02 {
+            assert!(
+                (c.normal - Vec3::z()).norm() < 1e-12,
+                "step {i}: {:?}",
+                c.normal
+            );
+        }
+        if let Some((prev, n)) = last {
             let moved: Vec3 = c.proxy - prev;
             assert!(moved.norm() < 0.00011, "jump at step {i}");
+            assert!((c.normal - n).norm() < 0.01, "normal jump at step {i}");
         }
-        last = Some(c.proxy);
+        last = Some((c.proxy, c.normal));
     }
 }
 
@@ -158,7 +181,11 @@ fn sliding_over_a_convex_edge_wraps_around_without_entering() {
         let p = proxy.position().unwrap();
         assert!(box_distance(&p) > -1e-12, "proxy inside at step {i}: {p:?}");
         if let Some(c) = c {
-            assert!(c.normal.dot(&(p - probe)) > 0.0);
+            assert!(
+                c.normal.x >= -1e-12 && c.normal.z >= -1e-12,
+                "inward normal {:?}",
+                c.normal
+            );
             if c.normal.x > 0.99 {
                 saw_side = true;
             }

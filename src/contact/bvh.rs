@@ -126,6 +126,9 @@ pub struct SurfaceBvh {
     /// Length tolerance for "on the plane" and "inside the triangle" (m), 1e-9 of the
     /// rest bounding-box diagonal.
     tol: f64,
+    /// Triangles around each mesh node (CSR: `around[node_start[v]..node_start[v+1]]`).
+    node_start: Vec<u32>,
+    around: Vec<u32>,
 }
 
 impl SurfaceBvh {
@@ -158,11 +161,31 @@ impl SurfaceBvh {
         if !triangles.is_empty() {
             split(&mut nodes, 0, &mut order, 0, &centroids);
         }
+        let n_nodes = triangles.iter().flatten().max().map_or(0, |&v| v + 1);
+        let mut node_start = vec![0u32; n_nodes + 1];
+        for t in &triangles {
+            for &v in t {
+                node_start[v + 1] += 1;
+            }
+        }
+        for v in 0..n_nodes {
+            node_start[v + 1] += node_start[v];
+        }
+        let mut fill = node_start.clone();
+        let mut around = vec![0u32; 3 * triangles.len()];
+        for (i, t) in triangles.iter().enumerate() {
+            for &v in t {
+                around[fill[v] as usize] = i as u32;
+                fill[v] += 1;
+            }
+        }
         let mut bvh = Self {
             triangles,
             nodes,
             order,
             tol: 1e-9 * diag.max(f64::MIN_POSITIVE),
+            node_start,
+            around,
         };
         bvh.refit(positions);
         bvh
@@ -205,6 +228,33 @@ impl SurfaceBvh {
     /// Vertex positions of triangle `t`.
     pub fn vertices(&self, t: usize, positions: &[Vec3]) -> [Vec3; 3] {
         self.triangles[t].map(|v| positions[v])
+    }
+
+    /// Shaded (Phong) normal at barycentric point `bary` of triangle `t`: the
+    /// interpolated area-weighted vertex normals, normalised. Continuous across
+    /// triangle edges, so a force along it does not jump as the contact slides from
+    /// one flat triangle to the next (force shading, Morgenbesser & Srinivasan 1996).
+    /// Falls back to the face normal if the interpolation vanishes.
+    pub fn shaded_normal(&self, t: usize, bary: &[f64; 3], positions: &[Vec3]) -> Vec3 {
+        let mut n = Vec3::zeros();
+        for (&v, &w) in self.triangles[t].iter().zip(bary) {
+            let mut nv = Vec3::zeros();
+            for &f in &self.around[self.node_start[v] as usize..self.node_start[v + 1] as usize] {
+                let [a, b, c] = self.vertices(f as usize, positions);
+                nv += (b - a).cross(&(c - a));
+            }
+            let len = nv.norm();
+            if len > 0.0 {
+                n += nv * (w / len);
+            }
+        }
+        let len = n.norm();
+        if len > 0.0 && len.is_finite() {
+            n / len
+        } else {
+            let [a, b, c] = self.vertices(t, positions);
+            unit_normal(&a, &b, &c).unwrap_or(Vec3::z())
+        }
     }
 
     /// Closest surface point to `p` within `max_distance` (m), or `None`.

@@ -13,6 +13,14 @@
 //! behind it. A sphere probe of radius r is handled by shifting each triangle plane
 //! outward by r (exact on faces; at a sharp convex edge the sphere may graze the edge
 //! by at most r·(1 − cos(θ/2))). Contact is frictionless.
+//!
+//! The surface a probe presses on is dented by that same probe, and the tissue model
+//! puts the contact point exactly at the probe tip, so as the probe slides the geometric
+//! penetration of the dented surface is nearly zero and its sign is noise. A contact
+//! therefore stays a *candidate* while the probe is within a small margin outside the
+//! surface (the "alarm distance" of constraint-based contact in SOFA); whether it holds
+//! is decided by the sign of the constraint force (unilateral), and the model calls
+//! [`Proxy::release`] when it lets go.
 
 use crate::Vec3;
 
@@ -32,10 +40,13 @@ pub struct Contact {
     pub bary: [f64; 3],
     /// Contact point on the deformed surface (m).
     pub point: Vec3,
-    /// Unit direction of the force on the probe: from the probe tip toward the proxy
-    /// (the face normal on a face, inside the normal cone at an edge or vertex).
+    /// Outward unit normal at the contact point, shaded (interpolated vertex normals,
+    /// [`SurfaceBvh::shaded_normal`]) so it is continuous as the contact slides: the
+    /// direction of the force on the probe.
     pub normal: Vec3,
-    /// Distance from the probe tip to the proxy (m): how far the probe is pressed in.
+    /// Signed penetration (m): distance from the probe tip to the proxy when the probe
+    /// is pressed in; negative (minus the gap) for a kept candidate contact with the
+    /// probe just outside the surface.
     pub depth: f64,
     /// Proxy (god-object) centre (m).
     pub proxy: Vec3,
@@ -53,19 +64,34 @@ struct Plane {
 #[derive(Clone, Debug)]
 pub struct Proxy {
     radius: f64,
+    margin: f64,
     position: Option<Vec3>,
     anchor: Option<(usize, [f64; 3])>,
 }
 
 impl Proxy {
-    /// A proxy for a probe sphere of `radius` (m; 0 for a point probe). The first
-    /// update places it at the probe.
+    /// A proxy for a probe sphere of `radius` (m; 0 for a point probe) with the
+    /// default candidate margin of 0.5 mm. The first update places it at the probe.
     pub fn new(radius: f64) -> Self {
         Self {
             radius: radius.max(0.0),
+            margin: 5e-4,
             position: None,
             anchor: None,
         }
+    }
+
+    /// Sets how far outside the surface (m) the probe may be while a contact it had
+    /// stays a candidate for the model to hold or release.
+    pub fn with_margin(mut self, margin: f64) -> Self {
+        self.margin = margin.max(0.0);
+        self
+    }
+
+    /// Drops the contact: the model found that holding it would pull the surface.
+    /// The next update treats the probe as free until it penetrates again.
+    pub fn release(&mut self) {
+        self.anchor = None;
     }
 
     /// Probe sphere radius (m).
@@ -163,8 +189,7 @@ impl Proxy {
         self.position = Some(p);
         let depth = (p - probe).norm();
         if count == 0 || depth <= tol {
-            self.anchor = None;
-            return None;
+            return self.candidate(bvh, positions, probe);
         }
         let Some(on) = bvh.closest_point(&p, r + 10.0 * tol + 1e3 * tol, positions) else {
             self.anchor = None;
@@ -175,9 +200,37 @@ impl Proxy {
             triangle: on.triangle,
             bary: on.bary,
             point: on.point,
-            normal: (p - probe) / depth,
+            normal: bvh.shaded_normal(on.triangle, &on.bary, positions),
             depth,
             proxy: p,
+        })
+    }
+}
+
+impl Proxy {
+    /// The kept candidate when the probe left the surface by less than the margin
+    /// after a contact; otherwise no contact.
+    fn candidate(&mut self, bvh: &SurfaceBvh, positions: &[Vec3], probe: &Vec3) -> Option<Contact> {
+        let anchored = self.anchor.take().is_some();
+        if !anchored {
+            return None;
+        }
+        let near = bvh.closest_point(probe, self.radius + self.margin, positions)?;
+        let normal = bvh.shaded_normal(near.triangle, &near.bary, positions);
+        let gap = normal.dot(&(probe - near.point)) - self.radius;
+        if gap < 0.0 {
+            // Behind the face but not caught by the sweep (a sliver at an edge):
+            // no contact rather than a wrong one.
+            return None;
+        }
+        self.anchor = Some((near.triangle, near.bary));
+        Some(Contact {
+            triangle: near.triangle,
+            bary: near.bary,
+            point: near.point,
+            normal,
+            depth: -gap,
+            proxy: *probe,
         })
     }
 }

@@ -4,6 +4,7 @@ pub mod cache;
 pub mod oscillator;
 pub mod precompute;
 pub mod residual;
+pub mod runtime;
 pub mod select;
 
 pub use cache::{input_hash, CacheError, ModalCache};
@@ -13,4 +14,5 @@ pub use precompute::{
     Timings,
 };
 pub use residual::{residual_flexibility, ResidualFlexibility};
+pub use runtime::{ModalParams, ModalRuntime};
 pub use select::{select_modes, ModeFate, ModeReport, SelectionParams};

@@ -141,6 +141,26 @@ impl Oscillators {
         }
     }
 
+    /// Writes the transitions for a step `h` (s) into `out` (one per mode): the
+    /// precomputed ones when `h` is the fixed step, fresh exponentials otherwise.
+    pub fn transitions(&self, h: f64, out: &mut [ModeTransition]) {
+        if h == self.dt {
+            out.copy_from_slice(&self.fixed);
+        } else {
+            for (i, tr) in out.iter_mut().enumerate() {
+                *tr = ModeTransition::new(self.lambda[i], self.damping[i], h);
+            }
+        }
+    }
+
+    /// Advances every mode with the given transitions (from [`Self::transitions`])
+    /// and modal forces `g` held over the step.
+    pub fn step_with(&mut self, transitions: &[ModeTransition], g: &[f64]) {
+        for (i, tr) in transitions.iter().enumerate() {
+            (self.z[i], self.zd[i]) = tr.apply(self.z[i], self.zd[i], g[i]);
+        }
+    }
+
     /// Adds an impulse (modal, W̄ᵀ·J, N·s in mass-normalised units) to the velocities.
     pub fn add_impulse(&mut self, gj: &[f64]) {
         for (v, j) in self.zd.iter_mut().zip(gj) {

@@ -221,10 +221,13 @@ impl DenseConstraintSolver {
             a[j * n + j] = d;
             for i in j + 1..n {
                 a[i * n + j] /= d;
+                a[j * n + i] = a[i * n + j];
             }
+            // Update the whole trailing block (both triangles): later pivots swap
+            // its rows and columns.
             for i in j + 1..n {
                 let lij = a[i * n + j];
-                for k in j + 1..=i {
+                for k in j + 1..n {
                     a[i * n + k] -= lij * a[k * n + j];
                 }
             }
@@ -267,6 +270,28 @@ mod tests {
         assert_eq!(solver.solve(3, &s, &r, &[false; 3], &mut f), 0);
         for i in 0..3 {
             assert!((f[i] - f_true[i]).abs() < 1e-14);
+        }
+    }
+
+    #[test]
+    fn pivoting_matches_a_direct_solve() {
+        // Diagonal grows down the rows, so every step pivots.
+        let n = 6;
+        let mut s = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                s[i * n + j] =
+                    1.0 / (1.0 + (i as f64 - j as f64).abs()) + if i == j { i as f64 } else { 0.0 };
+            }
+        }
+        let f_true: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
+        let r: Vec<f64> = (0..n)
+            .map(|i| (0..n).map(|j| s[i * n + j] * f_true[j]).sum())
+            .collect();
+        let mut f = vec![0.0; n];
+        DenseConstraintSolver::new(n).solve(n, &s, &r, &[false; 6], &mut f);
+        for i in 0..n {
+            assert!((f[i] - f_true[i]).abs() < 1e-13, "{f:?}");
         }
     }
 

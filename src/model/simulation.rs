@@ -109,6 +109,9 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
         };
         let in_contact = contact.is_some() && f_tissue != Vec3::zeros();
         self.contact = if in_contact { contact } else { None };
+        if !in_contact {
+            self.proxy.release();
+        }
         let f0 = -f_tissue;
         let mut out = LocalForceModel {
             t0: t,
