@@ -9,6 +9,7 @@ use palpa::condensed::{ComplianceColumns, CondensedModel};
 use palpa::contact::SurfaceBvh;
 use palpa::fem::{
     assemble, fixed_nodes, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap, Ordering,
+    Shape,
 };
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
@@ -297,4 +298,63 @@ fn degenerate_queries_do_not_panic() {
     // Invalid step size: zero force.
     let bad = sim.step(2.0 * dt, f64::NAN, Vec3::new(0.03, 0.03, 0.001));
     assert_eq!(bad.f0, Vec3::zeros());
+}
+
+/// Force for pressing `depth` straight down at (x, y) of a block of `materials`.
+fn press(mesh: &TetMesh, materials: &MaterialMap, x: f64, y: f64, depth: f64) -> f64 {
+    let per_tet = materials.per_tet(mesh).unwrap();
+    let fixed = fixed_nodes(
+        mesh,
+        &[Fix::Below {
+            axis: Axis::Z,
+            dist: 1e-9,
+        }],
+    )
+    .unwrap();
+    let system = assemble(mesh, &per_tet, DofMap::new(&fixed).unwrap()).unwrap();
+    let b = mesh.boundary();
+    let blk = Block {
+        mesh: mesh.clone(),
+        system,
+        triangles: b.triangles,
+        surface_nodes: b.nodes,
+    };
+    let mut sim = Simulation::new(condensed(&blk, 0, 8), 0.0);
+    sim.step(0.0, 5e-3, Vec3::new(x, y, SIZE.z + 1e-3));
+    let mut f = 0.0;
+    for i in 1..=5 {
+        f = sim
+            .step(
+                i as f64 * 5e-3,
+                5e-3,
+                Vec3::new(x, y, SIZE.z - depth * i as f64 / 5.0),
+            )
+            .f0
+            .norm();
+    }
+    f
+}
+
+#[test]
+fn stiff_inclusion_is_found_by_palpation() {
+    let mesh = box_mesh(SIZE, [12, 12, 6]).unwrap();
+    let soft = Material::new(5e3, 0.45, 1000.0).unwrap();
+    let stiff = Material::new(8.0 * 5e3, 0.45, 1000.0).unwrap();
+    let lump = Shape::Sphere {
+        center: Vec3::new(0.03, 0.03, 0.019),
+        radius: 0.007,
+    };
+    let with_lump = MaterialMap::uniform(soft).with_override(lump, stiff);
+    let plain = MaterialMap::uniform(soft);
+    let above = (0.03, 0.03);
+    let beside = (0.03, 0.015);
+    let ratio_lump = press(&mesh, &with_lump, above.0, above.1, 1e-3)
+        / press(&mesh, &with_lump, beside.0, beside.1, 1e-3);
+    let ratio_plain = press(&mesh, &plain, above.0, above.1, 1e-3)
+        / press(&mesh, &plain, beside.0, beside.1, 1e-3);
+    println!("force above / beside at 1 mm: with inclusion {ratio_lump:.3}, homogeneous {ratio_plain:.3}");
+    assert!(
+        ratio_lump > 1.25 * ratio_plain,
+        "inclusion not felt: {ratio_lump:.3} vs {ratio_plain:.3}"
+    );
 }

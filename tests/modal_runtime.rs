@@ -213,10 +213,15 @@ mod with_fem {
     use faer::{Mat, Par};
     use palpa::condensed::ComplianceColumns;
     use palpa::contact::SurfaceBvh;
-    use palpa::fem::{assemble, fixed_nodes, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap, Ordering};
+    use palpa::fem::{
+        assemble, fixed_nodes, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap,
+        Ordering,
+    };
     use palpa::mesh::generate::box_mesh;
     use palpa::mesh::TetMesh;
-    use palpa::modal::{compute_modes, ModalBasis, ModalParams, ModalRuntime, Oscillators, Timings};
+    use palpa::modal::{
+        compute_modes, ModalBasis, ModalParams, ModalRuntime, Oscillators, Timings,
+    };
     use palpa::model::{PointConstraint, TissueModel};
     use palpa::Vec3;
 
@@ -230,17 +235,30 @@ mod with_fem {
     }
 
     fn fixture(mesh: TetMesh, fix: Fix, young: f64, k: usize) -> Fixture {
-        let materials = MaterialMap::uniform(Material::new(young, 0.45, 1000.0).unwrap()).per_tet(&mesh).unwrap();
+        let materials = MaterialMap::uniform(Material::new(young, 0.45, 1000.0).unwrap())
+            .per_tet(&mesh)
+            .unwrap();
         let fixed = fixed_nodes(&mesh, &[fix]).unwrap();
         let system = assemble(&mesh, &materials, DofMap::new(&fixed).unwrap()).unwrap();
-        let (basis, _, _) = compute_modes(&system, k, Ordering::default(), &mut Timings::default()).unwrap();
-        let factor = Arc::new(Factor::for_system(&system, 0.0, Ordering::default(), Par::Seq).unwrap());
+        let (basis, _, _) =
+            compute_modes(&system, k, Ordering::default(), &mut Timings::default()).unwrap();
+        let factor =
+            Arc::new(Factor::for_system(&system, 0.0, Ordering::default(), Par::Seq).unwrap());
         let b = mesh.boundary();
-        Fixture { mesh, system, basis, factor, triangles: b.triangles, surface: b.nodes }
+        Fixture {
+            mesh,
+            system,
+            basis,
+            factor,
+            triangles: b.triangles,
+            surface: b.nodes,
+        }
     }
 
     fn runtime(fx: &Fixture, params: ModalParams, residual: bool) -> ModalRuntime {
-        let columns = residual.then(|| ComplianceColumns::new(fx.factor.clone(), fx.system.dofs.clone(), 32).unwrap());
+        let columns = residual.then(|| {
+            ComplianceColumns::new(fx.factor.clone(), fx.system.dofs.clone(), 32).unwrap()
+        });
         ModalRuntime::new(
             fx.mesh.nodes.clone(),
             fx.triangles.clone(),
@@ -262,22 +280,44 @@ mod with_fem {
     #[test]
     fn position_constraint_holds_every_step_and_release_gives_free_vibration() {
         let size = Vec3::new(0.06, 0.06, 0.03);
-        let fx = fixture(box_mesh(size, [6, 6, 3]).unwrap(), Fix::Below { axis: Axis::Z, dist: 1e-9 }, 5e3, 20);
+        let fx = fixture(
+            box_mesh(size, [6, 6, 3]).unwrap(),
+            Fix::Below {
+                axis: Axis::Z,
+                dist: 1e-9,
+            },
+            5e3,
+            20,
+        );
         for residual in [false, true] {
-            let params = ModalParams { alpha1: 0.0, alpha2: 0.0, dt: 5e-3, max_rows: 12 };
+            let params = ModalParams {
+                alpha1: 0.0,
+                alpha2: 0.0,
+                dt: 5e-3,
+                max_rows: 12,
+            };
             let mut model = runtime(&fx, params, residual);
             let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
-            let c = bvh.closest_point(&Vec3::new(0.031, 0.027, size.z), 1e-6, &fx.mesh.nodes).unwrap();
+            let c = bvh
+                .closest_point(&Vec3::new(0.031, 0.027, size.z), 1e-6, &fx.mesh.nodes)
+                .unwrap();
             let nodes = fx.triangles[c.triangle];
             let mut f = [Vec3::zeros()];
             for n in 0..200 {
                 // The held point is dragged along a path; it must be on it after every step.
                 let s = n as f64 * 5e-3;
-                let offset = Vec3::new(5e-4 * s.sin(), 3e-4 * (2.0 * s).sin(), -1e-3 * (1.0 - (-3.0 * s).exp()));
+                let offset = Vec3::new(
+                    5e-4 * s.sin(),
+                    3e-4 * (2.0 * s).sin(),
+                    -1e-3 * (1.0 - (-3.0 * s).exp()),
+                );
                 let hold = PointConstraint::hold(nodes, c.bary, c.point + offset);
                 model.advance(5e-3, &[hold], &mut f).unwrap();
                 let u = point_displacement(&mut model, &nodes, &c.bary);
-                assert!((u - offset).norm() <= 1e-9 * offset.norm().max(1e-4), "residual {residual}, step {n}: {u:?} vs {offset:?}");
+                assert!(
+                    (u - offset).norm() <= 1e-9 * offset.norm().max(1e-4),
+                    "residual {residual}, step {n}: {u:?} vs {offset:?}"
+                );
             }
             // Released: undamped free vibration of the modes, exactly as the bare
             // oscillators evolve it, with constant energy.
@@ -310,41 +350,78 @@ mod with_fem {
 
     #[test]
     fn bunny_static_stiffness_with_residual_flexibility_matches_full_fem() {
-        let mut mesh = palpa::mesh::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/bunny.msh"))).unwrap();
+        let mut mesh = palpa::mesh::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/bunny.msh"
+        )))
+        .unwrap();
         mesh.scale(0.01);
-        let fx = fixture(mesh, Fix::Below { axis: Axis::Y, dist: 0.005 }, 50e3, 40);
+        let fx = fixture(
+            mesh,
+            Fix::Below {
+                axis: Axis::Y,
+                dist: 0.005,
+            },
+            50e3,
+            40,
+        );
         let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
         let (lo, hi) = fx.mesh.bounds();
         // Free surface nodes spread over the body (top, sides), one per probe.
-        let picks: Vec<usize> = [(0.5, 1.0, 0.5), (0.0, 0.6, 0.5), (1.0, 0.5, 0.5), (0.5, 0.5, 0.0), (0.3, 0.8, 1.0)]
-            .iter()
-            .map(|&(a, b, c)| {
-                let p = lo + (hi - lo).component_mul(&Vec3::new(a, b, c));
-                let near = bvh.closest_point(&p, f64::INFINITY, &fx.mesh.nodes).unwrap();
-                let t = fx.triangles[near.triangle];
-                *t.iter().max_by(|&&x, &&y| near.bary[t.iter().position(|&v| v == x).unwrap()].total_cmp(&near.bary[t.iter().position(|&v| v == y).unwrap()])).unwrap()
-            })
-            .filter(|&v| !fx.system.dofs.is_fixed(v))
-            .collect();
+        let picks: Vec<usize> = [
+            (0.5, 1.0, 0.5),
+            (0.0, 0.6, 0.5),
+            (1.0, 0.5, 0.5),
+            (0.5, 0.5, 0.0),
+            (0.3, 0.8, 1.0),
+        ]
+        .iter()
+        .map(|&(a, b, c)| {
+            let p = lo + (hi - lo).component_mul(&Vec3::new(a, b, c));
+            let near = bvh
+                .closest_point(&p, f64::INFINITY, &fx.mesh.nodes)
+                .unwrap();
+            let t = fx.triangles[near.triangle];
+            *t.iter()
+                .max_by(|&&x, &&y| {
+                    near.bary[t.iter().position(|&v| v == x).unwrap()]
+                        .total_cmp(&near.bary[t.iter().position(|&v| v == y).unwrap()])
+                })
+                .unwrap()
+        })
+        .filter(|&v| !fx.system.dofs.is_fixed(v))
+        .collect();
         assert!(picks.len() >= 4);
         let depth = 1e-3;
         let dt = 5e-3;
         let mut worst = [0.0f64; 2];
         for &node in &picks {
             // Triangle holding the node, with the point exactly on it.
-            let t = (0..fx.triangles.len()).find(|&t| fx.triangles[t].contains(&node)).unwrap();
+            let t = (0..fx.triangles.len())
+                .find(|&t| fx.triangles[t].contains(&node))
+                .unwrap();
             let nodes = fx.triangles[t];
             let w = nodes.map(|v| if v == node { 1.0 } else { 0.0 });
             let normal = bvh.shaded_normal(t, &w, &fx.mesh.nodes);
             let want = 1.0 / direct_compliance(&fx, node, &normal);
             for (r, residual) in [false, true].into_iter().enumerate() {
-                let params = ModalParams { alpha1: 2e-3, alpha2: 20.0, dt, max_rows: 3 };
+                let params = ModalParams {
+                    alpha1: 2e-3,
+                    alpha2: 20.0,
+                    dt,
+                    max_rows: 3,
+                };
                 let mut model = runtime(&fx, params, residual);
                 let mut f = [Vec3::zeros()];
                 // Press slowly (1 s ramp) and hold until the modes settle.
                 for n in 0..800 {
                     let d = depth * (n as f64 / 200.0).min(1.0);
-                    let c = PointConstraint::contact(nodes, w, normal, fx.mesh.nodes[node] - normal * d);
+                    let c = PointConstraint::contact(
+                        nodes,
+                        w,
+                        normal,
+                        fx.mesh.nodes[node] - normal * d,
+                    );
                     model.advance(dt, &[c], &mut f).unwrap();
                 }
                 let got = -f[0].dot(&normal) / depth;
@@ -354,7 +431,11 @@ mod with_fem {
             }
         }
         println!("bunny k=40, worst static stiffness error: without residual {:.1}%, with residual {:.4}%", 100.0 * worst[0], 100.0 * worst[1]);
-        assert!(worst[1] < 0.02, "with residual flexibility: {:.3}%", 100.0 * worst[1]);
+        assert!(
+            worst[1] < 0.02,
+            "with residual flexibility: {:.3}%",
+            100.0 * worst[1]
+        );
         assert!(worst[0] > worst[1]);
     }
 }
