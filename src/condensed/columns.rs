@@ -20,6 +20,8 @@ struct Entry {
     last_used: u64,
     /// Row-major 3·n_nodes × 3: entry (3u + a, b) = K⁻¹[(u, a), (node, b)].
     values: Vec<f64>,
+    /// Largest Frobenius norm of a 3×3 block: bounds |u| per unit force (m/N).
+    max_block: f64,
 }
 
 /// Bounded cache of K⁻¹ column blocks, keyed by mesh node.
@@ -90,6 +92,15 @@ impl ComplianceColumns {
     /// Number of column solves done so far (3 per node computed), for tests and stats.
     pub fn solves(&self) -> u64 {
         self.solves
+    }
+
+    /// Bound on the displacement of any node per unit force at node `v` (m/N): the
+    /// largest block norm of its columns, if cached.
+    pub fn column_bound(&self, v: usize) -> Option<f64> {
+        self.entries
+            .iter()
+            .find(|e| e.node == v)
+            .map(|e| e.max_block)
     }
 
     /// Whether node `node`'s columns are cached.
@@ -245,10 +256,16 @@ impl ComplianceColumns {
     }
 
     fn insert(&mut self, node: usize, values: Vec<f64>) -> usize {
+        let max_block = values
+            .chunks_exact(9)
+            .map(|b| b.iter().map(|x| x * x).sum::<f64>())
+            .fold(0.0, f64::max)
+            .sqrt();
         self.entries.push(Entry {
             node,
             last_used: self.clock,
             values,
+            max_block,
         });
         self.entries.len() - 1
     }

@@ -205,6 +205,13 @@ impl TissueModel for CondensedModel {
         self.columns.point_block(nodes, weights, nodes, weights)
     }
 
+    fn displacement_bound(&self) -> f64 {
+        self.loads
+            .iter()
+            .map(|(v, f)| f.norm() * self.columns.column_bound(*v).unwrap_or(f64::INFINITY))
+            .sum()
+    }
+
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
         out.fill(Vec3::zeros());
         for li in 0..self.loads.len() {

@@ -4,8 +4,11 @@
 //! the centroids); as the tissue deforms, [`SurfaceBvh::refit`] recomputes every box
 //! bottom-up from the current node positions without changing the tree (van den
 //! Bergen's scheme, as in the modal paper §3.4.2). Deformation in palpation is small, so
-//! the tree stays well shaped. Queries walk the tree with a fixed-size stack: no
-//! allocation on the model thread.
+//! the tree stays well shaped. Alternatively the boxes can be kept at rest and
+//! inflated by a bound on the displacement ([`SurfaceBvh::set_inflation`]); the
+//! runtime does that, so each step only the triangles near the probe need current
+//! positions. Queries walk the tree with a fixed-size stack: no allocation on the model
+//! thread.
 //!
 //! Hand-written rather than taken from parry: parry's BVH stores its own copy of the
 //! triangles and has no refit from an external position array shared with the model.
@@ -126,6 +129,9 @@ pub struct SurfaceBvh {
     /// Length tolerance for "on the plane" and "inside the triangle" (m), 1e-9 of the
     /// rest bounding-box diagonal.
     tol: f64,
+    /// Every box is grown by this much at query time (m): a bound on how far the
+    /// surface moved since the last refit.
+    inflation: f64,
     /// Triangles around each mesh node (CSR: `around[node_start[v]..node_start[v+1]]`).
     node_start: Vec<u32>,
     around: Vec<u32>,
@@ -184,6 +190,7 @@ impl SurfaceBvh {
             nodes,
             order,
             tol: 1e-9 * diag.max(f64::MIN_POSITIVE),
+            inflation: 0.0,
             node_start,
             around,
         };
@@ -205,6 +212,7 @@ impl SurfaceBvh {
     /// build), keeping the topology. Children always follow their parent in `nodes`,
     /// so one reverse pass suffices.
     pub fn refit(&mut self, positions: &[Vec3]) {
+        self.inflation = 0.0;
         for i in (0..self.nodes.len()).rev() {
             let node = self.nodes[i];
             let aabb = if node.count > 0 {
@@ -222,6 +230,43 @@ impl SurfaceBvh {
                 self.nodes[l].aabb.merge(&self.nodes[l + 1].aabb)
             };
             self.nodes[i].aabb = aabb;
+        }
+    }
+
+    /// Grows every box by `bound` (m) in queries, for a surface that moved by at most
+    /// that much since the boxes were last fitted (0 after a [`Self::refit`]).
+    pub fn set_inflation(&mut self, bound: f64) {
+        self.inflation = if bound.is_finite() {
+            bound.max(0.0)
+        } else {
+            f64::INFINITY
+        };
+    }
+
+    /// Appends to `out` every triangle whose (inflated) box lies within `radius` (m)
+    /// of `p`: all triangles a query around `p` of that reach can touch.
+    pub fn triangles_near(&self, p: &Vec3, radius: f64, out: &mut Vec<u32>) {
+        if self.triangles.is_empty() {
+            return;
+        }
+        let reach = radius + self.inflation;
+        let mut stack = [0u32; STACK];
+        let mut top = 1;
+        while top > 0 {
+            top -= 1;
+            let node = self.nodes[stack[top] as usize];
+            if node.aabb.distance_squared(p) > reach * reach {
+                continue;
+            }
+            if node.count > 0 {
+                out.extend_from_slice(
+                    &self.order[node.first as usize..(node.first + node.count) as usize],
+                );
+            } else if top + 2 <= STACK {
+                stack[top] = node.first;
+                stack[top + 1] = node.first + 1;
+                top += 2;
+            }
         }
     }
 
@@ -274,7 +319,8 @@ impl SurfaceBvh {
         while top > 0 {
             top -= 1;
             let node = self.nodes[stack[top] as usize];
-            if node.aabb.distance_squared(p) > best_d2 {
+            let gap = node.aabb.distance_squared(p).sqrt() - self.inflation;
+            if gap > 0.0 && gap * gap > best_d2 {
                 continue;
             }
             if node.count > 0 {
@@ -320,7 +366,7 @@ impl SurfaceBvh {
         let mut best: Option<SegmentHit> = None;
         let mut stack = [0u32; STACK];
         let mut top = 1;
-        let margin = offset + self.tol;
+        let margin = offset + self.tol + self.inflation;
         while top > 0 {
             top -= 1;
             let node = self.nodes[stack[top] as usize];

@@ -99,6 +99,11 @@ impl Proxy {
         self.radius
     }
 
+    /// Candidate margin (m): see [`Proxy::with_margin`].
+    pub fn margin(&self) -> f64 {
+        self.margin
+    }
+
     /// Current proxy centre (m), once placed.
     pub fn position(&self) -> Option<Vec3> {
         self.position

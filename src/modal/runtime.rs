@@ -74,6 +74,10 @@ pub struct ModalRuntime {
     h: Vec<f64>,
     trans: Vec<ModeTransition>,
     z_free: Vec<f64>,
+    /// Scratch: z − h for displacements.
+    z_eff: Vec<f64>,
+    /// Largest displacement norm of each mode over the surface nodes (m per unit z).
+    mode_max: Vec<f64>,
     zd_free: Vec<f64>,
     g: Vec<f64>,
     resp: Vec<f64>,
@@ -132,6 +136,17 @@ impl ModalRuntime {
                 w_bar[r * k + m] = shapes[(r, m)];
             }
         }
+        let mut mode_max = vec![0.0f64; k];
+        for &v in &surface_nodes {
+            for (m, mm) in mode_max.iter_mut().enumerate() {
+                let u = Vec3::new(
+                    shapes[(3 * v, m)],
+                    shapes[(3 * v + 1, m)],
+                    shapes[(3 * v + 2, m)],
+                );
+                *mm = mm.max(u.norm());
+            }
+        }
         let lambda_clamped: Vec<f64> = lambda.iter().map(|&l| l.max(0.0)).collect();
         let inv_lambda = lambda
             .iter()
@@ -151,6 +166,8 @@ impl ModalRuntime {
             h: vec![0.0; k],
             trans: vec![ModeTransition::new(0.0, 0.0, params.dt); k],
             z_free: vec![0.0; k],
+            z_eff: vec![0.0; k],
+            mode_max,
             zd_free: vec![0.0; k],
             g: vec![0.0; k],
             resp: vec![0.0; k],
@@ -463,19 +480,39 @@ impl TissueModel for ModalRuntime {
         Ok(c)
     }
 
+    fn displacement_bound(&self) -> f64 {
+        let modal: f64 = (0..self.k)
+            .map(|m| self.mode_max[m] * (self.osc.z()[m] - self.h[m]).abs())
+            .sum();
+        let residual: f64 = match &self.residual {
+            Some(cache) => self
+                .loads
+                .iter()
+                .map(|(v, f)| f.norm() * cache.column_bound(*v).unwrap_or(f64::INFINITY))
+                .sum(),
+            None => 0.0,
+        };
+        modal + residual
+    }
+
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
         let k = self.k;
-        let z = self.osc.z();
+        // z − Λ⁻¹W̄ᵀF once, then three contiguous dot products per node.
+        for ((e, z), h) in self.z_eff.iter_mut().zip(self.osc.z()).zip(&self.h) {
+            *e = z - h;
+        }
+        let z_eff = &self.z_eff;
         for (o, &v) in out.iter_mut().zip(nodes) {
-            for axis in 0..3 {
-                let row = &self.w_bar[(3 * v + axis) * k..(3 * v + axis + 1) * k];
-                o[axis] = row
-                    .iter()
-                    .zip(z)
-                    .zip(&self.h)
-                    .map(|((w, z), h)| w * (z - h))
-                    .sum();
+            let rows = &self.w_bar[3 * v * k..3 * (v + 1) * k];
+            let (rx, rest) = rows.split_at(k);
+            let (ry, rz) = rest.split_at(k);
+            let (mut x, mut y, mut zz) = (0.0, 0.0, 0.0);
+            for q in 0..k {
+                x += rx[q] * z_eff[q];
+                y += ry[q] * z_eff[q];
+                zz += rz[q] * z_eff[q];
             }
+            *o = Vec3::new(x, y, zz);
         }
         if let Some(cache) = self.residual.as_mut() {
             for li in 0..self.loads.len() {

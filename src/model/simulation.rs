@@ -10,13 +10,23 @@ use super::tissue::TissueModel;
 use super::{LocalForceModel, ModelStep};
 
 /// A tissue model probed by one point (or sphere) probe with a god-object proxy.
+///
+/// The surface BVH keeps its rest-shape boxes, inflated each step by the model's
+/// displacement bound; only the triangles within reach of the proxy's move get current
+/// positions, so the per-step cost does not grow with the surface size (the full
+/// displaced surface is for the 30 Hz visual frame: [`TissueModel::displacements`]).
 pub struct Simulation<M: TissueModel> {
     model: M,
     bvh: SurfaceBvh,
     proxy: Proxy,
-    surface_nodes: Vec<usize>,
-    displacement: Vec<Vec3>,
+    /// Node positions: rest, with the nodes near the probe displaced (m).
     positions: Vec<Vec3>,
+    near_triangles: Vec<u32>,
+    near_nodes: Vec<usize>,
+    near_displacement: Vec<Vec3>,
+    /// Step stamp per node, to list each near node once.
+    stamp: Vec<u64>,
+    steps: u64,
     constraints: Vec<PointConstraint>,
     forces: Vec<Vec3>,
     contact: Option<Contact>,
@@ -25,23 +35,22 @@ pub struct Simulation<M: TissueModel> {
 
 impl<M: TissueModel> Simulation<M> {
     /// Wraps `model` with a probe of `probe_radius` (m; 0 for a point probe). Builds
-    /// the surface BVH from the model's current shape.
-    pub fn new(mut model: M, probe_radius: f64) -> Self {
-        let surface_nodes = model.surface_nodes().to_vec();
-        let mut positions = model.rest_positions().to_vec();
-        let mut displacement = vec![Vec3::zeros(); surface_nodes.len()];
-        model.displacements(&surface_nodes, &mut displacement);
-        for (&n, u) in surface_nodes.iter().zip(&displacement) {
-            positions[n] += u;
-        }
+    /// the surface BVH from the rest shape.
+    pub fn new(model: M, probe_radius: f64) -> Self {
+        let positions = model.rest_positions().to_vec();
         let bvh = SurfaceBvh::build(model.surface_triangles().to_vec(), &positions);
+        let n = positions.len();
+        let t = model.surface_triangles().len();
         Self {
             model,
             bvh,
             proxy: Proxy::new(probe_radius),
-            surface_nodes,
-            displacement,
             positions,
+            near_triangles: Vec::with_capacity(t),
+            near_nodes: Vec::with_capacity(n),
+            near_displacement: vec![Vec3::zeros(); n],
+            stamp: vec![0; n],
+            steps: 0,
             constraints: Vec::with_capacity(1),
             forces: vec![Vec3::zeros(); 1],
             contact: None,
@@ -69,27 +78,45 @@ impl<M: TissueModel> Simulation<M> {
         self.proxy.position()
     }
 
-    /// Node positions as of the start of the last step (m): surface nodes displaced,
-    /// interior nodes at rest.
-    pub fn surface_positions(&self) -> &[Vec3] {
-        &self.positions
-    }
-
-    /// Refits the BVH to the model's current surface.
-    fn refresh_surface(&mut self) {
-        self.model
-            .displacements(&self.surface_nodes, &mut self.displacement);
-        let rest = self.model.rest_positions();
-        for (&n, u) in self.surface_nodes.iter().zip(&self.displacement) {
-            self.positions[n] = rest[n] + u;
+    /// Brings the positions of the nodes within reach of the proxy's next move up to
+    /// date, and inflates the rest-shape boxes by the model's displacement bound.
+    fn refresh_near(&mut self, probe: &Vec3) {
+        let bound = self.model.displacement_bound();
+        self.bvh.set_inflation(bound);
+        let center = self.proxy.position().unwrap_or(*probe);
+        let reach = if probe.iter().all(|x| x.is_finite()) {
+            (probe - center).norm()
+        } else {
+            0.0
+        };
+        // The anchored contact point moved by at most 2·bound since the last step.
+        let radius = reach + self.proxy.margin() + self.proxy.radius() + 2.0 * bound;
+        self.near_triangles.clear();
+        self.bvh
+            .triangles_near(&center, radius, &mut self.near_triangles);
+        self.steps += 1;
+        self.near_nodes.clear();
+        for &t in &self.near_triangles {
+            for v in self.bvh.triangles()[t as usize] {
+                if self.stamp[v] != self.steps {
+                    self.stamp[v] = self.steps;
+                    self.near_nodes.push(v);
+                }
+            }
         }
-        self.bvh.refit(&self.positions);
+        let m = self.near_nodes.len();
+        self.model
+            .displacements(&self.near_nodes, &mut self.near_displacement[..m]);
+        let rest = self.model.rest_positions();
+        for (&v, u) in self.near_nodes.iter().zip(&self.near_displacement[..m]) {
+            self.positions[v] = rest[v] + u;
+        }
     }
 }
 
 impl<M: TissueModel> ModelStep for Simulation<M> {
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
-        self.refresh_surface();
+        self.refresh_near(&probe);
         let contact = self.proxy.update(&self.bvh, &self.positions, &probe);
         self.constraints.clear();
         if let Some(c) = contact {

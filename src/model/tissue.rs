@@ -71,6 +71,11 @@ pub trait TissueModel: Send {
         weights: &[f64; 3],
     ) -> Result<Mat3, ModelError>;
 
+    /// An upper bound on the current displacement magnitude of any surface node (m),
+    /// cheap to evaluate: contact inflates the rest-shape BVH by it, so only the
+    /// triangles near the probe need their current positions each step.
+    fn displacement_bound(&self) -> f64;
+
     /// Current displacements (m) of mesh nodes `nodes` into `out` (same length); the
     /// displaced position is rest + displacement.
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]);
