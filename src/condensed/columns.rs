@@ -30,6 +30,8 @@ pub struct ComplianceColumns {
     dofs: DofMap,
     capacity: usize,
     entries: Vec<Entry>,
+    /// Index into `entries` of each mesh node's columns (`u32::MAX`: not cached).
+    slot: Vec<u32>,
     clock: u64,
     rhs: Mat<f64>,
     scratch: MemBuffer,
@@ -61,12 +63,14 @@ impl ComplianceColumns {
             });
         }
         let n = factor.n();
+        let n_nodes = dofs.n_nodes();
         let scratch = MemBuffer::new(factor.solve_scratch(3));
         Ok(Self {
             factor,
             dofs,
             capacity: capacity.max(1),
             entries: Vec::new(),
+            slot: vec![u32::MAX; n_nodes],
             clock: 0,
             rhs: Mat::zeros(n, 3),
             scratch,
@@ -97,15 +101,20 @@ impl ComplianceColumns {
     /// Bound on the displacement of any node per unit force at node `v` (m/N): the
     /// largest block norm of its columns, if cached.
     pub fn column_bound(&self, v: usize) -> Option<f64> {
-        self.entries
-            .iter()
-            .find(|e| e.node == v)
-            .map(|e| e.max_block)
+        self.find(v).map(|i| &self.entries[i]).map(|e| e.max_block)
     }
 
     /// Whether node `node`'s columns are cached.
     pub fn is_cached(&self, node: usize) -> bool {
-        self.entries.iter().any(|e| e.node == node)
+        self.find(node).is_some()
+    }
+
+    fn find(&self, v: usize) -> Option<usize> {
+        self.slot
+            .get(v)
+            .copied()
+            .filter(|&s| s != u32::MAX)
+            .map(|s| s as usize)
     }
 
     /// Makes sure `nodes` are cached, computing missing ones with one block solve of
@@ -159,7 +168,7 @@ impl ComplianceColumns {
     /// that may evict).
     fn entry(&mut self, v: usize) -> Result<usize, ModelError> {
         self.clock += 1;
-        if let Some(i) = self.entries.iter().position(|e| e.node == v) {
+        if let Some(i) = self.find(v) {
             self.entries[i].last_used = self.clock;
             return Ok(i);
         }
@@ -238,7 +247,12 @@ impl ComplianceColumns {
             let lru = (0..self.entries.len())
                 .min_by_key(|&i| self.entries[i].last_used)
                 .unwrap_or(0);
-            self.entries.swap_remove(lru).values
+            let gone = self.entries.swap_remove(lru);
+            self.slot[gone.node] = u32::MAX;
+            if let Some(moved) = self.entries.get(lru) {
+                self.slot[moved.node] = lru as u32;
+            }
+            gone.values
         } else {
             vec![0.0; 9 * self.dofs.n_nodes()]
         };
@@ -267,6 +281,7 @@ impl ComplianceColumns {
             values,
             max_block,
         });
+        self.slot[node] = (self.entries.len() - 1) as u32;
         self.entries.len() - 1
     }
 }

@@ -10,7 +10,8 @@ pub mod columns;
 pub use columns::ComplianceColumns;
 
 use crate::model::{
-    ConstraintKind, DenseConstraintSolver, ModelError, PointConstraint, TissueModel,
+    add_point_compliance, ConstraintKind, DenseConstraintSolver, ModelError, PointConstraint,
+    TissueModel,
 };
 use crate::{Mat3, Vec3};
 
@@ -161,18 +162,11 @@ impl TissueModel for CondensedModel {
                 row += 1;
             }
         }
-        for i in 0..m {
-            let ci = constraints[self.row_of[i]];
-            for j in 0..=i {
-                let cj = constraints[self.row_of[j]];
-                let block =
-                    self.columns
-                        .point_block(&ci.nodes, &ci.weights, &cj.nodes, &cj.weights)?;
-                let v = self.row_dir[i].dot(&(block * self.row_dir[j]));
-                self.s[i * m + j] = v;
-                self.s[j * m + i] = v;
-            }
-        }
+        self.s[..m * m].fill(0.0);
+        let columns = &mut self.columns;
+        add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
+            columns.point_block(&a.nodes, &a.weights, &b.nodes, &b.weights)
+        })?;
         self.solver.solve(
             m,
             &self.s[..m * m],

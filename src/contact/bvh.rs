@@ -491,4 +491,50 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn inflated_rest_boxes_answer_like_a_refit() {
+        let mesh = box_mesh(Vec3::new(0.1, 0.08, 0.05), [5, 4, 3]).unwrap();
+        let surface = mesh.boundary();
+        let rest = mesh.nodes.clone();
+        let moved: Vec<Vec3> = rest
+            .iter()
+            .map(|p| p + Vec3::new(0.004 * (30.0 * p.y).sin(), 0.0, -0.006 * (25.0 * p.x).cos()))
+            .collect();
+        let bound = rest
+            .iter()
+            .zip(&moved)
+            .map(|(a, b)| (a - b).norm())
+            .fold(0.0, f64::max);
+        let mut inflated = SurfaceBvh::build(surface.triangles.clone(), &rest);
+        inflated.set_inflation(bound);
+        let mut fitted = SurfaceBvh::build(surface.triangles.clone(), &rest);
+        fitted.refit(&moved);
+        let mut near = Vec::new();
+        for i in 0..100 {
+            let f = i as f64;
+            let q = Vec3::new(
+                0.12 * (f * 0.37).sin() + 0.05,
+                0.1 * (f * 0.71).cos() + 0.04,
+                0.07 * (f * 1.3).sin() + 0.03,
+            );
+            let a = inflated.closest_point(&q, 0.02, &moved);
+            let b = fitted.closest_point(&q, 0.02, &moved);
+            assert_eq!(a.map(|c| c.distance), b.map(|c| c.distance));
+            let down = q - Vec3::new(0.0, 0.0, 0.1);
+            assert_eq!(
+                inflated
+                    .segment_cast(&q, &down, 0.0, &[], &moved)
+                    .map(|h| h.t),
+                fitted
+                    .segment_cast(&q, &down, 0.0, &[], &moved)
+                    .map(|h| h.t)
+            );
+            if let Some(c) = b {
+                near.clear();
+                inflated.triangles_near(&q, 0.02, &mut near);
+                assert!(near.contains(&(c.triangle as u32)));
+            }
+        }
+    }
 }

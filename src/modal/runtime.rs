@@ -28,7 +28,8 @@ use faer::MatRef;
 use super::oscillator::{ModeTransition, Oscillators};
 use crate::condensed::ComplianceColumns;
 use crate::model::{
-    ConstraintKind, DenseConstraintSolver, ModelError, PointConstraint, TissueModel,
+    add_point_compliance, ConstraintKind, DenseConstraintSolver, ModelError, PointConstraint,
+    TissueModel,
 };
 use crate::{Mat3, Vec3};
 
@@ -399,19 +400,9 @@ impl TissueModel for ModalRuntime {
             }
             if with_residual {
                 let cache = self.residual.as_mut().expect("checked above");
-                for i in 0..m {
-                    let ci = &constraints[self.row_of[i]];
-                    for j in 0..=i {
-                        let cj = &constraints[self.row_of[j]];
-                        let block =
-                            cache.point_block(&ci.nodes, &ci.weights, &cj.nodes, &cj.weights)?;
-                        let v = self.row_dir[i].dot(&(block * self.row_dir[j]));
-                        self.s[i * m + j] += v;
-                        if i != j {
-                            self.s[j * m + i] += v;
-                        }
-                    }
-                }
+                add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
+                    cache.point_block(&a.nodes, &a.weights, &b.nodes, &b.weights)
+                })?;
             }
             self.solver.solve(
                 m,

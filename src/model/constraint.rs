@@ -104,6 +104,42 @@ impl PointConstraint {
     }
 }
 
+/// Adds dᵢᵀ C(pᵢ, pⱼ) dⱼ to every row pair of the row-major `m`×`m` system `s`, where
+/// rows are the constraints' rows in order and `block(a, b)` gives the 3×3 compliance
+/// between the points of constraints a and b (m/N). Each point pair's block is
+/// computed once, not once per row pair.
+pub fn add_point_compliance(
+    constraints: &[PointConstraint],
+    m: usize,
+    s: &mut [f64],
+    mut block: impl FnMut(&PointConstraint, &PointConstraint) -> Result<crate::Mat3, super::ModelError>,
+) -> Result<(), super::ModelError> {
+    let mut ra = 0;
+    for (a, ca) in constraints.iter().enumerate() {
+        let mut rb = 0;
+        for cb in &constraints[..=a] {
+            let c = block(ca, cb)?;
+            for i in 0..ca.rows() {
+                let ci = c.transpose() * ca.direction(i);
+                for j in 0..cb.rows() {
+                    let (row, col) = (ra + i, rb + j);
+                    if col > row {
+                        continue;
+                    }
+                    let v = ci.dot(&cb.direction(j));
+                    s[row * m + col] += v;
+                    if row != col {
+                        s[col * m + row] += v;
+                    }
+                }
+            }
+            rb += cb.rows();
+        }
+        ra += ca.rows();
+    }
+    Ok(())
+}
+
 /// Solves S f = r for the constraint forces with preallocated storage: a
 /// rank-revealing (diagonally pivoted) Cholesky factorisation of the symmetric
 /// positive semi-definite S. Rows whose pivot falls below 1e-12 of the largest

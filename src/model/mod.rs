@@ -55,6 +55,8 @@ pub mod constraint;
 pub mod simulation;
 pub mod tissue;
 
-pub use constraint::{ConstraintKind, DenseConstraintSolver, Directions, PointConstraint};
+pub use constraint::{
+    add_point_compliance, ConstraintKind, DenseConstraintSolver, Directions, PointConstraint,
+};
 pub use simulation::Simulation;
 pub use tissue::{ModelError, TissueModel};
