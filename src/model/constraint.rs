@@ -262,9 +262,12 @@ impl DenseConstraintSolver {
             // Update the whole trailing block (both triangles): later pivots swap
             // its rows and columns.
             for i in j + 1..n {
+                // Row j holds column j of L mirrored, so the update reads contiguously.
                 let lij = a[i * n + j];
-                for k in j + 1..n {
-                    a[i * n + k] -= lij * a[k * n + j];
+                let (top, bottom) = a.split_at_mut(i * n);
+                let row_j = &top[j * n + j + 1..j * n + n];
+                for (x, l) in bottom[j + 1..n].iter_mut().zip(row_j) {
+                    *x -= lij * l;
                 }
             }
             rank = j + 1;
