@@ -439,3 +439,115 @@ mod with_fem {
         assert!(worst[0] > worst[1]);
     }
 }
+
+mod contact_through_modal {
+    use faer::Par;
+    use palpa::condensed::ComplianceColumns;
+    use palpa::fem::{
+        assemble, fixed_nodes, Axis, DofMap, Factor, Fix, Material, MaterialMap, Ordering,
+    };
+    use palpa::mesh::generate::box_mesh;
+    use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
+    use palpa::model::{ModelStep, Simulation, TissueModel};
+    use palpa::Vec3;
+    use std::sync::Arc;
+
+    const SIZE: Vec3 = Vec3::new(0.06, 0.06, 0.03);
+
+    fn sim() -> Simulation<ModalRuntime> {
+        let mesh = box_mesh(SIZE, [6, 6, 3]).unwrap();
+        let materials = MaterialMap::uniform(Material::new(5e3, 0.45, 1000.0).unwrap())
+            .per_tet(&mesh)
+            .unwrap();
+        let fixed = fixed_nodes(
+            &mesh,
+            &[Fix::Below {
+                axis: Axis::Z,
+                dist: 1e-9,
+            }],
+        )
+        .unwrap();
+        let system = assemble(&mesh, &materials, DofMap::new(&fixed).unwrap()).unwrap();
+        let (basis, _, _) =
+            compute_modes(&system, 20, Ordering::default(), &mut Timings::default()).unwrap();
+        let factor =
+            Arc::new(Factor::for_system(&system, 0.0, Ordering::default(), Par::Seq).unwrap());
+        let columns = ComplianceColumns::new(factor, system.dofs.clone(), 32).unwrap();
+        let b = mesh.boundary();
+        let params = ModalParams {
+            alpha1: 2e-3,
+            alpha2: 20.0,
+            dt: 5e-3,
+            max_rows: 3,
+        };
+        let model = ModalRuntime::new(
+            mesh.nodes.clone(),
+            b.triangles,
+            b.nodes,
+            &basis.eigenvalues,
+            basis.shapes.as_ref(),
+            params,
+            Some(columns),
+        )
+        .unwrap();
+        Simulation::new(model, 0.0)
+    }
+
+    #[test]
+    fn pressing_pulling_and_sliding_on_the_modal_backend() {
+        let mut sim = sim();
+        let dt = 5e-3;
+        let (x, y) = (0.031, 0.027);
+        let above = sim.step(0.0, dt, Vec3::new(x, y, SIZE.z + 2e-3));
+        assert!(!above.in_contact && above.f0 == Vec3::zeros());
+        // Slow press: force along the normal, growing with depth.
+        let mut last = 0.0;
+        let mut t = 0.0;
+        for i in 1..=100 {
+            t += dt;
+            let lfm = sim.step(t, dt, Vec3::new(x, y, SIZE.z - 1.5e-3 * i as f64 / 100.0));
+            assert!(lfm.in_contact, "step {i}");
+            let f = lfm.f0;
+            assert!((f - lfm.normal * f.norm()).norm() <= 1e-9 * f.norm());
+            assert!(lfm.normal.z > 0.95);
+            if i % 10 == 0 {
+                assert!(f.norm() > last, "force not increasing at step {i}");
+                last = f.norm();
+            }
+        }
+        // The drawn surface follows the probe tip: contact point at the probe depth.
+        let c = sim.contact().unwrap();
+        let nodes = palpa::contact::SurfaceBvh::build(
+            sim.model().surface_triangles().to_vec(),
+            sim.model().rest_positions(),
+        )
+        .triangles()[c.triangle];
+        let mut u = [Vec3::zeros(); 3];
+        sim.model_mut().displacements(&nodes, &mut u);
+        let rest = sim.model().rest_positions();
+        let at: Vec3 = (0..3).map(|k| (rest[nodes[k]] + u[k]) * c.bary[k]).sum();
+        assert!((at.z - (SIZE.z - 1.5e-3)).abs() < 2e-5, "surface at {at:?}");
+        // Slide 6 mm at 4 mm/s while pressed: no force jump beyond local stiffness × motion.
+        let mut prev = sim.step(t, dt, Vec3::new(x, y, SIZE.z - 1.5e-3));
+        for i in 1..=300 {
+            t += dt;
+            let lfm = sim.step(t, dt, Vec3::new(x + 2e-5 * i as f64, y, SIZE.z - 1.5e-3));
+            assert!(lfm.in_contact, "lost contact sliding, step {i}");
+            let k_loc = prev.stiffness.norm().max(lfm.stiffness.norm());
+            let jump = (lfm.f0 - prev.f0).norm();
+            assert!(
+                jump <= k_loc * 2e-5,
+                "step {i}: force jump {jump:e} N > {:e}",
+                k_loc * 2e-5
+            );
+            prev = lfm;
+        }
+        // Pull away: released, zero force.
+        t += dt;
+        let pulled = sim.step(t, dt, Vec3::new(x + 6e-3, y, SIZE.z + 2e-3));
+        assert!(!pulled.in_contact && pulled.f0 == Vec3::zeros());
+        // NaN probe: zero force, no panic.
+        let nan = sim.step(t + dt, dt, Vec3::new(f64::NAN, y, 0.0));
+        assert!(!nan.in_contact && nan.f0 == Vec3::zeros());
+    }
+}

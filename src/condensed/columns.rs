@@ -175,8 +175,8 @@ impl ComplianceColumns {
         self.check_node(v)?;
         self.rhs.fill(0.0);
         if let Some(d) = self.dofs.node_dofs(v) {
-            for b in 0..3 {
-                self.rhs[(d[b], b)] = 1.0;
+            for (b, &dof) in d.iter().enumerate() {
+                self.rhs[(dof, b)] = 1.0;
             }
             self.factor
                 .solve_in_place_with_stack(self.rhs.as_mut(), MemStack::new(&mut self.scratch));

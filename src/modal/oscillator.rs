@@ -127,17 +127,17 @@ impl Oscillators {
     /// Advances every mode by the fixed step with modal forces `g` (= W̄ᵀ f) held over
     /// it. Allocation-free.
     pub fn step(&mut self, g: &[f64]) {
-        for i in 0..self.lambda.len() {
-            (self.z[i], self.zd[i]) = self.fixed[i].apply(self.z[i], self.zd[i], g[i]);
+        for (i, &gi) in g.iter().enumerate().take(self.lambda.len()) {
+            (self.z[i], self.zd[i]) = self.fixed[i].apply(self.z[i], self.zd[i], gi);
         }
     }
 
     /// Advances every mode by an arbitrary step `h` (s), computing the transitions on
     /// the fly (one 3×3 exponential per mode). Allocation-free.
     pub fn step_by(&mut self, h: f64, g: &[f64]) {
-        for i in 0..self.lambda.len() {
+        for (i, &gi) in g.iter().enumerate().take(self.lambda.len()) {
             let tr = ModeTransition::new(self.lambda[i], self.damping[i], h);
-            (self.z[i], self.zd[i]) = tr.apply(self.z[i], self.zd[i], g[i]);
+            (self.z[i], self.zd[i]) = tr.apply(self.z[i], self.zd[i], gi);
         }
     }
 

@@ -241,7 +241,8 @@ impl DenseConstraintSolver {
                     p = i;
                 }
             }
-            if !(best > tol) {
+            // Also stops on NaN pivots.
+            if best.partial_cmp(&tol) != Some(std::cmp::Ordering::Greater) {
                 break;
             }
             if p != j {
