@@ -339,15 +339,15 @@ pub fn reconstruct_positions(scene: &SceneInit, frame: &Frame) -> Option<Vec<[f3
             for (v, p) in out.iter_mut().enumerate() {
                 let row = &basis.vectors[v * k..(v + 1) * k];
                 for (phi, &q) in row.iter().zip(coordinates) {
-                    for c in 0..3 {
-                        p[c] += q * phi[c];
+                    for (x, d) in p.iter_mut().zip(phi) {
+                        *x += q * d;
                     }
                 }
             }
             for corr in corrections {
                 let p = out.get_mut(corr.vertex as usize)?;
-                for c in 0..3 {
-                    p[c] += corr.displacement[c];
+                for (x, d) in p.iter_mut().zip(corr.displacement) {
+                    *x += d;
                 }
             }
             Some(out)

@@ -161,7 +161,7 @@ impl Message {
         }
     }
 
-    fn from_json_like(&self, json: &str) -> Message {
+    fn parse_json_like(&self, json: &str) -> Message {
         match self {
             Message::Server(_) => Message::Server(serde_json::from_str(json).expect("json")),
             Message::Client(_) => Message::Client(serde_json::from_str(json).expect("json")),
@@ -196,7 +196,7 @@ fn vectors_decode_to_their_json_and_reencode_to_their_bytes() {
         let decoded = message.decode_like(&bin);
         assert_eq!(
             decoded,
-            message.from_json_like(&json_text),
+            message.parse_json_like(&json_text),
             "{name}: decode != json"
         );
         assert_eq!(decoded, message, "{name}: decode != source message");
