@@ -124,10 +124,16 @@ fn threads_cpu_ns(prefix: &str) -> u64 {
 }
 
 fn fan_out_to_64_clients(c: &mut Criterion) {
-    // Server on its own runtime with named threads so their CPU time can be read; the
-    // 64 clients on another. Frames at 200 Hz so the measurement takes seconds, not minutes.
+    for workers in [1, 2] {
+        fan_out(c, workers);
+    }
+}
+
+/// Server on its own runtime of `workers` named threads so their CPU time can be read;
+/// the 64 clients on another. Frames at 200 Hz so the measurement takes seconds.
+fn fan_out(c: &mut Criterion, workers: usize) {
     let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .thread_name("stream-srv")
         .enable_all()
         .build()
@@ -170,7 +176,8 @@ fn fan_out_to_64_clients(c: &mut Criterion) {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    group.bench_function("bunny_modal_64_clients_server_cpu_per_frame", |b| {
+    let name = format!("bunny_modal_64_clients_server_cpu_per_frame/{workers}_worker_threads");
+    group.bench_function(name, |b| {
         b.iter_custom(|iters| {
             let start = received.load(Ordering::Relaxed);
             let cpu0 = threads_cpu_ns("stream-srv");
@@ -222,6 +229,10 @@ fn probe_to_frame_latency(c: &mut Criterion) {
                     0.05,
                     SIZE[2] - 0.003,
                 ];
+                // A user moves at any moment, not right after a frame: wait a
+                // quasi-random fraction (golden-ratio sequence) of a frame period first.
+                let phase = (step as f64 * 0.618_033_988_75).fract();
+                std::thread::sleep(Duration::from_secs_f64(phase / 30.0));
                 let sent = Instant::now();
                 rt.block_on(async {
                     client

@@ -288,6 +288,22 @@ async fn late_joiners_get_the_newest_frame_at_once_and_limits_hold() {
     let url = format!("ws://{}/ws", server.local_addr());
     let mut early = Client::connect(&url).await.unwrap();
     assert!(!early.hello.control_allowed);
+    let stats = wire::HapticStats {
+        ticks: 1000,
+        period_p50_s: 1e-3,
+        period_p99_s: 1.02e-3,
+        period_max_s: 1.5e-3,
+        compute_p99_s: 2e-5,
+        missed_deadlines: 1,
+        clamped_forces: 0,
+    };
+    server.publish_haptic_stats(&stats);
+    loop {
+        match early.next_event().await.unwrap() {
+            palpa_client::Event::HapticStats(s) => break assert_eq!(s, stats),
+            palpa_client::Event::Frame(_) => continue,
+        }
+    }
     for _ in 0..30 {
         early.next_frame().await.unwrap();
     }

@@ -137,6 +137,12 @@ impl StreamServer {
             .route("/ws", get(websocket))
             .with_state(shared);
         let mut stop = shutdown_rx;
+        // Frames are small and latency matters more than packet count: no Nagle delay.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!("cannot set TCP_NODELAY on a stream client: {e}");
+            }
+        });
         let server = tokio::spawn(async move {
             let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
                 let _ = stop.wait_for(|s| *s).await;

@@ -83,7 +83,9 @@ impl Client {
         mut recorder: Option<Recorder>,
     ) -> Result<Self, ClientError> {
         let url = websocket_url(url);
-        let (mut socket, _) = tokio_tungstenite::connect_async(url.as_str()).await?;
+        // TCP_NODELAY: a control message must not wait for the ACK of the previous one.
+        let (mut socket, _) =
+            tokio_tungstenite::connect_async_with_config(url.as_str(), None, true).await?;
         let mut stats = StreamStats::new();
         let hello = match next_message(&mut socket, &mut stats, &mut recorder).await? {
             wire::ServerMessage::Hello(h) => h,
