@@ -151,15 +151,23 @@ impl StreamServer {
                 tracing::error!("visual stream server failed: {e}");
             }
         });
-        tracing::info!("visual stream on http://{addr}/ (WebSocket at /ws)");
-        Ok(Self {
+        let server = Self {
             addr,
             token,
             stats: stats_tx,
             shutdown: shutdown_tx,
             frames: frames_tx,
             tasks: vec![publisher, server],
-        })
+        };
+        match &server.token {
+            Some(token) => tracing::info!(
+                "visual stream on http://{addr}/ (WebSocket /ws); control token {token}; \
+                 viewer with control: {}",
+                server.viewer_url()
+            ),
+            None => tracing::info!("visual stream on http://{addr}/ (WebSocket /ws), read-only"),
+        }
+        Ok(server)
     }
 
     /// The bound address (with the real port when the config asked for port 0).

@@ -247,10 +247,10 @@ pub struct StreamStats {
     pub bytes: u64,
     /// Sequence of the last frame.
     pub last_sequence: Option<u64>,
-    /// Arrival times of the frames (for rates over a window).
+    /// Arrival times of the most recent frames (at most [`StreamStats::HISTORY`]).
     pub arrivals: Vec<Instant>,
-    /// Per-frame latency: this clock minus the server's `sent_unix_us` (s); meaningful
-    /// on the same machine or with synchronised clocks.
+    /// Per-frame latency of the most recent frames: this clock minus the server's
+    /// `sent_unix_us` (s); meaningful on the same machine or with synchronised clocks.
     pub latencies_s: Vec<f64>,
 }
 
@@ -261,6 +261,10 @@ impl Default for StreamStats {
 }
 
 impl StreamStats {
+    /// Frames whose arrival time and latency are kept (older halves are dropped), so a
+    /// client that runs for days uses bounded memory.
+    pub const HISTORY: usize = 1 << 14;
+
     /// Empty statistics starting now.
     pub fn new() -> Self {
         Self {
@@ -281,6 +285,10 @@ impl StreamStats {
             self.lost += frame.sequence.saturating_sub(last + 1);
         }
         self.last_sequence = Some(frame.sequence);
+        if self.arrivals.len() >= Self::HISTORY {
+            self.arrivals.drain(..Self::HISTORY / 2);
+            self.latencies_s.drain(..Self::HISTORY / 2);
+        }
         self.arrivals.push(now);
         let latency = unix_now_us() as f64 * 1e-6 - frame.sent_unix_us as f64 * 1e-6;
         self.latencies_s.push(latency);
@@ -303,7 +311,7 @@ impl StreamStats {
         self.bytes as f64 / self.started.elapsed().as_secs_f64().max(1e-9)
     }
 
-    /// Latency quantile `q` in [0, 1] over all frames (s).
+    /// Latency quantile `q` in [0, 1] over the kept frames (s).
     pub fn latency_quantile(&self, q: f64) -> Option<f64> {
         quantile(&self.latencies_s, q)
     }
