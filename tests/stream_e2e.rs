@@ -13,6 +13,10 @@ use palpa_client::palpa_protocol::{self as wire, ControlCommand, ErrorCode};
 use palpa_client::{Client, ClientError};
 use stream_support::{running_tissue, AnalyticTissue, SIZE};
 
+/// The rate-sensitive tests run one at a time: each starts a server, a producer thread and
+/// many clients, and the machine may have only two cores.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn loopback_config() -> StreamConfig {
     StreamConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
@@ -71,6 +75,7 @@ async fn watch(url: String, duration: Duration, tissue: Arc<AnalyticTissue>) -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_clients_receive_scene_then_frames_at_30_hz_and_exact_positions() {
+    let _serial = SERIAL.lock().await;
     let (tissue, _producer, reader, control) = running_tissue(AnalyticTissue::modal([8, 8, 3], 12));
     let server = StreamServer::start(
         loopback_config(),
@@ -106,6 +111,7 @@ async fn thirty_two_clients_receive_scene_then_frames_at_30_hz_and_exact_positio
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_reads_does_not_slow_others_and_is_dropped() {
+    let _serial = SERIAL.lock().await;
     // Positions frames of ~20 kB so the stalled socket's buffers fill within seconds.
     let (tissue, _producer, reader, control) =
         running_tissue(AnalyticTissue::positions([24, 24, 8]));
@@ -374,4 +380,45 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
         .unwrap()
         .unwrap();
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_client_is_closed_after_the_idle_timeout() {
+    let (tissue, _producer, reader, _control) = running_tissue(AnalyticTissue::modal([4, 4, 2], 4));
+    let config = StreamConfig {
+        idle_timeout: Duration::from_millis(900),
+        ..loopback_config()
+    };
+    let server = StreamServer::start(config, tissue.scene.clone(), reader, None)
+        .await
+        .unwrap();
+    let url = format!("ws://{}/ws", server.local_addr());
+    // Handshake, then silence: no reads means no pongs to the server's pings.
+    let (mut silent, _) = tokio_tungstenite::connect_async(url.as_str())
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.client_count() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "silent client still connected after 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // What it finds when it finally reads the raw socket (a WebSocket library would
+    // answer the queued pings and fail on the closed socket first): frames, then the
+    // encoded IdleTimeout error, then the end of the stream.
+    let mut raw = Vec::new();
+    let read = tokio::io::AsyncReadExt::read_to_end(silent.get_mut(), &mut raw);
+    let _ = tokio::time::timeout(Duration::from_secs(10), read).await;
+    let mut error = 4u32.to_le_bytes().to_vec(); // ServerMessage::Error
+    error.extend_from_slice(&4u32.to_le_bytes()); // ErrorCode::IdleTimeout
+    let found = raw.windows(error.len()).position(|w| w == error);
+    let text = b"nothing received for";
+    assert!(
+        found.is_some() && raw.windows(text.len()).any(|w| w == text),
+        "no IdleTimeout error in {} bytes",
+        raw.len()
+    );
+    server.shutdown().await;
 }
