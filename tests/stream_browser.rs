@@ -256,7 +256,7 @@ async fn chromium_draws_the_tissue_and_a_drag_pushes_the_probe_in() {
         println!("SKIPPED: no Chromium on this machine (apt-get install chromium); set PALPA_REQUIRE_BROWSER=1 to fail instead");
         return;
     };
-    let (_tissue, _producer, reader, control, scene) = {
+    let (tissue, _producer, reader, control, scene) = {
         let (tissue, producer, reader, control) =
             running_tissue(AnalyticTissue::modal([16, 16, 4], 20));
         let scene = tissue.scene.clone();
@@ -277,6 +277,29 @@ async fn chromium_draws_the_tissue_and_a_drag_pushes_the_probe_in() {
         .evaluate("!!document.createElement('canvas').getContext('webgl2')")
         .await;
     assert_eq!(webgl2, json!(true), "WebGL2 in headless Chromium");
+
+    // The viewer's own reconstruction from modal coordinates (f32, JavaScript) equals the
+    // analytic surface recomputed in f64 for the frame it drew.
+    let drawn = page
+        .evaluate("JSON.stringify({t: palpaViewer.drawnFrame.scene_time, probe: palpaViewer.drawnFrame.probe, p: Array.from(palpaViewer.positions)})")
+        .await;
+    let drawn: Value = serde_json::from_str(drawn.as_str().unwrap()).unwrap();
+    let probe: Vec<f64> = serde_json::from_value(drawn["probe"].clone()).unwrap();
+    let expected = tissue.scene.positions(&tissue.snapshot_at(
+        drawn["t"].as_f64().unwrap(),
+        palpa::Vec3::new(probe[0], probe[1], probe[2]),
+    ));
+    let got: Vec<f64> = serde_json::from_value(drawn["p"].clone()).unwrap();
+    assert_eq!(got.len(), 3 * expected.len());
+    let max_error = expected
+        .iter()
+        .enumerate()
+        .map(|(v, e)| (palpa::Vec3::new(got[3 * v], got[3 * v + 1], got[3 * v + 2]) - e).norm())
+        .fold(0.0, f64::max);
+    assert!(
+        max_error <= 1e-5,
+        "browser reconstruction off by {max_error} m"
+    );
 
     let before = page.screenshot("viewer_at_rest.png").await;
     let at = |x: u32, y: u32| before[(y * WIDTH + x) as usize];
@@ -310,6 +333,7 @@ async fn chromium_draws_the_tissue_and_a_drag_pushes_the_probe_in() {
     let pressed = page.screenshot("viewer_probe_pressed.png").await;
     let arrow_pixels = count(&pressed, is_arrow);
     let changed = before.iter().zip(&pressed).filter(|(a, b)| a != b).count();
+    println!("browser reconstruction error {max_error:.2e} m");
     println!("tissue pixels {tissue_pixels}, arrow pixels when pressed {arrow_pixels}, changed pixels {changed}");
     assert!(
         arrow_pixels > 30,

@@ -8,10 +8,11 @@ import { decodeServerMessage, encodeClientMessage, reconstructPositions, PROTOCO
 const $ = (id) => document.getElementById(id);
 const token = new URLSearchParams(location.search).get("token");
 
-// State visible to tests and to the browser console.
+// State visible to tests and to the browser console: the newest frame, the frame drawn
+// last and the surface positions reconstructed for it.
 const state = {
   hello: null, scene: null, frame: null, frames: 0, lost: 0, drawnSequence: -1, error: null,
-  renderedFrames: 0,
+  renderedFrames: 0, drawnFrame: null, positions: null,
 };
 window.palpaViewer = state;
 
@@ -405,6 +406,8 @@ function render(now) {
     gl.bindBuffer(gl.ARRAY_BUFFER, tissue.mesh.nrm);
     gl.bufferSubData(gl.ARRAY_BUFFER, 0, tissue.normals);
     state.drawnSequence = f.sequence;
+    state.drawnFrame = f;
+    state.positions = tissue.positions;
   }
 
   const eye = eyePosition();
