@@ -112,11 +112,15 @@ async fn thirty_two_clients_receive_scene_then_frames_at_30_hz_and_exact_positio
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_reads_does_not_slow_others_and_is_dropped() {
     let _serial = SERIAL.lock().await;
-    // Positions frames of ~20 kB so the stalled socket's buffers fill within seconds.
+    // Positions frames of ~90 kB (2.7 MB/s) so the stalled socket's kernel buffers fill
+    // within seconds; then the server waits the 8 s stall timeout. A server that queued
+    // frames per client would grow by ≥ 8 s × 2.7 MB/s ≈ 22 MB in that window.
     let (tissue, _producer, reader, control) =
-        running_tissue(AnalyticTissue::positions([24, 24, 8]));
+        running_tissue(AnalyticTissue::positions([48, 48, 16]));
+    let frame_bytes = 113 + 12 * tissue.scene.rest_positions.len();
+    assert!(frame_bytes > 80_000, "frames of {frame_bytes} bytes");
     let config = StreamConfig {
-        send_stall_timeout: Duration::from_secs(1),
+        send_stall_timeout: Duration::from_secs(8),
         idle_timeout: Duration::from_secs(60),
         ..loopback_config()
     };
@@ -137,6 +141,18 @@ async fn a_client_that_never_reads_does_not_slow_others_and_is_dropped() {
     let watchers: Vec<_> = (0..4)
         .map(|_| tokio::spawn(watch(url.clone(), Duration::from_secs(6), tissue.clone())))
         .collect();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let baseline = resident_bytes();
+    let peak = Arc::new(std::sync::atomic::AtomicU64::new(baseline));
+    let sampler = tokio::spawn({
+        let peak = peak.clone();
+        async move {
+            loop {
+                peak.fetch_max(resident_bytes(), std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    });
     for w in watchers {
         let w = w.await.unwrap();
         assert!(
@@ -150,7 +166,7 @@ async fn a_client_that_never_reads_does_not_slow_others_and_is_dropped() {
             w.max_error_m
         );
     }
-    // The stalled client is dropped once its socket has been blocked for a second.
+    // The stalled client is dropped once its socket has been blocked for the stall timeout.
     let deadline = Instant::now() + Duration::from_secs(60);
     while server.client_count() > 0 {
         assert!(
@@ -159,8 +175,23 @@ async fn a_client_that_never_reads_does_not_slow_others_and_is_dropped() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    sampler.abort();
+    let peak = peak.load(std::sync::atomic::Ordering::Relaxed);
+    let growth = peak.saturating_sub(baseline);
+    println!("resident memory: baseline {baseline} B, peak {peak} B while stalled (+{growth} B)");
+    assert!(
+        growth < 10_000_000,
+        "server memory grew by {growth} B while a client stalled"
+    );
     drop(stalled);
     server.shutdown().await;
+}
+
+/// This process's resident memory (bytes), from /proc/self/statm.
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
 }
 
 /// Reads until the server closes the connection and returns its error message.
