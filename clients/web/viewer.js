@@ -212,7 +212,7 @@ function computeNormals(p, tris, out) {
 }
 
 // ---------- stream ----------
-const rate = { count: 0, since: performance.now(), hz: 0, latencies: [] };
+const rate = { count: 0, rendered: 0, since: performance.now(), hz: 0, latencies: [] };
 let socket = null;
 
 function connect() {
@@ -367,6 +367,8 @@ function drawMesh(mesh, model, color) {
 function updatePanel(now) {
   if (now - rate.since >= 1000) {
     rate.hz = (rate.count * 1000) / (now - rate.since);
+    $("fps").textContent = `${((state.renderedFrames - rate.rendered) * 1000 / (now - rate.since)).toFixed(0)} fps`;
+    rate.rendered = state.renderedFrames;
     rate.count = 0;
     rate.since = now;
     const l = rate.latencies.sort((a, b) => a - b);
