@@ -11,7 +11,12 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// List HID devices and which device profile matches each.
+    Devices(palpa::device::cli::DevicesArgs),
+    /// Record a device's trajectory to CSV (Ctrl-C leaves a complete file).
+    Record(palpa::device::cli::RecordArgs),
+}
 
 fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
@@ -22,5 +27,8 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Devices(args) => palpa::device::cli::devices(&args),
+        Command::Record(args) => palpa::device::cli::record(&args),
+    }
 }

@@ -1,1 +1,114 @@
-//! Haptic devices: the `HapticDevice` trait and its hid, sim, replay and record backends.
+//! Haptic devices: the [`HapticDevice`] trait and its backends.
+//!
+//! * [`hid`] — any HID force-feedback device described by a [`profile::DeviceProfile`]
+//!   (TOML), over hidapi or an in-memory transport;
+//! * [`sim`] — a virtual stylus following a scripted motion or external input;
+//! * [`replay`] — a recorded trajectory CSV;
+//! * [`record`] — wraps any device and writes the trajectory it sees.
+//!
+//! Every backend works in device SI units (m, N, s) after its own scaling and axis
+//! mapping; the haptic loop maps the device frame to the scene.
+
+pub mod cli;
+pub mod hid;
+pub mod profile;
+pub mod record;
+pub mod replay;
+pub mod sim;
+
+use crate::Vec3;
+
+/// The newest state the device reported.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeviceSample {
+    /// Stylus tip position (m, device frame after the profile's axis mapping).
+    pub position: Vec3,
+    /// Button bit mask (bit 0 = primary button).
+    pub buttons: u32,
+    /// Device time stamp (s) — the device's own clock, not the host's.
+    pub device_time: f64,
+    /// Sample sequence number; unchanged between two reads means no new sample.
+    pub sequence: u64,
+}
+
+impl DeviceSample {
+    /// A sample at the origin with no buttons, before the device reported anything.
+    pub const ORIGIN: Self = Self {
+        position: Vec3::new(0.0, 0.0, 0.0),
+        buttons: 0,
+        device_time: 0.0,
+        sequence: 0,
+    };
+}
+
+/// What a device is rated for; the safety layer never commands more.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeviceRating {
+    /// Largest continuous force the device may render (N).
+    pub max_force: f64,
+    /// Largest stiffness the device renders stably (N/m).
+    pub max_stiffness: f64,
+}
+
+/// Why a device call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    /// The device is gone (unplugged, closed, or the transport failed); force is off.
+    #[error("device disconnected: {0}")]
+    Disconnected(String),
+    /// The device could not be opened or found.
+    #[error("cannot open device: {0}")]
+    Open(String),
+}
+
+/// A force-feedback device as the haptic thread sees it.
+///
+/// `read` and `write_force` are called once per haptic tick (1 kHz) and must not
+/// allocate or block; `reconnect` is called outside the tick while the loop holds the
+/// force at zero.
+pub trait HapticDevice: Send {
+    /// Returns the newest sample, draining anything older. `now` is the haptic loop's
+    /// clock (s); devices with their own clock ignore it, scripted and replayed devices
+    /// sample their motion at it (which makes lock-step runs deterministic).
+    fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError>;
+
+    /// Commands `force` (N, device frame) until the next write.
+    fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError>;
+
+    /// Commands zero force. Called on shutdown and on every error path.
+    fn zero_force(&mut self) -> Result<(), DeviceError> {
+        self.write_force(Vec3::zeros())
+    }
+
+    /// Tries once to reopen a disconnected device; `Ok(true)` when it is back.
+    fn reconnect(&mut self) -> Result<bool, DeviceError> {
+        Ok(false)
+    }
+
+    /// What the device is rated for.
+    fn rating(&self) -> DeviceRating;
+
+    /// Human-readable name for logs.
+    fn name(&self) -> &str;
+}
+
+impl<D: HapticDevice + ?Sized> HapticDevice for Box<D> {
+    fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError> {
+        (**self).read(now)
+    }
+    fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
+        (**self).write_force(force)
+    }
+    fn zero_force(&mut self) -> Result<(), DeviceError> {
+        (**self).zero_force()
+    }
+    fn reconnect(&mut self) -> Result<bool, DeviceError> {
+        (**self).reconnect()
+    }
+    fn rating(&self) -> DeviceRating {
+        (**self).rating()
+    }
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+}

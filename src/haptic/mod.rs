@@ -1,1 +1,25 @@
-//! Haptic runtime: the 1 kHz haptic thread, the 200 Hz model thread, hand-offs, safety.
+//! Haptic runtime (DESIGN §1, §2.5, §2.6): the 1 kHz haptic thread, the 200 Hz model
+//! thread, the wait-free hand-offs between them, force extrapolation between model
+//! updates, safety, tick statistics, the deterministic lock-step mode and the fidelity
+//! harness.
+//!
+//! Data flow of one tick ([`tick::HapticLoop`]): device sample → probe (scene frame) →
+//! newest local force model → [`extrapolate::force_at`] → [`safety::SafetyFilter`] →
+//! device force. The same two halves of a tick run on the real-time thread
+//! ([`runtime::HapticRuntime`]) and in lock-step ([`lockstep::LockStep`]).
+
+pub mod analytic;
+pub mod extrapolate;
+pub mod fidelity;
+pub mod handoff;
+pub mod lockstep;
+pub mod rt;
+pub mod runtime;
+pub mod safety;
+pub mod stats;
+pub mod tick;
+
+pub use extrapolate::ForceStrategy;
+pub use lockstep::LockStep;
+pub use safety::{SafetyFilter, SafetyLimits, SafetyState};
+pub use tick::{HapticConfig, HapticLoop, TickRecord};

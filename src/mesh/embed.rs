@@ -203,7 +203,6 @@ impl<'a> TetGrid<'a> {
     /// until no unvisited bin can hold anything nearer.
     fn nearest(&self, p: &Vec3) -> (usize, f64) {
         let c = self.cell(p).map(|v| v as i64);
-        let min_bin = self.bin.min();
         let max_ring = *self.n.iter().max().unwrap_or(&1) as i64;
         let mut best = (0, f64::MAX);
         for ring in 0..=max_ring {
@@ -227,7 +226,15 @@ impl<'a> TetGrid<'a> {
                     }
                 }
             }
-            if best.1 <= ring as f64 * min_bin {
+            // Everything unvisited lies outside the box of bins visited so far.
+            let outside_box = (0..3)
+                .map(|a| {
+                    let lo = self.lo[a] + (c[a] - ring) as f64 * self.bin[a];
+                    let hi = self.lo[a] + (c[a] + ring + 1) as f64 * self.bin[a];
+                    (p[a] - lo).min(hi - p[a])
+                })
+                .fold(f64::MAX, f64::min);
+            if best.1 <= outside_box {
                 break;
             }
         }

@@ -4,8 +4,9 @@
 //! Pipeline: (1) a box lattice of cubes of the given size covers the surface, each cube
 //! split as [`CubeSplit`] says; (2) a tetrahedron is kept when its centroid is inside the
 //! surface (winding number of a ray, accelerated by a 2-D grid of triangles); (3) edges
-//! where kept tetrahedra meet only along the edge (non-manifold boundary) are filled with
-//! the lattice tetrahedra around them, so the boundary is a closed manifold; (4) boundary
+//! and vertices where kept tetrahedra meet only along the edge or at the vertex
+//! (non-manifold boundary) are filled with the lattice tetrahedra around them, so the
+//! boundary is a closed 2-manifold; (4) boundary
 //! nodes are optionally snapped to the closest surface point when no incident tetrahedron
 //! loses too much volume; (5) unreferenced lattice nodes are dropped and the rest
 //! renumbered, and [`TetMesh::new`] validates the result.
@@ -74,19 +75,15 @@ pub fn fill_surface(
         ))
     })?;
     let winding = WindingGrid::new(surface);
-    let per_cell = match options.split {
-        CubeSplit::Six => 6,
-        CubeSplit::Five => 5,
-    };
-    let mut kept = classify(&lattice, options.split, per_cell, &winding);
+    let cells = CellTets::new(options.split);
+    let per_cell = cells.count;
+    let mut kept = classify(&lattice, &cells, &winding);
     let selection = Selection {
         lattice: &lattice,
-        split: options.split,
+        cells: &cells,
         per_cell,
     };
-    let boundary = selection
-        .close_non_manifold_edges(&mut kept)
-        .map_err(invalid)?;
+    let boundary = selection.close_non_manifold(&mut kept).map_err(invalid)?;
 
     // Renumber the referenced lattice points.
     const UNUSED: usize = usize::MAX;
@@ -94,7 +91,7 @@ pub fn fill_surface(
     let mut nodes = Vec::new();
     let mut tets = Vec::new();
     for (c, cell) in lattice.cell_coords().enumerate() {
-        let (cell_tets, count) = cell_tets(cell, options.split);
+        let (cell_tets, count) = cells.of(cell);
         for (l, tet) in cell_tets[..count].iter().enumerate() {
             if kept[c * per_cell + l] {
                 tets.push(tet.map(|p| {
@@ -130,19 +127,15 @@ pub fn fill_surface(
 /// inside the surface. Along a row of cells in x, the centroids of the tetrahedra with the
 /// same local index and cell parity lie on one line parallel to x, so the surface
 /// crossings of that line are found once and swept, instead of casting a ray per centroid.
-fn classify(
-    lattice: &Lattice,
-    split: CubeSplit,
-    per_cell: usize,
-    winding: &WindingGrid,
-) -> Vec<bool> {
+fn classify(lattice: &Lattice, cells: &CellTets, winding: &WindingGrid) -> Vec<bool> {
+    let per_cell = cells.count;
     let mut kept = vec![false; lattice.cells() * per_cell];
     let [nx, ny, nz] = lattice.n;
     let mut crossings: Vec<(f64, i32)> = Vec::new();
     for k in 0..nz {
         for j in 0..ny {
             for parity in 0..nx.min(2) {
-                let (tets, count) = cell_tets([parity, j, k], split);
+                let (tets, count) = cells.of([parity, j, k]);
                 for (l, tet) in tets[..count].iter().enumerate() {
                     let centroid = tet.iter().map(|&p| lattice.point(p)).sum::<Vec3>() / 4.0;
                     crossings.clear();
@@ -172,15 +165,35 @@ fn classify(
     kept
 }
 
-/// The tetrahedra of a lattice cell as an array (6 or 5 used) for random access.
-fn cell_tets(cell: [usize; 3], split: CubeSplit) -> ([[[usize; 3]; 4]; 6], usize) {
-    let mut out = [[[0; 3]; 4]; 6];
-    let mut count = 0;
-    for_each_cell_tet(cell, split, |t| {
-        out[count] = t;
-        count += 1;
-    });
-    (out, count)
+/// The tetrahedra of any lattice cell, from the split's pattern for cells of even and odd
+/// parity (i + j + k), so the hot loops do not recompute orientations.
+struct CellTets {
+    /// Tetrahedra of the cells at (0, 0, 0) and (1, 0, 0), relative to the cell corner.
+    pattern: [[[[usize; 3]; 4]; 6]; 2],
+    /// Tetrahedra per cell: 6 or 5.
+    count: usize,
+}
+
+impl CellTets {
+    fn new(split: CubeSplit) -> Self {
+        let mut pattern = [[[[0; 3]; 4]; 6]; 2];
+        let mut count = 0;
+        for (parity, tets) in pattern.iter_mut().enumerate() {
+            count = 0;
+            for_each_cell_tet([parity, 0, 0], split, |t| {
+                tets[count] = t.map(|p| [p[0] - parity, p[1], p[2]]);
+                count += 1;
+            });
+        }
+        Self { pattern, count }
+    }
+
+    /// The tetrahedra of `cell` as lattice points (the first `count` entries are used).
+    fn of(&self, cell: [usize; 3]) -> ([[[usize; 3]; 4]; 6], usize) {
+        let pattern = &self.pattern[(cell[0] + cell[1] + cell[2]) % 2];
+        let tets = pattern.map(|t| t.map(|p| [p[0] + cell[0], p[1] + cell[1], p[2] + cell[2]]));
+        (tets, self.count)
+    }
 }
 
 /// A directed surface edge without its opposite, if any.
@@ -261,7 +274,7 @@ const FACES: [[usize; 3]; 4] = [[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]];
 /// boundary of a set of kept tetrahedra is found without hashing every face.
 struct Selection<'l> {
     lattice: &'l Lattice,
-    split: CubeSplit,
+    cells: &'l CellTets,
     per_cell: usize,
 }
 
@@ -295,7 +308,7 @@ impl Selection<'_> {
             if interior {
                 continue;
             }
-            let (tets, count) = cell_tets(cell, self.split);
+            let (tets, count) = self.cells.of(cell);
             for (l, tet) in tets[..count].iter().enumerate() {
                 if !flags[l] {
                     continue;
@@ -339,7 +352,7 @@ impl Selection<'_> {
                 }
             }
         }
-        let (tets, count) = cell_tets(other, self.split);
+        let (tets, count) = self.cells.of(other);
         let base = self.lattice.cell_index(other) * self.per_cell;
         tets[..count]
             .iter()
@@ -348,10 +361,12 @@ impl Selection<'_> {
             .is_some_and(|(m, _)| kept[base + m])
     }
 
-    /// Adds the lattice tetrahedra around every boundary edge where kept tetrahedra touch
-    /// only along that edge (the edge then has four or more boundary faces), until there
-    /// is none. Only ever adds, so it terminates. Returns the final boundary faces.
-    fn close_non_manifold_edges(&self, kept: &mut [bool]) -> Result<Vec<[[usize; 3]; 3]>, String> {
+    /// Adds lattice tetrahedra where the boundary is not a manifold, until it is one: around
+    /// every edge where kept tetrahedra touch only along that edge (the edge has four or
+    /// more boundary faces), then around every vertex where they touch only at that vertex
+    /// (its boundary faces form more than one fan). Only ever adds, so it terminates.
+    /// Returns the final boundary faces.
+    fn close_non_manifold(&self, kept: &mut [bool]) -> Result<Vec<[[usize; 3]; 3]>, String> {
         const MAX_ROUNDS: usize = 100;
         for _ in 0..MAX_ROUNDS {
             let faces = self.boundary_faces(kept);
@@ -366,11 +381,18 @@ impl Selection<'_> {
                 .filter(|&(_, count)| count > 1)
                 .map(|(e, _)| e)
                 .collect();
-            if bad.is_empty() {
+            if !bad.is_empty() {
+                for (p, q) in bad {
+                    self.keep_around(kept, &[p, q]);
+                }
+                continue;
+            }
+            let pinched = pinched_vertices(&faces);
+            if pinched.is_empty() {
                 return Ok(faces);
             }
-            for (p, q) in bad {
-                self.keep_around_edge(kept, p, q);
+            for p in pinched {
+                self.keep_around(kept, &[p]);
             }
         }
         Err(format!(
@@ -378,20 +400,30 @@ impl Selection<'_> {
         ))
     }
 
-    /// Keeps every lattice tetrahedron that has the edge p–q.
-    fn keep_around_edge(&self, kept: &mut [bool], p: [usize; 3], q: [usize; 3]) {
+    /// Keeps every lattice tetrahedron that has all of `points` (one vertex or an edge).
+    fn keep_around(&self, kept: &mut [bool], points: &[[usize; 3]]) {
         let range = |a: usize| {
-            let lo = p[a].max(q[a]).saturating_sub(1);
-            let hi = p[a].min(q[a]).min(self.lattice.n[a] - 1);
+            let lo = points
+                .iter()
+                .map(|p| p[a])
+                .max()
+                .unwrap_or(0)
+                .saturating_sub(1);
+            let hi = points
+                .iter()
+                .map(|p| p[a])
+                .min()
+                .unwrap_or(0)
+                .min(self.lattice.n[a] - 1);
             lo..=hi
         };
         for k in range(2) {
             for j in range(1) {
                 for i in range(0) {
                     let base = self.lattice.cell_index([i, j, k]) * self.per_cell;
-                    let (tets, count) = cell_tets([i, j, k], self.split);
+                    let (tets, count) = self.cells.of([i, j, k]);
                     for (l, tet) in tets[..count].iter().enumerate() {
-                        if tet.contains(&p) && tet.contains(&q) {
+                        if points.iter().all(|p| tet.contains(p)) {
                             kept[base + l] = true;
                         }
                     }
@@ -399,6 +431,44 @@ impl Selection<'_> {
             }
         }
     }
+}
+
+/// Vertices of an edge-manifold closed surface whose faces form more than one fan (two
+/// parts of the body touching at a point).
+fn pinched_vertices(faces: &[[[usize; 3]; 3]]) -> Vec<[usize; 3]> {
+    // The link of each vertex: for each face at it, the opposite edge, directed.
+    type Point = [usize; 3];
+    let mut link: HashMap<Point, Vec<(Point, Point)>> = HashMap::new();
+    for f in faces {
+        for k in 0..3 {
+            link.entry(f[k])
+                .or_default()
+                .push((f[(k + 1) % 3], f[(k + 2) % 3]));
+        }
+    }
+    let mut pinched: Vec<[usize; 3]> = link
+        .into_iter()
+        .filter(|(_, edges)| {
+            let next: HashMap<Point, Point> = edges.iter().copied().collect();
+            let start = edges[0].0;
+            let mut at = start;
+            let mut steps = 0;
+            loop {
+                match next.get(&at) {
+                    Some(&n) => at = n,
+                    None => return true,
+                }
+                steps += 1;
+                if at == start || steps > edges.len() {
+                    break;
+                }
+            }
+            steps != edges.len()
+        })
+        .map(|(p, _)| p)
+        .collect();
+    pinched.sort_unstable();
+    pinched
 }
 
 /// Fractions of the way to the surface a boundary node is moved, tried in order until no
@@ -506,10 +576,8 @@ impl<'a> WindingGrid<'a> {
     /// Calls `f(x, sign)` for every triangle the line {(·, q_y, q_z)} crosses: the x of the
     /// crossing and +1 or −1 by the triangle's orientation seen along x.
     fn crossings(&self, q: [f64; 2], mut f: impl FnMut(f64, i32)) {
-        for a in 0..2 {
-            if q[a] < self.lo[a] || q[a] > self.lo[a] + self.bin[a] * self.n[a] as f64 {
-                return;
-            }
+        if (0..2).any(|a| q[a] < self.lo[a] || q[a] > self.lo[a] + self.bin[a] * self.n[a] as f64) {
+            return;
         }
         let bin = self.index(0, q[0]) + self.n[0] * self.index(1, q[1]);
         for &t in &self.bins[bin] {

@@ -1,6 +1,11 @@
 //! Tetrahedral meshes: the validated mesh type, boundary extraction, file readers and
 //! writers, generators, and the embedding of a separate render surface.
 //!
+//! One file per job: `msh`/`msh_binary`, `tetgen` and `vtk` read (and `vtk` writes)
+//! tetrahedral meshes, `surface` reads OBJ/STL triangle surfaces, `generate` builds boxes,
+//! `lattice` fills a closed surface with tetrahedra, `embed` ties a render surface to a
+//! tetrahedral mesh; `text` is the shared line-numbered tokenizer.
+//!
 //! Every reader produces raw nodes and tetrahedra and hands them to [`TetMesh::new`],
 //! which is the one place meshes are validated: non-finite coordinates, out-of-range or
 //! repeated node indices and degenerate tetrahedra are errors naming the element;
@@ -10,6 +15,7 @@ pub mod embed;
 pub mod generate;
 pub mod lattice;
 pub mod msh;
+pub mod msh_binary;
 pub mod surface;
 pub mod tetgen;
 mod text;
@@ -20,9 +26,10 @@ use std::path::Path;
 
 use crate::Vec3;
 
-/// Reads a tetrahedral mesh, choosing the reader by extension: `.msh` (Gmsh 4.1/2.2 ASCII),
-/// `.node` or `.ele` (TetGen; the other file of the pair is found by extension), `.vtk`
-/// (legacy unstructured grid).
+/// Reads a tetrahedral mesh, choosing the reader by extension: `.msh` (Gmsh 4.1 ASCII or
+/// binary, 2.2 ASCII), `.node` or `.ele` (TetGen; the other file of the pair is found by
+/// extension), `.vtk` (legacy ASCII unstructured grid). Surfaces (`.obj`, `.stl`) are read
+/// by [`surface::load_surface`] and filled by [`lattice::fill_surface`].
 pub fn load(path: &Path) -> Result<TetMesh, MeshError> {
     let ext = path
         .extension()

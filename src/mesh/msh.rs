@@ -2,48 +2,76 @@
 //! physical groups as regions and `$PhysicalNames` as region names. Other element types
 //! (surface triangles, lines, points, higher-order elements) are skipped.
 //!
+//! Binary MSH 4.1 (little-endian, 8-byte size_t, as Gmsh writes it) is read by
+//! [`super::msh_binary`]; [`read_msh`] picks the reader from the `$MeshFormat` header.
+//!
 //! Hand-written: the Rust MSH crates either lack 2.2 or do not report line numbers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use super::text::{locate, read_to_string, Tokens};
+use super::text::{locate, Tokens};
 use super::{MeshError, TetMesh};
 use crate::Vec3;
 
 /// Gmsh element type of the 4-node tetrahedron.
 const TET4: i64 = 4;
 
-/// Reads a Gmsh `.msh` file (ASCII 4.1 or 2.2).
+/// Reads a Gmsh `.msh` file (ASCII 4.1 or 2.2, binary 4.1).
 pub fn read_msh(path: &Path) -> Result<TetMesh, MeshError> {
-    let text = read_to_string(path)?;
-    parse_msh(&path.display().to_string(), &text)
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| MeshError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    if is_binary(&bytes) {
+        return super::msh_binary::parse_msh_binary(&file, &bytes);
+    }
+    parse_msh(&file, &String::from_utf8_lossy(&bytes))
 }
 
-/// A tetrahedron as read: node tags, region and the line it was on.
-struct RawTet {
-    tags: [usize; 4],
-    region: i32,
-    line: usize,
+/// Whether the `$MeshFormat` header says file type 1 (binary).
+fn is_binary(bytes: &[u8]) -> bool {
+    const HEADER: &[u8] = b"$MeshFormat";
+    let Some(start) = bytes.windows(HEADER.len()).position(|w| w == HEADER) else {
+        return false;
+    };
+    let rest = &bytes[start + HEADER.len()..];
+    let line: Vec<u8> = rest
+        .iter()
+        .skip_while(|b| b.is_ascii_whitespace())
+        .take_while(|&&b| b != b'\n')
+        .copied()
+        .collect();
+    String::from_utf8_lossy(&line).split_whitespace().nth(1) == Some("1")
+}
+
+/// A tetrahedron as read: node tags, region and the line it was on (0 in binary files).
+pub(super) struct RawTet {
+    pub(super) tags: [usize; 4],
+    pub(super) region: i32,
+    pub(super) line: usize,
 }
 
 /// Everything collected from the sections of an MSH file.
 #[derive(Default)]
-struct Raw {
-    version: Option<Version>,
-    nodes: Vec<Vec3>,
-    node_lines: Vec<usize>,
-    node_index: HashMap<usize, usize>,
-    tets: Vec<RawTet>,
-    names: BTreeMap<i32, String>,
+pub(super) struct Raw {
+    pub(super) version: Option<Version>,
+    /// Binary file: there are no lines to name, errors name elements and nodes.
+    pub(super) binary: bool,
+    pub(super) nodes: Vec<Vec3>,
+    pub(super) node_lines: Vec<usize>,
+    pub(super) node_index: HashMap<usize, usize>,
+    pub(super) tets: Vec<RawTet>,
+    pub(super) names: BTreeMap<i32, String>,
     /// 4.1 only: physical tags of each volume entity.
-    volume_physicals: HashMap<i64, Vec<i32>>,
-    skipped_types: BTreeMap<i64, usize>,
-    notes: Vec<String>,
+    pub(super) volume_physicals: HashMap<i64, Vec<i32>>,
+    pub(super) skipped_types: BTreeMap<i64, usize>,
+    pub(super) notes: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Version {
+pub(super) enum Version {
     V2,
     V4,
 }
@@ -124,7 +152,7 @@ fn end(t: &mut Tokens, keyword: &str, why: &str) -> Result<(), MeshError> {
     }
 }
 
-fn physical_names(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
+pub(super) fn physical_names(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
     let (n, _) = t.usize("number of physical names")?;
     for _ in 0..n {
         let (dim, _) = t.usize("physical dimension")?;
@@ -212,7 +240,7 @@ fn nodes_v4(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
         t.i64("entity tag")?;
         let (parametric, _) = t.usize("parametric flag")?;
         let (n, _) = t.usize("number of nodes in block")?;
-        let mut tags = Vec::with_capacity(n.min(1 << 20));
+        let mut tags = Vec::with_capacity(n.min(1 << 16));
         for _ in 0..n {
             tags.push(t.usize("node tag")?);
         }
@@ -343,7 +371,7 @@ fn elements_v2(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
     end(t, "$EndElements", "more elements than the count says")
 }
 
-fn finish(file: &str, raw: Raw) -> Result<TetMesh, MeshError> {
+pub(super) fn finish(file: &str, raw: Raw) -> Result<TetMesh, MeshError> {
     if raw.version.is_none() {
         return Err(MeshError::Invalid {
             file: file.to_string(),
@@ -367,18 +395,31 @@ fn finish(file: &str, raw: Raw) -> Result<TetMesh, MeshError> {
     let mut tets = Vec::with_capacity(raw.tets.len());
     let mut regions = Vec::with_capacity(raw.tets.len());
     let mut tet_lines = Vec::with_capacity(raw.tets.len());
-    for tet in &raw.tets {
+    for (e, tet) in raw.tets.iter().enumerate() {
         let mut ids = [0; 4];
         for (id, tag) in ids.iter_mut().zip(tet.tags) {
-            *id = *raw.node_index.get(&tag).ok_or_else(|| MeshError::Parse {
-                file: file.to_string(),
-                line: tet.line,
-                msg: format!("tetrahedron refers to unknown node tag {tag}"),
+            *id = *raw.node_index.get(&tag).ok_or_else(|| {
+                let msg = format!("tetrahedron refers to unknown node tag {tag}");
+                if raw.binary {
+                    MeshError::Element {
+                        file: file.to_string(),
+                        element: e,
+                        msg,
+                    }
+                } else {
+                    MeshError::Parse {
+                        file: file.to_string(),
+                        line: tet.line,
+                        msg,
+                    }
+                }
             })?;
         }
         tets.push(ids);
         regions.push(tet.region);
-        tet_lines.push(tet.line);
+        if !raw.binary {
+            tet_lines.push(tet.line);
+        }
     }
     let mut mesh = TetMesh::new(file, raw.nodes, tets, regions)
         .map_err(|e| locate(e, &raw.node_lines, &tet_lines))?;

@@ -272,10 +272,17 @@ mod tests {
             let w = closest_on_triangle(&p, &a, &b, &c);
             a * w[0] + b * w[1] + c * w[2]
         };
-        assert_eq!(at(Vec3::new(0.2, 0.3, 5.0)), Vec3::new(0.2, 0.3, 0.0));
-        assert_eq!(at(Vec3::new(-1.0, -1.0, 0.0)), a);
-        assert_eq!(at(Vec3::new(0.5, -2.0, 1.0)), Vec3::new(0.5, 0.0, 0.0));
-        assert!((at(Vec3::new(1.0, 1.0, 0.0)) - Vec3::new(0.5, 0.5, 0.0)).norm() < 1e-15);
+        let cases = [
+            (Vec3::new(0.2, 0.3, 5.0), Vec3::new(0.2, 0.3, 0.0)),
+            (Vec3::new(-1.0, -1.0, 0.0), a),
+            (Vec3::new(0.5, -2.0, 1.0), Vec3::new(0.5, 0.0, 0.0)),
+            (Vec3::new(-3.0, 0.4, 0.0), Vec3::new(0.0, 0.4, 0.0)),
+            (Vec3::new(1.0, 1.0, 0.0), Vec3::new(0.5, 0.5, 0.0)),
+            (Vec3::new(3.0, -1.0, 0.0), b),
+        ];
+        for (p, want) in cases {
+            assert!((at(p) - want).norm() < 1e-15, "{p}: {} vs {want}", at(p));
+        }
     }
 
     #[test]

@@ -42,8 +42,8 @@ pub fn parse_tetgen(
     }
     let (n_attr, _) = t.usize("number of point attributes")?;
     let (n_markers, _) = t.usize("number of boundary markers (0 or 1)")?;
-    let mut nodes = Vec::with_capacity(n_nodes.min(1 << 24));
-    let mut node_lines = Vec::with_capacity(n_nodes.min(1 << 24));
+    let mut nodes = Vec::with_capacity(n_nodes.min(1 << 16));
+    let mut node_lines = Vec::with_capacity(n_nodes.min(1 << 16));
     let mut base = 0;
     for i in 0..n_nodes {
         let (index, line) = t.usize("point number")?;
@@ -91,9 +91,9 @@ pub fn parse_tetgen(
         ));
     }
     let (n_attr, _) = t.usize("number of tetrahedron attributes")?;
-    let mut tets = Vec::with_capacity(n_tets.min(1 << 24));
-    let mut regions = Vec::with_capacity(n_tets.min(1 << 24));
-    let mut tet_lines = Vec::with_capacity(n_tets.min(1 << 24));
+    let mut tets = Vec::with_capacity(n_tets.min(1 << 16));
+    let mut regions = Vec::with_capacity(n_tets.min(1 << 16));
+    let mut tet_lines = Vec::with_capacity(n_tets.min(1 << 16));
     for _ in 0..n_tets {
         let (_, line) = t.usize("tetrahedron number")?;
         let mut tet = [0; 4];
@@ -158,6 +158,14 @@ mod tests {
         let m = parse_tetgen("a.node", NODE, "a.ele", ELE).unwrap();
         assert_eq!(m.tets, vec![[0, 1, 2, 3], [1, 2, 3, 4]]);
         assert_eq!(m.regions, vec![3, 8]);
+    }
+
+    #[test]
+    fn quadratic_tets_are_read_by_their_corners() {
+        let ele = "1 10 0\n1 1 2 3 4 5 5 5 5 5 5\n";
+        let m = parse_tetgen("a.node", NODE, "a.ele", ele).unwrap();
+        assert_eq!(m.tets, vec![[0, 1, 2, 3]]);
+        assert_eq!(m.regions, vec![0]);
     }
 
     #[test]

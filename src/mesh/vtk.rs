@@ -72,12 +72,18 @@ pub fn parse_vtk(file: &str, text: &str) -> Result<TetMesh, MeshError> {
     let mut cell_types: Vec<usize> = Vec::new();
     let mut cell_regions: Option<Vec<i32>> = None;
     let mut in_cell_data = false;
-    while let Some((tok, _)) = t.next() {
+    // Inside a section this reader skips (its values are not counted).
+    let mut skipping = false;
+    while let Some((tok, line)) = t.next() {
+        let known = ["POINTS", "CELLS", "CELL_TYPES", "CELL_DATA", "POINT_DATA"];
+        if known.iter().any(|k| tok.eq_ignore_ascii_case(k)) {
+            skipping = false;
+        }
         match tok.to_ascii_uppercase().as_str() {
             "POINTS" => {
                 let (n, _) = t.usize("number of points")?;
                 t.expect_token("point data type")?;
-                nodes.reserve(n.min(1 << 24));
+                nodes.reserve(n.min(1 << 16));
                 for _ in 0..n {
                     let (p, l) = t.point()?;
                     nodes.push(p);
@@ -107,7 +113,16 @@ pub fn parse_vtk(file: &str, text: &str) -> Result<TetMesh, MeshError> {
                 }
                 in_cell_data = true;
             }
-            "POINT_DATA" => in_cell_data = false,
+            "POINT_DATA" => {
+                let (n, n_line) = t.usize("number of points")?;
+                if n != nodes.len() {
+                    return Err(err(
+                        n_line,
+                        format!("POINT_DATA for {n} points, but there are {}", nodes.len()),
+                    ));
+                }
+                in_cell_data = false;
+            }
             "SCALARS" if in_cell_data => {
                 let (name, _) = t.expect_token("scalar name")?;
                 t.expect_token("scalar type")?;
@@ -143,10 +158,19 @@ pub fn parse_vtk(file: &str, text: &str) -> Result<TetMesh, MeshError> {
                         regions.push(v as i32);
                     }
                     cell_regions = Some(regions);
+                } else {
+                    skipping = true;
                 }
             }
             // Other sections (FIELD, VECTORS, point data, …) are skipped token by token.
-            _ => {}
+            // A number outside them is data beyond a section's count.
+            _ if tok.parse::<f64>().is_ok() && !skipping => {
+                return Err(err(
+                    line,
+                    format!("unexpected number `{tok}`: more data than the section's count says"),
+                ));
+            }
+            _ => skipping = true,
         }
     }
     if cell_types.len() != cells.len() {
@@ -227,7 +251,7 @@ fn read_cells(t: &mut Tokens) -> Result<Vec<(Vec<usize>, usize)>, MeshError> {
         }
         return Ok(cells);
     }
-    let mut cells = Vec::with_capacity(n.min(1 << 24));
+    let mut cells = Vec::with_capacity(n.min(1 << 16));
     let mut read = 0;
     for _ in 0..n {
         let (count, line) = t.usize("number of points in cell")?;
@@ -354,6 +378,15 @@ POINTS 4 double\n0 0 0 1 0 0 0 1 0 0 0 1\nCELLS 2 4\nOFFSETS vtktypeint64\n0 4\n
 CONNECTIVITY vtktypeint64\n0 1 2 3\nCELL_TYPES 1\n10\n";
         let m = parse_vtk("n.vtk", text).unwrap();
         assert_eq!(m.tets, vec![[0, 1, 2, 3]]);
+    }
+
+    #[test]
+    fn extra_points_are_an_error_not_skipped() {
+        let e = parse_vtk("g.vtk", &TWO_TETS.replace("POINTS 5", "POINTS 4")).unwrap_err();
+        assert!(
+            e.to_string().starts_with("g.vtk:7:") && e.to_string().contains("more data"),
+            "{e}"
+        );
     }
 
     #[test]

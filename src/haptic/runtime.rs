@@ -1,0 +1,237 @@
+//! The real-time runtime: a 1 kHz haptic thread and a 200 Hz model thread joined by
+//! wait-free slots (probe down, local force model up), a drop-on-full telemetry queue,
+//! and a thread that logs tick statistics once a second.
+
+use super::handoff::{slot, DropCounter, SlotReader, SlotWriter};
+use super::rt::{self, RealtimePolicy};
+use super::stats::TickStats;
+use super::tick::{HapticConfig, HapticLoop, ProbeSample, TickRecord, ZeroForceGuard};
+use crate::device::HapticDevice;
+use crate::model::{LocalForceModel, ModelStep};
+use crossbeam::queue::ArrayQueue;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The last part of each haptic period spent spinning instead of sleeping (ns).
+const SPIN_NS: u64 = 150_000;
+/// Time between reconnect attempts of a failed device (s).
+const RECONNECT_INTERVAL: f64 = 0.5;
+
+/// How to run the threads.
+#[derive(Clone, Copy, Debug)]
+pub struct RuntimeConfig {
+    /// The haptic loop.
+    pub haptic: HapticConfig,
+    /// Scheduling of the haptic thread (falls back with one warning).
+    pub realtime: RealtimePolicy,
+    /// Telemetry queue length (ticks); full means new records are dropped.
+    pub telemetry_capacity: usize,
+    /// Log tick statistics once a second.
+    pub log_stats: bool,
+}
+
+/// Shared state readable while the runtime runs.
+pub struct RuntimeShared {
+    /// Tick statistics of the haptic thread.
+    pub stats: TickStats,
+    /// Per-tick records (drop on full).
+    pub telemetry: ArrayQueue<TickRecord>,
+    /// Records dropped because nobody drained the queue.
+    pub telemetry_dropped: DropCounter,
+    stop: AtomicBool,
+}
+
+/// Running haptic and model threads.
+pub struct HapticRuntime<D: HapticDevice + 'static, M: ModelStep + 'static> {
+    shared: Arc<RuntimeShared>,
+    haptic: Option<JoinHandle<HapticLoop<D>>>,
+    model: Option<JoinHandle<M>>,
+    logger: Option<JoinHandle<()>>,
+}
+
+impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
+    /// Starts the threads; the force ramps in once the first model step arrives.
+    pub fn start(device: D, model: M, config: RuntimeConfig) -> std::io::Result<Self> {
+        let shared = Arc::new(RuntimeShared {
+            stats: TickStats::new(),
+            telemetry: ArrayQueue::new(config.telemetry_capacity.max(1)),
+            telemetry_dropped: DropCounter::default(),
+            stop: AtomicBool::new(false),
+        });
+        let (probe_w, probe_r) = slot(ProbeSample {
+            t: 0.0,
+            position: config.haptic.device_offset,
+            buttons: 0,
+        });
+        let (model_w, model_r) = slot(LocalForceModel::NONE);
+        let epoch = rt::now_ns();
+        let haptic_loop = HapticLoop::new(device, config.haptic);
+        let s = shared.clone();
+        let haptic = std::thread::Builder::new()
+            .name("palpa-haptic".into())
+            .spawn(move || haptic_thread(haptic_loop, probe_w, model_r, &s, epoch, config))?;
+        let s = shared.clone();
+        let period = config.haptic.model_period();
+        let model = std::thread::Builder::new()
+            .name("palpa-model".into())
+            .spawn(move || model_thread(model, probe_r, model_w, &s, epoch, period))?;
+        let logger = if config.log_stats {
+            let s = shared.clone();
+            Some(
+                std::thread::Builder::new()
+                    .name("palpa-stats".into())
+                    .spawn(move || log_stats(&s))?,
+            )
+        } else {
+            None
+        };
+        Ok(Self {
+            shared,
+            haptic: Some(haptic),
+            model: Some(model),
+            logger,
+        })
+    }
+
+    /// Statistics and telemetry (clone the `Arc` to keep them after `stop`).
+    pub fn shared(&self) -> &Arc<RuntimeShared> {
+        &self.shared
+    }
+
+    /// Stops the threads (the haptic thread zeroes the force first) and returns the
+    /// haptic loop and the model.
+    pub fn stop(mut self) -> (HapticLoop<D>, M) {
+        self.shared.stop.store(true, Ordering::Release);
+        let haptic = self.haptic.take().expect("joined once").join();
+        let model = self.model.take().expect("joined once").join();
+        if let Some(l) = self.logger.take() {
+            let _ = l.join();
+        }
+        match (haptic, model) {
+            (Ok(h), Ok(m)) => (h, m),
+            (Err(e), _) | (_, Err(e)) => std::panic::resume_unwind(e),
+        }
+    }
+}
+
+impl<D: HapticDevice + 'static, M: ModelStep + 'static> Drop for HapticRuntime<D, M> {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(h) = self.haptic.take() {
+            let _ = h.join();
+        }
+        if let Some(m) = self.model.take() {
+            let _ = m.join();
+        }
+        if let Some(l) = self.logger.take() {
+            let _ = l.join();
+        }
+    }
+}
+
+fn seconds(ns: u64) -> f64 {
+    ns as f64 * 1e-9
+}
+
+fn haptic_thread<D: HapticDevice>(
+    mut haptic: HapticLoop<D>,
+    mut probe_out: SlotWriter<ProbeSample>,
+    mut model_in: SlotReader<LocalForceModel>,
+    shared: &RuntimeShared,
+    epoch: u64,
+    config: RuntimeConfig,
+) -> HapticLoop<D> {
+    if let Err(problem) = rt::apply_to_current_thread(config.realtime) {
+        tracing::warn!("haptic thread runs without real-time scheduling ({problem})");
+    }
+    let period = (config.haptic.tick_period * 1e9).round() as u64;
+    {
+        let mut guard = ZeroForceGuard(&mut haptic);
+        let mut deadline = epoch + period;
+        let mut previous_wake = None;
+        let mut last_reconnect = f64::NEG_INFINITY;
+        while !shared.stop.load(Ordering::Relaxed) {
+            rt::sleep_until(deadline, SPIN_NS);
+            let wake = rt::now_ns();
+            let t = seconds(wake - epoch);
+            if let Some(p) = guard.sense(t) {
+                probe_out.write(p);
+            }
+            let (model, version) = model_in.read();
+            let record = guard.actuate(t, &model, version);
+            if shared.telemetry.push(record).is_err() {
+                shared.telemetry_dropped.add();
+            }
+            let done = rt::now_ns();
+            // The first tick has no period (the thread started at an arbitrary time).
+            if let Some(previous) = previous_wake {
+                shared
+                    .stats
+                    .record(wake - previous, wake - deadline, done - wake);
+            }
+            previous_wake = Some(wake);
+            deadline += period;
+            if done > deadline {
+                let behind = (done - deadline) / period + 1;
+                deadline += behind * period;
+                shared.stats.record_skipped(behind);
+            }
+            // Reconnecting may block for milliseconds: it runs between ticks, with the
+            // force already zero, never inside one.
+            if guard.device_failed() && t - last_reconnect >= RECONNECT_INTERVAL {
+                last_reconnect = t;
+                if guard.try_reconnect(t) {
+                    tracing::info!("device {} reconnected", guard.device().name());
+                }
+            }
+        }
+    }
+    haptic
+}
+
+fn model_thread<M: ModelStep>(
+    mut model: M,
+    mut probe_in: SlotReader<ProbeSample>,
+    mut model_out: SlotWriter<LocalForceModel>,
+    shared: &RuntimeShared,
+    epoch: u64,
+    period_s: f64,
+) -> M {
+    let period = (period_s * 1e9).round() as u64;
+    let mut deadline = epoch + period;
+    while !shared.stop.load(Ordering::Relaxed) {
+        rt::sleep_until(deadline, 0);
+        let (probe, version) = probe_in.read();
+        if version > 0 {
+            let t = seconds(rt::now_ns() - epoch);
+            model_out.write(model.step(t, period_s, probe.position));
+        }
+        deadline += period;
+        let now = rt::now_ns();
+        if now > deadline {
+            deadline += ((now - deadline) / period + 1) * period;
+        }
+    }
+    model
+}
+
+fn log_stats(shared: &RuntimeShared) {
+    let mut previous = shared.stats.snapshot();
+    let mut waited = Duration::ZERO;
+    while !shared.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+        waited += Duration::from_millis(50);
+        if waited >= Duration::from_secs(1) {
+            waited = Duration::ZERO;
+            let now = shared.stats.snapshot();
+            tracing::info!(
+                "haptic loop: {}; telemetry dropped {}",
+                now.since(&previous).summary(),
+                shared.telemetry_dropped.get()
+            );
+            previous = now;
+        }
+    }
+}

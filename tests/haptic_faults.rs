@@ -1,0 +1,387 @@
+//! Fault injection, one test per fault: the device returns NaN, stops updating,
+//! disconnects; the model thread stalls; a model step returns NaN. Each drives the
+//! commanded force to zero within 2 ticks (NaN, disconnect) or fades it out within 20 ms
+//! (stale sample, stalled model), and recovers with a ramp.
+
+use palpa::device::hid::{HidDevice, MemoryPeer, MemoryTransport};
+use palpa::device::profile::DeviceProfile;
+use palpa::device::sim::{Script, SimDevice};
+use palpa::device::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
+use palpa::haptic::analytic::HertzHalfSpace;
+use palpa::haptic::rt::RealtimePolicy;
+use palpa::haptic::runtime::{HapticRuntime, RuntimeConfig};
+use palpa::haptic::{HapticConfig, LockStep, SafetyLimits, SafetyState, TickRecord};
+use palpa::model::{LocalForceModel, ModelStep};
+use palpa::Vec3;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The probe rests 4 mm deep beside the lump: a steady ~0.3 N.
+const PROBE: Vec3 = Vec3::new(0.02, 0.0, -0.004);
+const DT: f64 = 1e-3;
+
+fn limits() -> SafetyLimits {
+    let mut l = SafetyLimits::for_device(DeviceRating {
+        max_force: 8.0,
+        max_stiffness: 3000.0,
+    });
+    l.ramp_time = 0.05;
+    l
+}
+
+fn steady_force() -> f64 {
+    HertzHalfSpace::default_scene()
+        .force_and_stiffness(PROBE)
+        .1
+        .norm()
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Fault {
+    None,
+    Nan,
+    Frozen,
+    Unplugged,
+}
+
+/// Wraps a device and injects a fault chosen between ticks.
+struct FaultyDevice<D> {
+    inner: D,
+    fault: Fault,
+    last: DeviceSample,
+}
+
+impl<D: HapticDevice> HapticDevice for FaultyDevice<D> {
+    fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError> {
+        match self.fault {
+            Fault::None => {
+                self.last = self.inner.read(now)?;
+                Ok(self.last)
+            }
+            Fault::Nan => Ok(DeviceSample {
+                position: Vec3::new(f64::NAN, 0.0, 0.0),
+                sequence: self.last.sequence + 1,
+                ..self.last
+            }),
+            Fault::Frozen => Ok(self.last),
+            Fault::Unplugged => Err(DeviceError::Disconnected("unplugged".into())),
+        }
+    }
+    fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
+        if self.fault == Fault::Unplugged {
+            return Err(DeviceError::Disconnected("unplugged".into()));
+        }
+        self.inner.write_force(force)
+    }
+    fn reconnect(&mut self) -> Result<bool, DeviceError> {
+        Ok(self.fault != Fault::Unplugged)
+    }
+    fn rating(&self) -> DeviceRating {
+        self.inner.rating()
+    }
+    fn name(&self) -> &str {
+        "faulty"
+    }
+}
+
+type Rig<M> = LockStep<FaultyDevice<SimDevice>, M>;
+
+fn rig<M: ModelStep>(model: M) -> Rig<M> {
+    let device = FaultyDevice {
+        inner: SimDevice::new(Script::Still(PROBE)),
+        fault: Fault::None,
+        last: DeviceSample::ORIGIN,
+    };
+    LockStep::new(device, model, HapticConfig::new(limits()))
+}
+
+/// Runs until the force is at full strength (after the start-up ramp).
+fn settle<M: ModelStep>(rig: &mut Rig<M>) {
+    for _ in 0..100 {
+        rig.step();
+    }
+    let r = rig.step();
+    assert_eq!(r.state, SafetyState::Normal);
+    assert!((r.force.norm() - steady_force()).abs() < 1e-9);
+}
+
+/// After a fault has cleared: the force starts near zero and climbs at the ramp rate
+/// (never faster than gain dt/ramp_time per tick) back to full strength.
+fn assert_ramps_back(records: &[TickRecord]) {
+    let full = steady_force();
+    let first = records
+        .iter()
+        .position(|r| r.force != Vec3::zeros())
+        .expect("force comes back");
+    let ramp_ticks = (limits().ramp_time / DT).round() as usize;
+    let mut prev = 0.0;
+    for (i, r) in records[first..].iter().take(ramp_ticks).enumerate() {
+        let f = r.force.norm();
+        assert!(
+            f <= full * (i + 1) as f64 * DT / limits().ramp_time * (1.0 + 1e-9) + 1e-12,
+            "tick {i}: {f}"
+        );
+        assert!(
+            f >= prev,
+            "ramp is monotonic: {:?}",
+            &records[first..first + 5]
+        );
+        prev = f;
+    }
+    let last = records.last().unwrap();
+    assert_eq!(last.state, SafetyState::Normal);
+    assert!((last.force.norm() - full).abs() < 1e-9);
+}
+
+/// Ticks from the fault (first tick it is visible) until the force is exactly zero.
+fn ticks_to_zero(records: &[TickRecord]) -> usize {
+    records
+        .iter()
+        .position(|r| r.force == Vec3::zeros())
+        .expect("force reaches zero")
+        + 1
+}
+
+#[test]
+fn device_returning_nan_zeroes_force_within_two_ticks_and_ramps_back() {
+    let mut rig = rig(HertzHalfSpace::default_scene());
+    settle(&mut rig);
+    rig.haptic_mut().device_mut().fault = Fault::Nan;
+    let during = rig.run(10);
+    assert!(ticks_to_zero(&during) <= 2);
+    assert!(during
+        .iter()
+        .all(|r| r.force == Vec3::zeros() && r.state == SafetyState::NotFinite));
+    rig.haptic_mut().device_mut().fault = Fault::None;
+    assert_ramps_back(&rig.run(200));
+}
+
+#[test]
+fn device_that_stops_updating_fades_out_within_20ms_and_ramps_back() {
+    let mut rig = rig(HertzHalfSpace::default_scene());
+    settle(&mut rig);
+    rig.haptic_mut().device_mut().fault = Fault::Frozen;
+    let during = rig.run(40);
+    let zero_after = ticks_to_zero(&during);
+    assert!(zero_after <= 20, "zero after {zero_after} ms");
+    assert!(
+        during[..zero_after]
+            .windows(2)
+            .all(|w| w[1].force.norm() <= w[0].force.norm()),
+        "fades, no jump"
+    );
+    assert!(during[zero_after..]
+        .iter()
+        .all(|r| r.force == Vec3::zeros() && r.state == SafetyState::StaleSample));
+    rig.haptic_mut().device_mut().fault = Fault::None;
+    assert_ramps_back(&rig.run(200));
+}
+
+#[test]
+fn device_disconnect_zeroes_force_within_two_ticks_and_reconnects_with_a_ramp() {
+    let mut rig = rig(HertzHalfSpace::default_scene());
+    settle(&mut rig);
+    rig.haptic_mut().device_mut().fault = Fault::Unplugged;
+    let during = rig.run(10);
+    assert!(ticks_to_zero(&during) <= 2);
+    assert!(during
+        .iter()
+        .all(|r| r.force == Vec3::zeros() && r.state == SafetyState::DeviceFault));
+    rig.haptic_mut().device_mut().fault = Fault::None;
+    assert_ramps_back(&rig.run(200));
+}
+
+/// The same with a real HID device over the in-memory transport: unplugging makes the
+/// transport fail, and the force written before it was the last one the device saw.
+#[test]
+fn hid_unplug_stops_force_and_replug_reconnects() {
+    let profile = DeviceProfile::reference();
+    let (transport, peer) = MemoryTransport::pair(64);
+    let device = HidDevice::new(transport, profile.clone());
+    let mut rig = LockStep::new(
+        device,
+        HertzHalfSpace::default_scene(),
+        HapticConfig::new(limits()),
+    );
+    let feed = |peer: &MemoryPeer, k: u64| {
+        let mut buf = [0u8; 64];
+        let n = profile.encode_input(&mut buf, PROBE, 0, k * 1000, k);
+        peer.send(&buf[..n]);
+    };
+    for k in 0..100 {
+        feed(&peer, k);
+        rig.step();
+    }
+    peer.set_plugged(false);
+    let r = rig.step();
+    let mut buf = [0u8; 64];
+    while peer.receive(&mut buf).is_some() {}
+    assert_eq!(r.force, Vec3::zeros());
+    assert_eq!(r.state, SafetyState::DeviceFault);
+    peer.set_plugged(true);
+    let mut records = Vec::new();
+    for k in 200..400 {
+        feed(&peer, k);
+        records.push(rig.step());
+        if k == 200 {
+            peer.receive(&mut buf).unwrap();
+            assert_eq!(
+                profile.decode_output(&buf).0,
+                Vec3::zeros(),
+                "first write after reconnect is zero"
+            );
+        }
+    }
+    assert_ramps_back(&records);
+    assert_eq!(rig.haptic().device().counters().disconnects, 1);
+}
+
+/// A model that can be told to stall or to return NaN.
+struct FaultyModel {
+    inner: HertzHalfSpace,
+    nan: Arc<AtomicBool>,
+    stall: Arc<AtomicBool>,
+}
+
+impl ModelStep for FaultyModel {
+    fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
+        while self.stall.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut m = self.inner.step(t, dt, probe);
+        if self.nan.load(Ordering::Acquire) {
+            m.f0.z = f64::NAN;
+        }
+        m
+    }
+}
+
+#[test]
+fn model_step_returning_nan_zeroes_force_within_two_ticks_and_ramps_back() {
+    let nan = Arc::new(AtomicBool::new(false));
+    let mut rig = rig(FaultyModel {
+        inner: HertzHalfSpace::default_scene(),
+        nan: nan.clone(),
+        stall: Arc::new(AtomicBool::new(false)),
+    });
+    settle(&mut rig);
+    // Align so the next tick is a model step (worst case is a step 4 ticks later, which
+    // the model thread could not have published any sooner).
+    while rig.time() * 1e3 % 5.0 > 0.5 {
+        rig.step();
+    }
+    nan.store(true, Ordering::Release);
+    let during = rig.run(10);
+    assert!(ticks_to_zero(&during) <= 2);
+    assert!(during.iter().all(|r| r.force == Vec3::zeros()));
+    nan.store(false, Ordering::Release);
+    assert_ramps_back(&rig.run(200));
+}
+
+/// A stalled model thread, seen from the haptic loop: the model version stops changing.
+#[test]
+fn stalled_model_fades_out_within_20ms_and_ramps_back() {
+    let mut rig = rig(HertzHalfSpace::default_scene());
+    settle(&mut rig);
+    // Drive the two halves of the tick by hand, publishing the model like the model
+    // thread would, then stop publishing.
+    let mut tissue = HertzHalfSpace::default_scene();
+    let mut version = 1000;
+    let mut model = LocalForceModel::NONE;
+    let haptic = rig.haptic_mut();
+    let mut tick = |k: u64, publish: bool| {
+        let t = 1.0 + k as f64 * DT;
+        let p = haptic.sense(t).unwrap();
+        if publish && k % 5 == 0 {
+            model = tissue.step(t, 5e-3, p.position);
+            version += 1;
+        }
+        haptic.actuate(t, &model, version)
+    };
+    for k in 0..100 {
+        tick(k, true);
+    }
+    // The model thread's last publication was at k = 95; the next is due at k = 100.
+    let during: Vec<TickRecord> = (100..140).map(|k| tick(k, false)).collect();
+    let zero_at = ticks_to_zero(&during);
+    assert!(
+        zero_at <= 20,
+        "zero {zero_at} ms after the missed model step"
+    );
+    assert!(during
+        .iter()
+        .all(|r| r.force == Vec3::zeros() || r.model_age <= 0.020));
+    assert!(during.iter().any(|r| r.state == SafetyState::StalledModel));
+    let after: Vec<TickRecord> = (140..340).map(|k| tick(k, true)).collect();
+    assert_ramps_back(&after);
+}
+
+/// The real threads: the model thread really blocks; the haptic thread keeps its 1 kHz
+/// and fades the force out within 20 ms of the model's age passing its 5 ms period;
+/// after the stall the force ramps back. Assertions use the loop's own clock (the
+/// records' model age), so a slow machine cannot fail them.
+#[test]
+fn real_model_thread_stall_fades_out_and_recovers() {
+    let stall = Arc::new(AtomicBool::new(false));
+    let model = FaultyModel {
+        inner: HertzHalfSpace::default_scene(),
+        nan: Arc::new(AtomicBool::new(false)),
+        stall: stall.clone(),
+    };
+    let config = RuntimeConfig {
+        haptic: HapticConfig::new(limits()),
+        realtime: RealtimePolicy::NONE,
+        telemetry_capacity: 20_000,
+        log_stats: false,
+    };
+    let runtime =
+        HapticRuntime::start(SimDevice::new(Script::Still(PROBE)), model, config).unwrap();
+    let shared = runtime.shared().clone();
+    std::thread::sleep(Duration::from_millis(400));
+    stall.store(true, Ordering::Release);
+    std::thread::sleep(Duration::from_millis(200));
+    stall.store(false, Ordering::Release);
+    std::thread::sleep(Duration::from_millis(400));
+    let (haptic, _) = runtime.stop();
+    assert_eq!(
+        haptic.device().last_force(),
+        Vec3::zeros(),
+        "zero force after stop"
+    );
+    let records: Vec<TickRecord> = std::iter::from_fn(|| shared.telemetry.pop()).collect();
+    assert_eq!(shared.telemetry_dropped.get(), 0);
+    let full = steady_force();
+    let stalled: Vec<&TickRecord> = records.iter().filter(|r| r.model_age > 0.1).collect();
+    assert!(!stalled.is_empty(), "the stall was seen");
+    for r in &records {
+        if r.model_age >= 0.020 {
+            assert_eq!(
+                r.force,
+                Vec3::zeros(),
+                "t={}: model {} s old",
+                r.t,
+                r.model_age
+            );
+        }
+        assert!(r.force.norm() <= full * (1.0 + 1e-9));
+    }
+    let stall_end = stalled.last().unwrap().t;
+    for w in records.windows(2) {
+        if w[0].t > stall_end && w[1].state == SafetyState::Ramping {
+            let dt = (w[1].t - w[0].t).min(0.1);
+            let rise = w[1].force.norm() - w[0].force.norm();
+            assert!(
+                rise <= full * dt / limits().ramp_time * (1.0 + 1e-6) + 1e-12,
+                "t={}: rise {rise}",
+                w[1].t
+            );
+        }
+    }
+    assert!(
+        records.iter().any(|r| r.t > stall_end
+            && r.state == SafetyState::Normal
+            && (r.force.norm() - full).abs() < 1e-9),
+        "force back to full after the stall"
+    );
+}

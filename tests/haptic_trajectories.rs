@@ -1,0 +1,319 @@
+//! The test trajectories: their generator (this file is the documented generator; run
+//! with `PALPA_REGENERATE=1` to rewrite the files), lock-step replay of each (bit-identical
+//! across runs, safety invariants on every tick, golden forces), and the fidelity of the
+//! three force strategies against the every-tick truth.
+
+use palpa::device::replay::{ReplayDevice, Trajectory, TrajectorySample};
+use palpa::device::HapticDevice;
+use palpa::haptic::analytic::HertzHalfSpace;
+use palpa::haptic::fidelity;
+use palpa::haptic::{ForceStrategy, HapticConfig, LockStep, SafetyLimits, TickRecord};
+use palpa::Vec3;
+use std::path::PathBuf;
+
+fn dir() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/trajectories"
+    ))
+}
+
+fn regenerate() -> bool {
+    std::env::var_os("PALPA_REGENERATE").is_some()
+}
+
+/// Minimum-jerk blend from 0 to 1 (zero velocity and acceleration at both ends).
+fn min_jerk(s: f64) -> f64 {
+    let s = s.clamp(0.0, 1.0);
+    s * s * s * (10.0 - 15.0 * s + 6.0 * s * s)
+}
+
+/// A path of minimum-jerk moves: start point, then (duration s, target m, buttons) legs;
+/// sampled at 1 kHz, positions rounded to 1 nm so the CSV text is short and exact.
+fn path(start: Vec3, legs: &[(f64, Vec3, u32)]) -> Trajectory {
+    let mut samples = Vec::new();
+    let mut from = start;
+    let mut t0 = 0.0;
+    let mut k = 0u64;
+    for &(duration, to, buttons) in legs {
+        let t1 = t0 + duration;
+        loop {
+            let t = k as f64 * 1e-3;
+            if t > t1 + 1e-9 {
+                break;
+            }
+            let p = from + (to - from) * min_jerk((t - t0) / duration);
+            let p = p.map(|c| (c * 1e9).round() / 1e9);
+            samples.push(TrajectorySample {
+                t: (t * 1e6).round() / 1e6,
+                position: p,
+                buttons,
+                force: None,
+            });
+            k += 1;
+        }
+        from = to;
+        t0 = t1;
+    }
+    Trajectory::new(samples, "generator").unwrap()
+}
+
+/// The four trajectories over the default scene's block (x, y ∈ [−5, 5] cm, top at z = 0,
+/// stiff inclusion of radius 1 cm at (0, 0, −1.5) cm).
+fn generate() -> Vec<(&'static str, Trajectory)> {
+    let mm = 1e-3;
+    let v = |x: f64, y: f64, z: f64| Vec3::new(x * mm, y * mm, z * mm);
+    vec![
+        (
+            // 5 mm above the surface, 20 mm beside the inclusion: press 8 mm deep in 1 s,
+            // hold 1 s with the button down, release in 0.7 s.
+            "press_hold_release",
+            path(
+                v(20.0, 0.0, 5.0),
+                &[
+                    (0.3, v(20.0, 0.0, 5.0), 0),
+                    (1.0, v(20.0, 0.0, -8.0), 0),
+                    (1.0, v(20.0, 0.0, -8.0), 1),
+                    (0.7, v(20.0, 0.0, 5.0), 0),
+                    (0.3, v(20.0, 0.0, 5.0), 0),
+                ],
+            ),
+        ),
+        (
+            // Press 4 mm deep at x = −30 mm, slide slowly (6 s, ≤ 1.9 cm/s) over the
+            // inclusion to x = +30 mm, lift off.
+            "slide_over_inclusion",
+            path(
+                v(-30.0, 0.0, 5.0),
+                &[
+                    (0.2, v(-30.0, 0.0, 5.0), 0),
+                    (0.5, v(-30.0, 0.0, -4.0), 0),
+                    (6.0, v(30.0, 0.0, -4.0), 0),
+                    (0.5, v(30.0, 0.0, 5.0), 0),
+                ],
+            ),
+        ),
+        (
+            // From 3 mm above, tap 3 mm deep and back within 60 ms.
+            "fast_tap",
+            path(
+                v(10.0, -10.0, 3.0),
+                &[
+                    (0.2, v(10.0, -10.0, 3.0), 0),
+                    (0.03, v(10.0, -10.0, -3.0), 1),
+                    (0.03, v(10.0, -10.0, 3.0), 0),
+                    (0.24, v(10.0, -10.0, 3.0), 0),
+                ],
+            ),
+        ),
+        (
+            // Press 5 mm deep at x = 30 mm, slide past the block's edge at x = 50 mm to
+            // x = 80 mm (the probe leaves the tissue sideways), then rise 20 mm.
+            "leave_workspace",
+            path(
+                v(30.0, 0.0, 5.0),
+                &[
+                    (0.2, v(30.0, 0.0, 5.0), 0),
+                    (0.4, v(30.0, 0.0, -5.0), 0),
+                    (1.0, v(80.0, 0.0, -5.0), 0),
+                    (0.5, v(80.0, 0.0, 20.0), 0),
+                ],
+            ),
+        ),
+    ]
+}
+
+fn load(name: &str) -> Trajectory {
+    Trajectory::load(&dir().join(format!("{name}.csv"))).unwrap()
+}
+
+fn run(traj: &Trajectory, config: HapticConfig) -> Vec<TickRecord> {
+    let ticks = (traj.duration() / config.tick_period).floor() as usize + 1;
+    LockStep::new(
+        ReplayDevice::new(traj.clone()),
+        HertzHalfSpace::default_scene(),
+        config,
+    )
+    .run(ticks)
+}
+
+fn default_config() -> HapticConfig {
+    HapticConfig::new(SafetyLimits::for_device(
+        ReplayDevice::new(load("fast_tap")).rating(),
+    ))
+}
+
+#[test]
+fn trajectory_files_are_what_the_generator_makes() {
+    for (name, traj) in generate() {
+        let mut text = Vec::new();
+        traj.write_csv(&mut text).unwrap();
+        let path = dir().join(format!("{name}.csv"));
+        if regenerate() {
+            std::fs::write(&path, &text).unwrap();
+        }
+        let on_disk = std::fs::read(&path).unwrap();
+        assert!(
+            on_disk == text,
+            "{name}.csv differs from its generator; PALPA_REGENERATE=1 rewrites it"
+        );
+    }
+}
+
+#[test]
+fn lockstep_replay_is_bit_identical_and_safe_on_every_tick() {
+    let config = default_config();
+    let limits = config.limits;
+    for (name, _) in generate() {
+        let traj = load(name);
+        let a = run(&traj, config);
+        let b = run(&traj, config);
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            let bits = |v: Vec3| v.map(f64::to_bits);
+            assert_eq!(bits(x.force), bits(y.force), "{name} at t = {}", x.t);
+        }
+        let mut prev = Vec3::zeros();
+        let mut touched = false;
+        for r in &a {
+            let f = r.force;
+            assert!(f.iter().all(|c| c.is_finite()), "{name} t={}: NaN", r.t);
+            assert!(
+                f.norm() <= limits.max_force + 1e-12,
+                "{name} t={}: |f| {}",
+                r.t,
+                f.norm()
+            );
+            let step = (f - prev).norm();
+            assert!(
+                f == Vec3::zeros()
+                    || step <= limits.max_force_rate * config.tick_period * (1.0 + 1e-9),
+                "{name} t={}: step {step}",
+                r.t
+            );
+            if r.probe.z > 0.0 {
+                assert_eq!(f, Vec3::zeros(), "{name} t={}: force out of contact", r.t);
+            }
+            assert!(f.z >= 0.0, "{name} t={}: force pulls into the surface", r.t);
+            touched |= f.z > 0.0;
+            prev = f;
+        }
+        assert!(touched, "{name}: the probe touched the tissue");
+    }
+}
+
+/// Golden forces: every 10th tick of each trajectory with the default configuration,
+/// stored as CSV; compared with a tolerance of 1 µN (`PALPA_REGENERATE=1` rewrites).
+#[test]
+fn lockstep_forces_match_the_golden_outputs() {
+    let config = default_config();
+    for (name, _) in generate() {
+        let records = run(&load(name), config);
+        let mut text = String::from("t,fx,fy,fz\n");
+        for r in records.iter().step_by(10) {
+            text += &format!(
+                "{},{:.9},{:.9},{:.9}\n",
+                r.t, r.force.x, r.force.y, r.force.z
+            );
+        }
+        let path = dir().join("golden").join(format!("{name}.csv"));
+        if regenerate() {
+            std::fs::write(&path, &text).unwrap();
+        }
+        let golden = std::fs::read_to_string(&path).unwrap();
+        let rows = |s: &str| -> Vec<Vec<f64>> {
+            s.lines()
+                .skip(1)
+                .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+                .collect()
+        };
+        let (want, got) = (rows(&golden), rows(&text));
+        assert_eq!(want.len(), got.len(), "{name}");
+        for (w, g) in want.iter().zip(&got) {
+            for j in 0..4 {
+                assert!(
+                    (w[j] - g[j]).abs() <= 1e-6,
+                    "{name} t={}: {} vs golden {}",
+                    g[0],
+                    g[j],
+                    w[j]
+                );
+            }
+        }
+    }
+}
+
+/// With the model every tick (truth) the rendered force is the analytic Hertz force at the
+/// probe, once the ramp-in is over: an independent check of the whole tick pipeline.
+#[test]
+fn truth_run_renders_the_analytic_force() {
+    let mut config = default_config();
+    config.ticks_per_model_step = 1;
+    config.strategy = ForceStrategy::Hold;
+    config.limits.max_force_rate = 1e9;
+    let tissue = HertzHalfSpace::default_scene();
+    let records = run(&load("press_hold_release"), config);
+    let ramp_ticks = (config.limits.ramp_time / config.tick_period).ceil() as usize;
+    for r in &records[ramp_ticks + 1..] {
+        let (_, f, _) = tissue.force_and_stiffness(r.probe);
+        assert!(
+            (r.force - f).norm() <= 1e-12 * f.norm().max(1.0),
+            "t={}: {} vs {}",
+            r.t,
+            r.force,
+            f
+        );
+    }
+}
+
+fn fidelity_limits() -> SafetyLimits {
+    SafetyLimits {
+        max_force: 100.0,
+        max_force_rate: 1e9,
+        ramp_time: 1e-3,
+        max_stiffness: 1e9,
+        stale_sample_timeout: 1.0,
+        model_timeout: 1.0,
+        fade_time: 0.01,
+        passivity_max_damping: None,
+    }
+}
+
+#[test]
+fn local_stiffness_tracks_the_1khz_truth_within_2_percent() {
+    for name in [
+        "press_hold_release",
+        "slide_over_inclusion",
+        "fast_tap",
+        "leave_workspace",
+    ] {
+        let reports = fidelity::compare(
+            &load(name),
+            HertzHalfSpace::default_scene,
+            fidelity_limits(),
+            5,
+            &ForceStrategy::ALL,
+        );
+        println!("{name}:");
+        for r in &reports {
+            println!("  {r}");
+        }
+        let local = reports
+            .iter()
+            .find(|r| r.strategy == ForceStrategy::LocalStiffness)
+            .unwrap();
+        let hold = reports
+            .iter()
+            .find(|r| r.strategy == ForceStrategy::Hold)
+            .unwrap();
+        if name == "press_hold_release" || name == "slide_over_inclusion" {
+            assert!(
+                local.rms_error <= 0.02 * local.peak_force,
+                "{name}: local-stiffness RMS {} > 2% of peak {}",
+                local.rms_error,
+                local.peak_force
+            );
+            assert!(local.rms_error < hold.rms_error, "{name}: better than hold");
+        }
+    }
+}
