@@ -336,6 +336,88 @@ mod with_fem {
         }
     }
 
+    #[test]
+    fn velocity_and_acceleration_constraints_hit_their_targets() {
+        use palpa::model::{ConstraintKind, Directions};
+        let size = Vec3::new(0.06, 0.06, 0.03);
+        let fx = fixture(
+            box_mesh(size, [6, 6, 3]).unwrap(),
+            Fix::Below {
+                axis: Axis::Z,
+                dist: 1e-9,
+            },
+            5e3,
+            20,
+        );
+        let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
+        let c = bvh
+            .closest_point(&Vec3::new(0.031, 0.027, size.z), 1e-6, &fx.mesh.nodes)
+            .unwrap();
+        let nodes = fx.triangles[c.triangle];
+        let k = fx.basis.n_modes();
+        // Point row of mode m along axis a: Σ_v w_v W̄[(v, a), m].
+        let row = |a: usize, m: usize| -> f64 {
+            (0..3)
+                .map(|i| c.bary[i] * fx.basis.shapes[(3 * nodes[i] + a, m)])
+                .sum()
+        };
+        let point = |q: &[f64]| Vec3::from_fn(|a, _| (0..k).map(|m| row(a, m) * q[m]).sum());
+        let params = ModalParams {
+            alpha1: 1e-3,
+            alpha2: 2.0,
+            dt: 5e-3,
+            max_rows: 3,
+        };
+        let target_v = Vec3::new(2e-3, 0.0, -1e-2);
+        let target_a = Vec3::new(0.0, 0.5, -1.0);
+        for (kind, target) in [
+            (ConstraintKind::Velocity, target_v),
+            (ConstraintKind::Acceleration, target_a),
+        ] {
+            let mut model = runtime(&fx, params, false);
+            let con = PointConstraint {
+                nodes,
+                weights: c.bary,
+                kind,
+                directions: Directions::All,
+                target,
+                unilateral: false,
+            };
+            let mut f = [Vec3::zeros()];
+            for n in 0..50 {
+                model.advance(5e-3, &[con], &mut f).unwrap();
+                let osc = model.oscillators();
+                // Round-off scale of the constrained quantity (cancellation in
+                // g − c ż − λ z grows as the point accelerates away).
+                let scale: f64 = (0..k)
+                    .map(|m| {
+                        let w = Vec3::from_fn(|a, _| row(a, m)).norm();
+                        w * (osc.zd()[m].abs() * (1.0 + osc.damping()[m])
+                            + osc.lambda()[m] * osc.z()[m].abs())
+                    })
+                    .sum();
+                let got = match kind {
+                    ConstraintKind::Velocity => point(osc.zd()),
+                    _ => {
+                        // z̈ = g − c ż − λ z with g = W̄ᵀ F at the point.
+                        let acc: Vec<f64> = (0..k)
+                            .map(|m| {
+                                let g: f64 = (0..3).map(|a| row(a, m) * f[0][a]).sum();
+                                g - osc.damping()[m] * osc.zd()[m] - osc.lambda()[m] * osc.z()[m]
+                            })
+                            .collect();
+                        point(&acc)
+                    }
+                };
+                let tol = 1e-9 * target.norm() + 1e-12 * scale;
+                assert!(
+                    (got - target).norm() <= tol,
+                    "{kind:?} step {n}: {got:?} vs {target:?}"
+                );
+            }
+        }
+    }
+
     /// Direct sparse solve: displacement of `node` along `n` per unit force along `n`
     /// there (m/N), K u = n e_node by the Cholesky factor.
     fn direct_compliance(fx: &Fixture, node: usize, n: &Vec3) -> f64 {
