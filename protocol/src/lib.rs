@@ -1,1 +1,356 @@
-//! palpa wire protocol.
+//! palpa wire protocol: the messages of the visual stream and their one encoding.
+//!
+//! Every WebSocket binary message is exactly one [`ServerMessage`] (server → client) or one
+//! [`ClientMessage`] (client → server), encoded with bincode 2.0.1 in the fixed
+//! configuration [`Config`]: fixed-width little-endian integers, `u32` enum tags, `u64`
+//! lengths. `SPEC.md` beside this crate gives the layout byte by byte; the vectors in
+//! `vectors/` pin it.
+//!
+//! Units are SI: positions in m, forces in N, times in s.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the wire format; a client refuses a [`ServerHello`] with another version.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Largest server → client message a decoder accepts (bytes). A scene init for a
+/// 100k-vertex surface with 40 modes is about 50 MB; anything larger is refused.
+pub const MAX_SERVER_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Largest client → server message the server accepts (bytes). Control messages are a
+/// few dozen bytes; the limit leaves room for a long token only.
+pub const MAX_CLIENT_MESSAGE_BYTES: usize = 4096;
+
+/// The one bincode configuration of the protocol, with a decode limit in bytes.
+pub type Config<const LIMIT: usize> = bincode::config::Configuration<
+    bincode::config::LittleEndian,
+    bincode::config::Fixint,
+    bincode::config::Limit<LIMIT>,
+>;
+
+/// The configuration for server → client messages.
+pub const SERVER_CONFIG: Config<MAX_SERVER_MESSAGE_BYTES> = bincode::config::standard()
+    .with_little_endian()
+    .with_fixed_int_encoding()
+    .with_limit::<MAX_SERVER_MESSAGE_BYTES>();
+
+/// The configuration for client → server messages.
+pub const CLIENT_CONFIG: Config<MAX_CLIENT_MESSAGE_BYTES> = bincode::config::standard()
+    .with_little_endian()
+    .with_fixed_int_encoding()
+    .with_limit::<MAX_CLIENT_MESSAGE_BYTES>();
+
+/// A message from the server to a viewer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ServerMessage {
+    /// Tag 0. First message on every connection.
+    Hello(ServerHello),
+    /// Tag 1. Second message: the surface and, for modal scenes, the modal basis.
+    SceneInit(SceneInit),
+    /// Tag 2. The tissue state, 30 times a second.
+    Frame(Frame),
+    /// Tag 3. Timing statistics of the 1 kHz haptic loop, about once a second.
+    HapticStats(HapticStats),
+    /// Tag 4. The server is closing this connection, and why.
+    Error(ErrorMessage),
+}
+
+/// A message from a viewer to the server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ClientMessage {
+    /// Tag 0. Drive the virtual probe; needs the server's control token.
+    Control(Control),
+}
+
+/// What a client needs to know before the scene arrives.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerHello {
+    /// [`PROTOCOL_VERSION`] of the server.
+    pub protocol_version: u32,
+    /// Human-readable scene name (e.g. `"bunny"`).
+    pub scene_name: String,
+    /// Rate of [`Frame`]s (Hz).
+    pub frame_rate_hz: f32,
+    /// Rate of the model thread (Hz).
+    pub model_rate_hz: f32,
+    /// Rate of the haptic loop (Hz).
+    pub haptic_rate_hz: f32,
+    /// Units of every quantity on the wire.
+    pub units: Units,
+    /// Whether the server accepts [`Control`] messages (with the token) at all.
+    pub control_allowed: bool,
+}
+
+/// Unit names of the quantities on the wire (always SI: `"m"`, `"N"`, `"s"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Units {
+    /// Unit of positions and displacements.
+    pub length: String,
+    /// Unit of forces.
+    pub force: String,
+    /// Unit of times.
+    pub time: String,
+}
+
+impl Units {
+    /// SI units: m, N, s.
+    pub fn si() -> Self {
+        Self {
+            length: "m".into(),
+            force: "N".into(),
+            time: "s".into(),
+        }
+    }
+}
+
+/// The tissue surface, sent once per connection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SceneInit {
+    /// Surface triangles as indices into `rest_positions`, counter-clockwise seen from
+    /// outside (outward normals).
+    pub triangles: Vec<[u32; 3]>,
+    /// Rest position of every surface vertex (m).
+    pub rest_positions: Vec<[f32; 3]>,
+    /// Modal basis restricted to the surface, for scenes whose frames carry modal
+    /// coordinates; `None` when frames carry vertex positions.
+    pub modal_basis: Option<ModalBasis>,
+}
+
+/// Per-vertex modal displacement vectors: vertex `v` moves by
+/// `Σ_k q_k · vectors[v · mode_count + k]` for modal coordinates `q`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModalBasis {
+    /// Number of modes k.
+    pub mode_count: u32,
+    /// `vertex_count · mode_count` displacement vectors (m per unit modal coordinate),
+    /// vertex-major.
+    pub vectors: Vec<[f32; 3]>,
+}
+
+/// One visual frame of the tissue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Frame {
+    /// Frame number, +1 per published frame; gaps tell a client how many it lost.
+    pub sequence: u64,
+    /// Scene time of the model state shown (s).
+    pub scene_time: f64,
+    /// Server wall clock when the frame was encoded (µs since the Unix epoch), for
+    /// latency estimates on clients with a synchronised clock.
+    pub sent_unix_us: u64,
+    /// Probe tip (m).
+    pub probe: [f64; 3],
+    /// Proxy (god-object) on the deformed surface (m).
+    pub proxy: [f64; 3],
+    /// Force on the user's hand (N).
+    pub force: [f64; 3],
+    /// Whether the probe touches the tissue.
+    pub in_contact: bool,
+    /// The deformed surface.
+    pub deformation: Deformation,
+}
+
+/// How a frame carries the deformed surface.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Deformation {
+    /// Tag 0. Modal coordinates (one per mode of the scene's basis) plus sparse
+    /// corrections where the residual (non-modal) displacement is visible.
+    Modal {
+        /// Modal coordinates q (m per unit of the basis vectors' scale).
+        coordinates: Vec<f32>,
+        /// Extra displacements added after the modal reconstruction.
+        corrections: Vec<VertexCorrection>,
+    },
+    /// Tag 1. The position of every surface vertex (m).
+    Positions {
+        /// One position per vertex of the scene init.
+        positions: Vec<[f32; 3]>,
+    },
+}
+
+/// A displacement added to one surface vertex on top of its modal reconstruction.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VertexCorrection {
+    /// Surface vertex index.
+    pub vertex: u32,
+    /// Displacement (m).
+    pub displacement: [f32; 3],
+}
+
+/// Timing statistics of the haptic loop over the last reporting window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HapticStats {
+    /// Ticks in the window.
+    pub ticks: u64,
+    /// Median tick period (s).
+    pub period_p50_s: f64,
+    /// 99th-percentile tick period (s).
+    pub period_p99_s: f64,
+    /// Longest tick period (s).
+    pub period_max_s: f64,
+    /// 99th-percentile compute time of one tick (s).
+    pub compute_p99_s: f64,
+    /// Ticks that started after their deadline.
+    pub missed_deadlines: u64,
+    /// Ticks whose force the safety layer clamped.
+    pub clamped_forces: u64,
+}
+
+/// Why the server closes a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ErrorCode {
+    /// Tag 0. The message could not be decoded.
+    Malformed,
+    /// Tag 1. The message exceeded the size limit.
+    TooLarge,
+    /// Tag 2. Control without the right token, or control disabled.
+    Unauthorized,
+    /// Tag 3. The server already serves its maximum number of clients.
+    ServerFull,
+    /// Tag 4. Nothing (not even a pong) arrived within the idle timeout.
+    IdleTimeout,
+    /// Tag 5. A text message; the protocol is binary only.
+    UnexpectedText,
+    /// Tag 6. The server is shutting down.
+    ShuttingDown,
+}
+
+/// The last message on a connection the server closes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorMessage {
+    /// Machine-readable reason.
+    pub code: ErrorCode,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+/// A command for the virtual probe, authorised by the control token.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Control {
+    /// The token the server printed at start-up.
+    pub token: String,
+    /// What to do.
+    pub command: ControlCommand,
+}
+
+/// What a [`Control`] message asks of the virtual probe.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ControlCommand {
+    /// Tag 0. Move the virtual probe tip to a scene position (m).
+    MoveProbe {
+        /// Target position (m).
+        position: [f64; 3],
+    },
+    /// Tag 1. Let go of the probe (it returns to its scripted or idle motion).
+    ReleaseProbe,
+    /// Tag 2. Put the tissue back to rest.
+    ResetTissue,
+}
+
+/// A message that could not be decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The bytes are not a valid message (or exceed the size limit).
+    #[error("malformed message: {0}")]
+    Malformed(#[from] bincode::error::DecodeError),
+    /// The message decoded but bytes were left over.
+    #[error("malformed message: {extra} trailing bytes after a {used}-byte message")]
+    TrailingBytes {
+        /// Bytes the message used.
+        used: usize,
+        /// Bytes left over.
+        extra: usize,
+    },
+    /// The message is longer than the limit for its direction.
+    #[error("message of {len} bytes exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// Message length (bytes).
+        len: usize,
+        /// Limit (bytes).
+        limit: usize,
+    },
+}
+
+/// Encodes a server → client message.
+pub fn encode_server(message: &ServerMessage) -> Vec<u8> {
+    bincode::serde::encode_to_vec(message, SERVER_CONFIG).expect("encoding into a Vec cannot fail")
+}
+
+/// Encodes a server → client message into `out`, reusing its allocation (cleared first).
+pub fn encode_server_into(message: &ServerMessage, out: &mut Vec<u8>) {
+    out.clear();
+    bincode::serde::encode_into_std_write(message, out, SERVER_CONFIG)
+        .expect("encoding into a Vec cannot fail");
+}
+
+/// Decodes a server → client message; the whole slice must be one message.
+pub fn decode_server(bytes: &[u8]) -> Result<ServerMessage, DecodeError> {
+    decode_exact(bytes, SERVER_CONFIG, MAX_SERVER_MESSAGE_BYTES)
+}
+
+/// Encodes a client → server message.
+pub fn encode_client(message: &ClientMessage) -> Vec<u8> {
+    bincode::serde::encode_to_vec(message, CLIENT_CONFIG).expect("encoding into a Vec cannot fail")
+}
+
+/// Decodes a client → server message; the whole slice must be one message of at most
+/// [`MAX_CLIENT_MESSAGE_BYTES`].
+pub fn decode_client(bytes: &[u8]) -> Result<ClientMessage, DecodeError> {
+    decode_exact(bytes, CLIENT_CONFIG, MAX_CLIENT_MESSAGE_BYTES)
+}
+
+fn decode_exact<T: serde::de::DeserializeOwned, const LIMIT: usize>(
+    bytes: &[u8],
+    config: Config<LIMIT>,
+    limit: usize,
+) -> Result<T, DecodeError> {
+    if bytes.len() > limit {
+        return Err(DecodeError::TooLarge {
+            len: bytes.len(),
+            limit,
+        });
+    }
+    let (message, used) = bincode::serde::decode_from_slice(bytes, config)?;
+    if used != bytes.len() {
+        return Err(DecodeError::TrailingBytes {
+            used,
+            extra: bytes.len() - used,
+        });
+    }
+    Ok(message)
+}
+
+/// Surface vertex positions from a scene init and a frame: rest + modal displacement +
+/// corrections, or the frame's positions. Returns `None` when the frame does not fit
+/// the scene (wrong mode or vertex count, correction index out of range).
+pub fn reconstruct_positions(scene: &SceneInit, frame: &Frame) -> Option<Vec<[f32; 3]>> {
+    let n = scene.rest_positions.len();
+    match &frame.deformation {
+        Deformation::Positions { positions } => (positions.len() == n).then(|| positions.clone()),
+        Deformation::Modal {
+            coordinates,
+            corrections,
+        } => {
+            let basis = scene.modal_basis.as_ref()?;
+            let k = basis.mode_count as usize;
+            if coordinates.len() != k || basis.vectors.len() != n * k {
+                return None;
+            }
+            let mut out = scene.rest_positions.clone();
+            for (v, p) in out.iter_mut().enumerate() {
+                let row = &basis.vectors[v * k..(v + 1) * k];
+                for (phi, &q) in row.iter().zip(coordinates) {
+                    for (x, d) in p.iter_mut().zip(phi) {
+                        *x += q * d;
+                    }
+                }
+            }
+            for corr in corrections {
+                let p = out.get_mut(corr.vertex as usize)?;
+                for (x, d) in p.iter_mut().zip(corr.displacement) {
+                    *x += d;
+                }
+            }
+            Some(out)
+        }
+    }
+}

@@ -1,1 +1,220 @@
-//! Condensed static FEM: surface compliance columns from the sparse Cholesky factor.
+//! Condensed static FEM (Basdogan; Bro-Nielsen & Cotin): linear elasticity condensed
+//! to the surface. The compliance between surface points is K⁻¹ restricted to them;
+//! point interaction needs only the columns of the contacted nodes, computed from the
+//! sparse Cholesky factor on demand ([`ComplianceColumns`]). An imposed displacement at
+//! a contact point gives the force by a small solve (3×3 for a held point, 1×1 for a
+//! frictionless contact), and the surface displacement by superposition of columns.
+
+pub mod columns;
+
+pub use columns::ComplianceColumns;
+
+use crate::model::{
+    add_point_compliance, ConstraintKind, DenseConstraintSolver, ModelError, PointConstraint,
+    TissueModel,
+};
+use crate::{Mat3, Vec3};
+
+/// The condensed static tissue model. Static: the step size does not change the
+/// response, and only position constraints are meaningful.
+pub struct CondensedModel {
+    rest: Vec<Vec3>,
+    triangles: Vec<[usize; 3]>,
+    surface_nodes: Vec<usize>,
+    columns: ComplianceColumns,
+    /// Nodal forces of the last step (node, N), for the displacement field.
+    loads: Vec<(usize, Vec3)>,
+    row_dir: Vec<Vec3>,
+    row_of: Vec<usize>,
+    s: Vec<f64>,
+    rhs: Vec<f64>,
+    f: Vec<f64>,
+    unilateral: Vec<bool>,
+    solver: DenseConstraintSolver,
+}
+
+impl CondensedModel {
+    /// Builds the model from rest positions (all nodes, m), outward surface triangles
+    /// and nodes, and a K⁻¹ column cache. When the surface has at most
+    /// `precompute_cap` nodes, every surface column is computed now (one block solve)
+    /// so no step ever waits for a solve. `max_rows` bounds the constraint rows per
+    /// step.
+    pub fn new(
+        rest: Vec<Vec3>,
+        triangles: Vec<[usize; 3]>,
+        surface_nodes: Vec<usize>,
+        mut columns: ComplianceColumns,
+        precompute_cap: usize,
+        max_rows: usize,
+    ) -> Result<Self, ModelError> {
+        if columns.n_nodes() != rest.len() {
+            return Err(ModelError::Column {
+                node: usize::MAX,
+                msg: format!(
+                    "column cache covers {} nodes, mesh has {}",
+                    columns.n_nodes(),
+                    rest.len()
+                ),
+            });
+        }
+        if surface_nodes.len() <= precompute_cap {
+            columns.precompute(&surface_nodes)?;
+        }
+        Ok(Self {
+            rest,
+            triangles,
+            surface_nodes,
+            columns,
+            loads: Vec::with_capacity(3 * max_rows),
+            row_dir: vec![Vec3::zeros(); max_rows],
+            row_of: vec![0; max_rows],
+            s: vec![0.0; max_rows * max_rows],
+            rhs: vec![0.0; max_rows],
+            f: vec![0.0; max_rows],
+            unilateral: vec![false; max_rows],
+            solver: DenseConstraintSolver::new(max_rows),
+        })
+    }
+
+    /// The K⁻¹ column cache.
+    pub fn columns(&mut self) -> &mut ComplianceColumns {
+        &mut self.columns
+    }
+}
+
+impl TissueModel for CondensedModel {
+    fn rest_positions(&self) -> &[Vec3] {
+        &self.rest
+    }
+
+    fn surface_triangles(&self) -> &[[usize; 3]] {
+        &self.triangles
+    }
+
+    fn surface_nodes(&self) -> &[usize] {
+        &self.surface_nodes
+    }
+
+    fn advance(
+        &mut self,
+        dt: f64,
+        constraints: &[PointConstraint],
+        forces: &mut [Vec3],
+    ) -> Result<(), ModelError> {
+        if !(dt > 0.0 && dt.is_finite()) {
+            return Err(ModelError::InvalidStep(dt));
+        }
+        if forces.len() < constraints.len() {
+            return Err(ModelError::BadConstraint {
+                index: forces.len(),
+                msg: format!(
+                    "{} constraints but room for {} forces",
+                    constraints.len(),
+                    forces.len()
+                ),
+            });
+        }
+        let mut m = 0;
+        for (i, c) in constraints.iter().enumerate() {
+            if c.kind != ConstraintKind::Position {
+                return Err(ModelError::BadConstraint {
+                    index: i,
+                    msg: format!(
+                        "the static condensed model takes position constraints only, not {:?}",
+                        c.kind
+                    ),
+                });
+            }
+            if !c.is_finite() {
+                return Err(ModelError::BadConstraint {
+                    index: i,
+                    msg: "non-finite weight, target or direction".into(),
+                });
+            }
+            if let Some(&v) = c.nodes.iter().find(|&&v| v >= self.rest.len()) {
+                return Err(ModelError::BadConstraint {
+                    index: i,
+                    msg: format!("node {v} is not in the mesh of {} nodes", self.rest.len()),
+                });
+            }
+            m += c.rows();
+        }
+        if m > self.solver.capacity() {
+            return Err(ModelError::TooManyConstraints {
+                given: m,
+                limit: self.solver.capacity(),
+            });
+        }
+        let mut row = 0;
+        for (ci, c) in constraints.iter().enumerate() {
+            let x_rest: Vec3 = c
+                .nodes
+                .iter()
+                .zip(&c.weights)
+                .map(|(&v, &w)| self.rest[v] * w)
+                .sum();
+            for r in 0..c.rows() {
+                let d = c.direction(r);
+                self.row_dir[row] = d;
+                self.row_of[row] = ci;
+                self.unilateral[row] = c.unilateral;
+                self.rhs[row] = d.dot(&(c.target - x_rest));
+                row += 1;
+            }
+        }
+        self.s[..m * m].fill(0.0);
+        let columns = &mut self.columns;
+        add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
+            columns.point_block(&a.nodes, &a.weights, &b.nodes, &b.weights)
+        })?;
+        self.solver.solve(
+            m,
+            &self.s[..m * m],
+            &self.rhs[..m],
+            &self.unilateral[..m],
+            &mut self.f[..m],
+        );
+        forces[..constraints.len()].fill(Vec3::zeros());
+        for i in 0..m {
+            forces[self.row_of[i]] += self.row_dir[i] * self.f[i];
+        }
+        self.loads.clear();
+        for (c, f) in constraints.iter().zip(forces.iter()) {
+            if *f != Vec3::zeros() {
+                for (&v, &w) in c.nodes.iter().zip(&c.weights) {
+                    if w != 0.0 {
+                        self.loads.push((v, f * w));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn point_compliance(
+        &mut self,
+        nodes: &[usize; 3],
+        weights: &[f64; 3],
+    ) -> Result<Mat3, ModelError> {
+        self.columns.point_block(nodes, weights, nodes, weights)
+    }
+
+    fn displacement_bound(&self) -> f64 {
+        self.loads
+            .iter()
+            .map(|(v, f)| f.norm() * self.columns.column_bound(*v).unwrap_or(f64::INFINITY))
+            .sum()
+    }
+
+    fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
+        out.fill(Vec3::zeros());
+        for li in 0..self.loads.len() {
+            let (v, f) = self.loads[li];
+            // Loaded nodes' columns were computed during the step, so this cannot need
+            // a new solve; should one fail, the drawn surface just misses that load.
+            let _ = self
+                .columns
+                .for_each_block(v, nodes, |i, b| out[i] += b * f);
+        }
+    }
+}

@@ -50,3 +50,13 @@ pub trait ModelStep: Send {
     /// thread to extrapolate from until the next step.
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel;
 }
+
+pub mod constraint;
+pub mod simulation;
+pub mod tissue;
+
+pub use constraint::{
+    add_point_compliance, ConstraintKind, DenseConstraintSolver, Directions, PointConstraint,
+};
+pub use simulation::Simulation;
+pub use tissue::{ModelError, TissueModel};

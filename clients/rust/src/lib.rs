@@ -1,1 +1,389 @@
-//! Rust client of the palpa visual stream.
+//! Rust client of the palpa visual stream: connect, decode, measure, record.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), palpa_client::ClientError> {
+//! let mut client = palpa_client::Client::connect("ws://127.0.0.1:7878/ws").await?;
+//! println!("scene {} with {} vertices", client.hello.scene_name, client.scene.rest_positions.len());
+//! while let palpa_client::Event::Frame(frame) = client.next_event().await? {
+//!     println!("frame {} force {:?} N", frame.sequence, frame.force);
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::io::Write;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures_util::{SinkExt, StreamExt};
+use palpa_protocol as wire;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+pub use palpa_protocol;
+
+/// Why the client stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The WebSocket could not be opened or failed.
+    #[error("WebSocket error: {0}")]
+    WebSocket(#[from] tokio_tungstenite::tungstenite::Error),
+    /// A server message did not decode.
+    #[error("bad message from server: {0}")]
+    Decode(#[from] wire::DecodeError),
+    /// The server broke the protocol (wrong order, version, text message …).
+    #[error("protocol violation: {0}")]
+    Protocol(String),
+    /// The server closed the connection with an error message.
+    #[error("server closed the connection: {code:?}: {message}")]
+    Server {
+        /// The server's reason.
+        code: wire::ErrorCode,
+        /// Its detail.
+        message: String,
+    },
+    /// The connection closed without an error message.
+    #[error("connection closed")]
+    Closed,
+    /// Writing the recording failed.
+    #[error("recording failed: {0}")]
+    Record(#[from] std::io::Error),
+}
+
+/// A message after the handshake.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// A visual frame.
+    Frame(wire::Frame),
+    /// Haptic loop statistics.
+    HapticStats(wire::HapticStats),
+}
+
+/// A connected stream client that has received the hello and the scene.
+pub struct Client {
+    /// The server's hello.
+    pub hello: wire::ServerHello,
+    /// The scene (surface, rest positions, modal basis).
+    pub scene: wire::SceneInit,
+    /// Receive statistics since connecting.
+    pub stats: StreamStats,
+    socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    recorder: Option<Recorder>,
+}
+
+impl Client {
+    /// Connects to `url` (`ws://host:port/ws`; `http://host:port/` is accepted too) and
+    /// reads the hello and the scene init.
+    pub async fn connect(url: &str) -> Result<Self, ClientError> {
+        Self::connect_recording(url, None).await
+    }
+
+    /// Like [`Client::connect`], writing every received message to `recorder` as well.
+    pub async fn connect_recording(
+        url: &str,
+        mut recorder: Option<Recorder>,
+    ) -> Result<Self, ClientError> {
+        let url = websocket_url(url);
+        // TCP_NODELAY: a control message must not wait for the ACK of the previous one.
+        let (mut socket, _) =
+            tokio_tungstenite::connect_async_with_config(url.as_str(), None, true).await?;
+        let mut stats = StreamStats::new();
+        let hello = match next_message(&mut socket, &mut stats, &mut recorder).await? {
+            wire::ServerMessage::Hello(h) => h,
+            other => return Err(unexpected("Hello", &other)),
+        };
+        if hello.protocol_version != wire::PROTOCOL_VERSION {
+            return Err(ClientError::Protocol(format!(
+                "server speaks protocol version {}, this client {}",
+                hello.protocol_version,
+                wire::PROTOCOL_VERSION
+            )));
+        }
+        let scene = match next_message(&mut socket, &mut stats, &mut recorder).await? {
+            wire::ServerMessage::SceneInit(s) => s,
+            other => return Err(unexpected("SceneInit", &other)),
+        };
+        Ok(Self {
+            hello,
+            scene,
+            stats,
+            socket,
+            recorder,
+        })
+    }
+
+    /// Waits for the next frame or statistics message, updating [`Client::stats`].
+    pub async fn next_event(&mut self) -> Result<Event, ClientError> {
+        match next_message(&mut self.socket, &mut self.stats, &mut self.recorder).await? {
+            wire::ServerMessage::Frame(frame) => {
+                self.stats.record_frame(&frame);
+                Ok(Event::Frame(frame))
+            }
+            wire::ServerMessage::HapticStats(s) => Ok(Event::HapticStats(s)),
+            other => Err(unexpected("Frame or HapticStats", &other)),
+        }
+    }
+
+    /// Waits for the next frame, skipping statistics messages.
+    pub async fn next_frame(&mut self) -> Result<wire::Frame, ClientError> {
+        loop {
+            if let Event::Frame(frame) = self.next_event().await? {
+                return Ok(frame);
+            }
+        }
+    }
+
+    /// Sends a control command with the server's token.
+    pub async fn send_control(
+        &mut self,
+        token: &str,
+        command: wire::ControlCommand,
+    ) -> Result<(), ClientError> {
+        let message = wire::ClientMessage::Control(wire::Control {
+            token: token.into(),
+            command,
+        });
+        self.send_raw(wire::encode_client(&message)).await
+    }
+
+    /// Sends arbitrary bytes as one binary message (for tests of the server's checks).
+    pub async fn send_raw(&mut self, bytes: Vec<u8>) -> Result<(), ClientError> {
+        self.socket.send(Message::Binary(bytes.into())).await?;
+        Ok(())
+    }
+
+    /// Surface positions of `frame` in this client's scene (m).
+    pub fn positions(&self, frame: &wire::Frame) -> Result<Vec<[f32; 3]>, ClientError> {
+        wire::reconstruct_positions(&self.scene, frame).ok_or_else(|| {
+            ClientError::Protocol(format!("frame {} does not fit the scene", frame.sequence))
+        })
+    }
+
+    /// Closes the connection politely.
+    pub async fn close(mut self) -> Result<(), ClientError> {
+        self.socket.close(None).await?;
+        if let Some(r) = self.recorder.as_mut() {
+            r.flush()?;
+        }
+        Ok(())
+    }
+}
+
+fn unexpected(wanted: &str, got: &wire::ServerMessage) -> ClientError {
+    if let wire::ServerMessage::Error(e) = got {
+        return ClientError::Server {
+            code: e.code,
+            message: e.message.clone(),
+        };
+    }
+    let kind = match got {
+        wire::ServerMessage::Hello(_) => "Hello",
+        wire::ServerMessage::SceneInit(_) => "SceneInit",
+        wire::ServerMessage::Frame(_) => "Frame",
+        wire::ServerMessage::HapticStats(_) => "HapticStats",
+        wire::ServerMessage::Error(_) => "Error",
+    };
+    ClientError::Protocol(format!("expected {wanted}, got {kind}"))
+}
+
+async fn next_message(
+    socket: &mut WebSocketStream<MaybeTlsStream<TcpStream>>,
+    stats: &mut StreamStats,
+    recorder: &mut Option<Recorder>,
+) -> Result<wire::ServerMessage, ClientError> {
+    loop {
+        let message = socket.next().await.ok_or(ClientError::Closed)??;
+        match message {
+            Message::Binary(bytes) => {
+                stats.bytes += bytes.len() as u64;
+                if let Some(r) = recorder.as_mut() {
+                    r.write(&bytes)?;
+                }
+                let decoded = wire::decode_server(&bytes)?;
+                if let wire::ServerMessage::Error(e) = decoded {
+                    return Err(ClientError::Server {
+                        code: e.code,
+                        message: e.message,
+                    });
+                }
+                return Ok(decoded);
+            }
+            Message::Close(_) => return Err(ClientError::Closed),
+            Message::Text(_) => {
+                return Err(ClientError::Protocol("text message from server".into()))
+            }
+            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
+        }
+    }
+}
+
+/// `http://h:p/` → `ws://h:p/ws`; `ws://` URLs pass unchanged.
+pub fn websocket_url(url: &str) -> String {
+    let url = url.trim();
+    if let Some(rest) = url.strip_prefix("http://") {
+        let host = rest.split('/').next().unwrap_or(rest);
+        format!("ws://{host}/ws")
+    } else {
+        url.to_owned()
+    }
+}
+
+/// Microseconds since the Unix epoch on this machine's clock.
+pub fn unix_now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// Receive statistics: frames, lost frames, bytes, latency.
+#[derive(Clone, Debug)]
+pub struct StreamStats {
+    /// When the client connected.
+    pub started: Instant,
+    /// Frames received.
+    pub frames: u64,
+    /// Frames skipped by the server for this client (gaps in `sequence`).
+    pub lost: u64,
+    /// Bytes of all binary messages received.
+    pub bytes: u64,
+    /// Sequence of the last frame.
+    pub last_sequence: Option<u64>,
+    /// Arrival times of the most recent frames (at most [`StreamStats::HISTORY`]).
+    pub arrivals: Vec<Instant>,
+    /// Per-frame latency of the most recent frames: this clock minus the server's
+    /// `sent_unix_us` (s); meaningful on the same machine or with synchronised clocks.
+    pub latencies_s: Vec<f64>,
+}
+
+impl Default for StreamStats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StreamStats {
+    /// Frames whose arrival time and latency are kept (older halves are dropped), so a
+    /// client that runs for days uses bounded memory.
+    pub const HISTORY: usize = 1 << 14;
+
+    /// Empty statistics starting now.
+    pub fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            frames: 0,
+            lost: 0,
+            bytes: 0,
+            last_sequence: None,
+            arrivals: Vec::new(),
+            latencies_s: Vec::new(),
+        }
+    }
+
+    fn record_frame(&mut self, frame: &wire::Frame) {
+        let now = Instant::now();
+        self.frames += 1;
+        if let Some(last) = self.last_sequence {
+            self.lost += frame.sequence.saturating_sub(last + 1);
+        }
+        self.last_sequence = Some(frame.sequence);
+        if self.arrivals.len() >= Self::HISTORY {
+            self.arrivals.drain(..Self::HISTORY / 2);
+            self.latencies_s.drain(..Self::HISTORY / 2);
+        }
+        self.arrivals.push(now);
+        let latency = unix_now_us() as f64 * 1e-6 - frame.sent_unix_us as f64 * 1e-6;
+        self.latencies_s.push(latency);
+    }
+
+    /// Frame rate (Hz) over the frames that arrived within `window` before the last one.
+    pub fn frame_rate(&self, window: Duration) -> Option<f64> {
+        let last = *self.arrivals.last()?;
+        let first_in = self
+            .arrivals
+            .iter()
+            .position(|t| last.duration_since(*t) <= window)?;
+        let span = last.duration_since(self.arrivals[first_in]).as_secs_f64();
+        let intervals = self.arrivals.len() - 1 - first_in;
+        (intervals > 0 && span > 0.0).then(|| intervals as f64 / span)
+    }
+
+    /// Mean bandwidth since connecting (bytes/s).
+    pub fn bandwidth(&self) -> f64 {
+        self.bytes as f64 / self.started.elapsed().as_secs_f64().max(1e-9)
+    }
+
+    /// Latency quantile `q` in [0, 1] over the kept frames (s).
+    pub fn latency_quantile(&self, q: f64) -> Option<f64> {
+        quantile(&self.latencies_s, q)
+    }
+}
+
+/// The `q` quantile (nearest rank) of `values`, or `None` when empty.
+pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[rank - 1])
+}
+
+/// Writes a stream recording: the 8 bytes `PALPAREC`, a `u32` LE format version (1),
+/// then per received message a `u64` LE receive time (µs since the Unix epoch), a `u32`
+/// LE length, and the message bytes exactly as received (decode them with
+/// `palpa_protocol::decode_server`).
+pub struct Recorder {
+    out: std::io::BufWriter<std::fs::File>,
+}
+
+/// First bytes of a recording file.
+pub const RECORDING_MAGIC: &[u8; 8] = b"PALPAREC";
+
+impl Recorder {
+    /// Creates (truncates) `path` and writes the header.
+    pub fn create(path: &std::path::Path) -> std::io::Result<Self> {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+        out.write_all(RECORDING_MAGIC)?;
+        out.write_all(&1u32.to_le_bytes())?;
+        Ok(Self { out })
+    }
+
+    fn write(&mut self, message: &[u8]) -> std::io::Result<()> {
+        self.out.write_all(&unix_now_us().to_le_bytes())?;
+        self.out.write_all(&(message.len() as u32).to_le_bytes())?;
+        self.out.write_all(message)
+    }
+
+    /// Flushes buffered records to the file.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Reads a recording written by [`Recorder`]: (receive time µs, message) pairs.
+pub fn read_recording(bytes: &[u8]) -> Result<Vec<(u64, wire::ServerMessage)>, String> {
+    let rest = bytes
+        .strip_prefix(RECORDING_MAGIC.as_slice())
+        .ok_or("not a palpa recording (missing PALPAREC header)")?;
+    let (version, mut rest) = rest.split_at_checked(4).ok_or("truncated header")?;
+    if version != 1u32.to_le_bytes() {
+        return Err(format!("unsupported recording version {version:?}"));
+    }
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let offset = bytes.len() - rest.len();
+        let (head, tail) = rest
+            .split_at_checked(12)
+            .ok_or(format!("truncated record at byte {offset}"))?;
+        let t = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
+        let n = u32::from_le_bytes(head[8..].try_into().expect("4 bytes")) as usize;
+        let (message, tail) = tail
+            .split_at_checked(n)
+            .ok_or(format!("truncated record at byte {offset}"))?;
+        let decoded =
+            wire::decode_server(message).map_err(|e| format!("record at byte {offset}: {e}"))?;
+        out.push((t, decoded));
+        rest = tail;
+    }
+    Ok(out)
+}

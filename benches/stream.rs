@@ -1,0 +1,268 @@
+//! Visual stream benchmarks (numbers in docs/benchmarks.md, "Visual stream"):
+//! * bytes per frame and encode time, modal vs positions, bunny and block scenes;
+//! * encode + fan-out of one frame to 64 real loopback clients: CPU time of the server's
+//!   threads per frame (target ≤ 1 ms), read from /proc/self/task/*/schedstat;
+//! * probe motion → frame received by a local client (target p99 ≤ 50 ms).
+
+#[path = "../tests/stream_support/mod.rs"]
+mod stream_support;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use palpa::stream::{
+    snapshot_slot, FrameEncoder, SnapshotDeformation, StreamConfig, StreamScene, StreamServer,
+    VisualSnapshot,
+};
+use palpa::Vec3;
+use palpa_client::palpa_protocol::{self as wire, ControlCommand};
+use palpa_client::Client;
+use stream_support::{running_tissue, AnalyticTissue, SIZE};
+
+/// The bunny surface (tests/data/bunny.obj: 1,839 vertices) with 40 modes.
+fn bunny_scene(modal: bool) -> StreamScene {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/bunny.obj");
+    let (models, _) = tobj::load_obj(path, &tobj::GPU_LOAD_OPTIONS).expect("bunny.obj");
+    let mesh = &models[0].mesh;
+    let rest: Vec<Vec3> = mesh
+        .positions
+        .chunks(3)
+        .map(|p| Vec3::new(p[0] as f64, p[1] as f64, p[2] as f64) * 0.01)
+        .collect();
+    let triangles = mesh.indices.chunks(3).map(|t| [t[0], t[1], t[2]]).collect();
+    let scene = StreamScene {
+        name: "bunny".into(),
+        triangles,
+        rest_positions: rest.clone(),
+        modal_basis: None,
+        model_rate_hz: 200.0,
+        haptic_rate_hz: 1000.0,
+    };
+    if modal {
+        scene.with_modal_basis(40, move |v, j| {
+            let x = rest[v];
+            Vec3::new(0.0, 0.0, (x.x * 30.0 * (j + 1) as f64).sin() * 1e-3)
+        })
+    } else {
+        scene
+    }
+}
+
+/// A snapshot of `scene` in contact, with `corrections` residual corrections.
+fn snapshot(scene: &StreamScene, corrections: usize) -> VisualSnapshot {
+    let deformation = match scene.mode_count() {
+        Some(k) => SnapshotDeformation::Modal {
+            coordinates: (0..k).map(|j| 1e-3 / (j + 1) as f64).collect(),
+            corrections: (0..corrections as u32)
+                .map(|v| (v, Vec3::new(0.0, 0.0, -1e-4)))
+                .collect(),
+        },
+        None => SnapshotDeformation::Positions(scene.rest_positions.clone()),
+    };
+    VisualSnapshot {
+        time: 1.0,
+        probe: Vec3::new(0.0, 0.0, 0.01),
+        proxy: Vec3::new(0.0, 0.0, 0.011),
+        force: Vec3::new(0.0, 0.0, 1.0),
+        in_contact: true,
+        deformation,
+    }
+}
+
+fn frame_size_and_encode(c: &mut Criterion) {
+    let block = |modal| {
+        let t = if modal {
+            AnalyticTissue::modal([12, 12, 6], 40)
+        } else {
+            AnalyticTissue::positions([12, 12, 6])
+        };
+        t.scene
+    };
+    let scenes = [
+        ("bunny/modal", bunny_scene(true)),
+        ("bunny/positions", bunny_scene(false)),
+        ("block/modal", block(true)),
+        ("block/positions", block(false)),
+    ];
+    let mut group = c.benchmark_group("stream/encode_frame");
+    for (name, scene) in &scenes {
+        let (mut writer, mut reader) = snapshot_slot(snapshot(scene, 0));
+        writer.publish(&snapshot(scene, 32));
+        let mut encoder = FrameEncoder::new();
+        let bytes = encoder.encode_next(scene, &mut reader).unwrap();
+        let init = wire::encode_server(&scene.scene_init()).len();
+        println!(
+            "{name}: {} surface vertices, frame {} bytes (with 32 corrections), scene init {} bytes",
+            scene.rest_positions.len(),
+            bytes.len(),
+            init
+        );
+        group.bench_function(*name, |b| {
+            b.iter(|| encoder.encode_next(scene, &mut reader).unwrap())
+        });
+    }
+    group.finish();
+}
+
+/// Nanoseconds on CPU of this process's threads whose name starts with `prefix`.
+fn threads_cpu_ns(prefix: &str) -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.starts_with(prefix) {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+            total += stat
+                .split_whitespace()
+                .next()
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    total
+}
+
+fn fan_out_to_64_clients(c: &mut Criterion) {
+    for workers in [1, 2] {
+        fan_out(c, workers);
+    }
+}
+
+/// Server on its own runtime of `workers` named threads so their CPU time can be read;
+/// the 64 clients on another. Frames at 200 Hz so the measurement takes seconds.
+fn fan_out(c: &mut Criterion, workers: usize) {
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("stream-srv")
+        .enable_all()
+        .build()
+        .unwrap();
+    let client_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let scene = bunny_scene(true);
+    let (mut writer, reader) = snapshot_slot(snapshot(&scene, 32));
+    writer.publish(&snapshot(&scene, 32));
+    let config = StreamConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        frame_rate_hz: 200.0,
+        ..StreamConfig::default()
+    };
+    let server = server_rt
+        .block_on(StreamServer::start(config, scene, reader, None))
+        .unwrap();
+    let url = format!("ws://{}/ws", server.local_addr());
+    let received = Arc::new(AtomicU64::new(0));
+    for i in 0..64 {
+        let url = url.clone();
+        let received = received.clone();
+        client_rt.spawn(async move {
+            let mut client = Client::connect(&url).await.unwrap();
+            while client.next_frame().await.is_ok() {
+                if i == 0 {
+                    received.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+    }
+    while server.client_count() < 64 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut group = c.benchmark_group("stream/fan_out");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    let name = format!("bunny_modal_64_clients_server_cpu_per_frame/{workers}_worker_threads");
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let start = received.load(Ordering::Relaxed);
+            let cpu0 = threads_cpu_ns("stream-srv");
+            while received.load(Ordering::Relaxed) < start + iters {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            Duration::from_nanos(threads_cpu_ns("stream-srv") - cpu0)
+        })
+    });
+    group.finish();
+    server_rt.block_on(server.shutdown());
+    client_rt.shutdown_background();
+}
+
+fn probe_to_frame_latency(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (_tissue, _producer, reader, control) =
+        running_tissue(AnalyticTissue::modal([8, 8, 3], 12));
+    let scene = _tissue.scene.clone();
+    let config = StreamConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        ..StreamConfig::default()
+    };
+    let server = rt
+        .block_on(StreamServer::start(config, scene, reader, Some(control)))
+        .unwrap();
+    let token = server.control_token().unwrap().to_owned();
+    let mut client = rt
+        .block_on(Client::connect(&format!("ws://{}/ws", server.local_addr())))
+        .unwrap();
+    let mut latencies = Vec::new();
+    let mut step = 0u64;
+    let mut group = c.benchmark_group("stream/latency");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(10));
+    group.bench_function("probe_motion_to_frame_received", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                step += 1;
+                let target = [
+                    0.02 + 0.06 * ((step % 97) as f64 / 97.0),
+                    0.05,
+                    SIZE[2] - 0.003,
+                ];
+                // A user moves at any moment, not right after a frame: wait a
+                // quasi-random fraction (golden-ratio sequence) of a frame period first.
+                let phase = (step as f64 * 0.618_033_988_75).fract();
+                std::thread::sleep(Duration::from_secs_f64(phase / 30.0));
+                let sent = Instant::now();
+                rt.block_on(async {
+                    client
+                        .send_control(&token, ControlCommand::MoveProbe { position: target })
+                        .await
+                        .unwrap();
+                    while client.next_frame().await.unwrap().probe != target {}
+                });
+                let latency = sent.elapsed();
+                latencies.push(latency.as_secs_f64());
+                total += latency;
+            }
+            total
+        })
+    });
+    group.finish();
+    println!(
+        "probe motion -> frame received over {} moves: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms (target p99 <= 50 ms)",
+        latencies.len(),
+        palpa_client::quantile(&latencies, 0.5).unwrap() * 1e3,
+        palpa_client::quantile(&latencies, 0.99).unwrap() * 1e3,
+        palpa_client::quantile(&latencies, 1.0).unwrap() * 1e3
+    );
+    rt.block_on(server.shutdown());
+}
+
+criterion_group!(
+    benches,
+    frame_size_and_encode,
+    fan_out_to_64_clients,
+    probe_to_frame_latency
+);
+criterion_main!(benches);

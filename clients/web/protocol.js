@@ -1,0 +1,254 @@
+// palpa wire protocol (protocol/SPEC.md) in plain JavaScript: decode server messages,
+// encode and decode client messages. No dependencies; runs in browsers and in Node.
+//
+// Decoded objects have the shape of the Rust types' serde JSON (the files in
+// protocol/vectors/*.json): {Frame: {sequence, ..., deformation: {Modal: {...}}}}.
+// Bulk arrays are typed arrays for speed: Vec<[f32; 3]> becomes a flat Float32Array of
+// 3·n values, Vec<[u32; 3]> a flat Uint32Array, Vec<f32> a Float32Array.
+
+export const PROTOCOL_VERSION = 1;
+export const MAX_SERVER_MESSAGE_BYTES = 64 * 1024 * 1024;
+export const MAX_CLIENT_MESSAGE_BYTES = 4096;
+
+const SERVER_TAGS = ["Hello", "SceneInit", "Frame", "HapticStats", "Error"];
+const ERROR_CODES = [
+  "Malformed", "TooLarge", "Unauthorized", "ServerFull", "IdleTimeout", "UnexpectedText",
+  "ShuttingDown",
+];
+const COMMANDS = ["MoveProbe", "ReleaseProbe", "ResetTissue"];
+
+/** Thrown for bytes that are not a valid message; `message` says what and where. */
+export class DecodeError extends Error {}
+
+class Reader {
+  constructor(bytes) {
+    const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    this.u8 = u8;
+    this.view = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
+    this.pos = 0;
+  }
+  need(n, what) {
+    if (this.pos + n > this.u8.length) {
+      throw new DecodeError(`truncated: ${what} needs ${n} bytes at offset ${this.pos}, ` +
+        `message has ${this.u8.length}`);
+    }
+  }
+  u8v(what) { this.need(1, what); return this.u8[this.pos++]; }
+  bool(what) {
+    const b = this.u8v(what);
+    if (b > 1) throw new DecodeError(`${what}: bool byte ${b} at offset ${this.pos - 1}`);
+    return b === 1;
+  }
+  u32(what) { this.need(4, what); const v = this.view.getUint32(this.pos, true); this.pos += 4; return v; }
+  u64(what) {
+    this.need(8, what);
+    const lo = this.view.getUint32(this.pos, true);
+    const hi = this.view.getUint32(this.pos + 4, true);
+    if (hi > 0x1fffff) throw new DecodeError(`${what}: u64 at offset ${this.pos} exceeds 2^53`);
+    this.pos += 8;
+    return hi * 4294967296 + lo;
+  }
+  f32(what) { this.need(4, what); const v = this.view.getFloat32(this.pos, true); this.pos += 4; return v; }
+  f64(what) { this.need(8, what); const v = this.view.getFloat64(this.pos, true); this.pos += 8; return v; }
+  len(what, elementBytes) {
+    const n = this.u64(`${what} length`);
+    if (n * elementBytes > this.u8.length - this.pos) {
+      throw new DecodeError(`${what}: length ${n} at offset ${this.pos - 8} exceeds the message`);
+    }
+    return n;
+  }
+  tag(what, names) {
+    const t = this.u32(`${what} tag`);
+    if (t >= names.length) throw new DecodeError(`${what}: unknown tag ${t} at offset ${this.pos - 4}`);
+    return names[t];
+  }
+  string(what) {
+    const n = this.len(what, 1);
+    const s = new TextDecoder("utf-8", { fatal: true }).decode(this.u8.subarray(this.pos, this.pos + n));
+    this.pos += n;
+    return s;
+  }
+  vec3f64(what) { return [this.f64(what), this.f64(what), this.f64(what)]; }
+  f32array(what, count) {
+    this.need(4 * count, what);
+    const out = new Float32Array(count);
+    for (let i = 0; i < count; i++) out[i] = this.view.getFloat32(this.pos + 4 * i, true);
+    this.pos += 4 * count;
+    return out;
+  }
+  vecF32(what) { return this.f32array(what, this.len(what, 4)); }
+  vecVec3F32(what) { return this.f32array(what, 3 * this.len(what, 12)); }
+  vecTriangles(what) {
+    const n = this.len(what, 12);
+    const out = new Uint32Array(3 * n);
+    for (let i = 0; i < 3 * n; i++) out[i] = this.view.getUint32(this.pos + 4 * i, true);
+    this.pos += 12 * n;
+    return out;
+  }
+}
+
+function readHello(r) {
+  return {
+    protocol_version: r.u32("protocol_version"),
+    scene_name: r.string("scene_name"),
+    frame_rate_hz: r.f32("frame_rate_hz"),
+    model_rate_hz: r.f32("model_rate_hz"),
+    haptic_rate_hz: r.f32("haptic_rate_hz"),
+    units: { length: r.string("units.length"), force: r.string("units.force"), time: r.string("units.time") },
+    control_allowed: r.bool("control_allowed"),
+  };
+}
+
+function readSceneInit(r) {
+  const triangles = r.vecTriangles("triangles");
+  const rest_positions = r.vecVec3F32("rest_positions");
+  const hasBasis = r.u8v("modal_basis option");
+  let modal_basis = null;
+  if (hasBasis === 1) {
+    modal_basis = { mode_count: r.u32("mode_count"), vectors: r.vecVec3F32("modal_basis.vectors") };
+  } else if (hasBasis !== 0) {
+    throw new DecodeError(`modal_basis: option byte ${hasBasis} at offset ${r.pos - 1}`);
+  }
+  return { triangles, rest_positions, modal_basis };
+}
+
+function readFrame(r) {
+  const frame = {
+    sequence: r.u64("sequence"),
+    scene_time: r.f64("scene_time"),
+    sent_unix_us: r.u64("sent_unix_us"),
+    probe: r.vec3f64("probe"),
+    proxy: r.vec3f64("proxy"),
+    force: r.vec3f64("force"),
+    in_contact: r.bool("in_contact"),
+  };
+  const kind = r.tag("deformation", ["Modal", "Positions"]);
+  if (kind === "Modal") {
+    const coordinates = r.vecF32("coordinates");
+    const n = r.len("corrections", 16);
+    const corrections = [];
+    for (let i = 0; i < n; i++) {
+      corrections.push({
+        vertex: r.u32("correction.vertex"),
+        displacement: [r.f32("correction"), r.f32("correction"), r.f32("correction")],
+      });
+    }
+    frame.deformation = { Modal: { coordinates, corrections } };
+  } else {
+    frame.deformation = { Positions: { positions: r.vecVec3F32("positions") } };
+  }
+  return frame;
+}
+
+function readStats(r) {
+  return {
+    ticks: r.u64("ticks"),
+    period_p50_s: r.f64("period_p50_s"),
+    period_p99_s: r.f64("period_p99_s"),
+    period_max_s: r.f64("period_max_s"),
+    compute_p99_s: r.f64("compute_p99_s"),
+    missed_deadlines: r.u64("missed_deadlines"),
+    clamped_forces: r.u64("clamped_forces"),
+  };
+}
+
+function finish(r, value) {
+  if (r.pos !== r.u8.length) {
+    throw new DecodeError(`${r.u8.length - r.pos} trailing bytes after a ${r.pos}-byte message`);
+  }
+  return value;
+}
+
+/** Decodes one server → client message (ArrayBuffer or Uint8Array). */
+export function decodeServerMessage(bytes) {
+  const r = new Reader(bytes);
+  if (r.u8.length > MAX_SERVER_MESSAGE_BYTES) throw new DecodeError("message too large");
+  const tag = r.tag("ServerMessage", SERVER_TAGS);
+  switch (tag) {
+    case "Hello": return finish(r, { Hello: readHello(r) });
+    case "SceneInit": return finish(r, { SceneInit: readSceneInit(r) });
+    case "Frame": return finish(r, { Frame: readFrame(r) });
+    case "HapticStats": return finish(r, { HapticStats: readStats(r) });
+    default: {
+      const code = r.tag("ErrorCode", ERROR_CODES);
+      return finish(r, { Error: { code, message: r.string("message") } });
+    }
+  }
+}
+
+/** Decodes one client → server message (used by tests; the server decodes in Rust). */
+export function decodeClientMessage(bytes) {
+  const r = new Reader(bytes);
+  r.tag("ClientMessage", ["Control"]);
+  const token = r.string("token");
+  const name = r.tag("ControlCommand", COMMANDS);
+  const command = name === "MoveProbe" ? { MoveProbe: { position: r.vec3f64("position") } } : name;
+  return finish(r, { Control: { token, command } });
+}
+
+/**
+ * Encodes a client → server message given in the JSON shape, e.g.
+ * {Control: {token, command: {MoveProbe: {position: [x, y, z]}}}} or
+ * {Control: {token, command: "ResetTissue"}}.
+ */
+export function encodeClientMessage(message) {
+  const { token, command } = message.Control;
+  const tokenBytes = new TextEncoder().encode(token);
+  const name = typeof command === "string" ? command : Object.keys(command)[0];
+  const tag = COMMANDS.indexOf(name);
+  if (tag < 0) throw new Error(`unknown control command ${name}`);
+  const size = 4 + 8 + tokenBytes.length + 4 + (name === "MoveProbe" ? 24 : 0);
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, 0, true);
+  view.setUint32(4, tokenBytes.length, true);
+  view.setUint32(8, 0, true);
+  out.set(tokenBytes, 12);
+  let pos = 12 + tokenBytes.length;
+  view.setUint32(pos, tag, true);
+  pos += 4;
+  if (name === "MoveProbe") {
+    for (const x of command.MoveProbe.position) { view.setFloat64(pos, x, true); pos += 8; }
+  }
+  return out;
+}
+
+/**
+ * Surface positions (flat Float32Array, 3 per vertex) from a decoded SceneInit and
+ * Frame: rest + Σ q_k φ_k + corrections, or the frame's positions. Writes into `out`
+ * when given (length 3·n) to avoid allocation per frame.
+ */
+export function reconstructPositions(scene, frame, out) {
+  const rest = scene.rest_positions;
+  const n = rest.length / 3;
+  const result = out ?? new Float32Array(rest.length);
+  const d = frame.deformation;
+  if (d.Positions) {
+    if (d.Positions.positions.length !== rest.length) throw new Error("frame vertex count != scene");
+    result.set(d.Positions.positions);
+    return result;
+  }
+  const basis = scene.modal_basis;
+  const q = d.Modal.coordinates;
+  const k = basis.mode_count;
+  if (q.length !== k) throw new Error(`frame has ${q.length} modal coordinates, scene ${k} modes`);
+  const phi = basis.vectors;
+  for (let v = 0; v < n; v++) {
+    let x = rest[3 * v], y = rest[3 * v + 1], z = rest[3 * v + 2];
+    const row = 3 * v * k;
+    for (let j = 0; j < k; j++) {
+      const qj = q[j];
+      x += qj * phi[row + 3 * j];
+      y += qj * phi[row + 3 * j + 1];
+      z += qj * phi[row + 3 * j + 2];
+    }
+    result[3 * v] = x; result[3 * v + 1] = y; result[3 * v + 2] = z;
+  }
+  for (const c of d.Modal.corrections) {
+    if (c.vertex >= n) throw new Error(`correction for vertex ${c.vertex} of ${n}`);
+    result[3 * c.vertex] += c.displacement[0];
+    result[3 * c.vertex + 1] += c.displacement[1];
+    result[3 * c.vertex + 2] += c.displacement[2];
+  }
+  return result;
+}

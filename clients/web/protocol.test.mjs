@@ -1,0 +1,71 @@
+// node --test clients/web/: the JavaScript decoder against protocol/vectors/.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { dirname, join } from "node:path";
+import {
+  decodeServerMessage, decodeClientMessage, encodeClientMessage, reconstructPositions, DecodeError,
+} from "./protocol.js";
+
+const vectors = join(dirname(fileURLToPath(import.meta.url)), "../../protocol/vectors");
+const names = readdirSync(vectors).filter((f) => f.endsWith(".bin")).map((f) => f.slice(0, -4));
+
+// Compares a decoded value with the JSON of the Rust types. Typed arrays are compared with
+// the flattened JSON arrays; f32 values must equal the JSON number rounded to f32.
+function same(actual, expected, path) {
+  if (ArrayBuffer.isView(actual)) {
+    const flat = expected.flat(Infinity);
+    assert.equal(actual.length, flat.length, `${path}: length`);
+    const f32 = actual instanceof Float32Array;
+    flat.forEach((e, i) => assert.equal(actual[i], f32 ? Math.fround(e) : e, `${path}[${i}]`));
+  } else if (Array.isArray(expected)) {
+    assert.ok(Array.isArray(actual), `${path}: array expected`);
+    assert.equal(actual.length, expected.length, `${path}: length`);
+    expected.forEach((e, i) => same(actual[i], e, `${path}[${i}]`));
+  } else if (expected !== null && typeof expected === "object") {
+    assert.deepEqual(Object.keys(actual).sort(), Object.keys(expected).sort(), `${path}: keys`);
+    for (const k of Object.keys(expected)) same(actual[k], expected[k], `${path}.${k}`);
+  } else if (typeof expected === "number" && actual !== expected) {
+    assert.equal(actual, Math.fround(expected), `${path}: number`);
+  } else {
+    assert.equal(actual, expected, path);
+  }
+}
+
+test("there are vectors for both directions", () => {
+  assert.ok(names.some((n) => n.startsWith("server_")));
+  assert.ok(names.some((n) => n.startsWith("client_")));
+});
+
+for (const name of names) {
+  test(`vector ${name}`, () => {
+    const bin = new Uint8Array(readFileSync(join(vectors, `${name}.bin`)));
+    const json = JSON.parse(readFileSync(join(vectors, `${name}.json`), "utf8"));
+    if (name.startsWith("server_")) {
+      same(decodeServerMessage(bin), json, name);
+    } else {
+      same(decodeClientMessage(bin), json, name);
+      assert.deepEqual(encodeClientMessage(json), bin, `${name}: encode != bin`);
+    }
+  });
+}
+
+test("truncated and padded messages are DecodeErrors", () => {
+  const bin = new Uint8Array(readFileSync(join(vectors, "server_frame_modal.bin")));
+  for (let n = 0; n < bin.length; n++) {
+    assert.throws(() => decodeServerMessage(bin.subarray(0, n)), DecodeError, `cut at ${n}`);
+  }
+  const padded = new Uint8Array(bin.length + 1);
+  padded.set(bin);
+  assert.throws(() => decodeServerMessage(padded), DecodeError);
+});
+
+test("modal reconstruction matches the hand computation of the Rust test", () => {
+  const scene = decodeServerMessage(readFileSync(join(vectors, "server_scene_init_modal.bin"))).SceneInit;
+  const frame = decodeServerMessage(readFileSync(join(vectors, "server_frame_modal.bin"))).Frame;
+  const p = reconstructPositions(scene, frame);
+  const z = Math.fround(-0.002) * 0.75 + Math.fround(0.00025) * 0.5 + Math.fround(-0.0005);
+  assert.ok(Math.abs(p[3 * 2 + 2] - z) < 1e-9);
+  assert.ok(Math.abs(p[3 * 1] - (0.1 + Math.fround(0.00025) * 0.125)) < 1e-8);
+});

@@ -1,0 +1,439 @@
+// palpa browser viewer: WebGL2, no dependencies. Receives the visual stream
+// (protocol.js), rebuilds the surface from modal coordinates, shades it with normals
+// recomputed every frame, and draws the probe, the proxy and the force arrow. With
+// ?token=… in the URL, dragging on the surface pushes the virtual probe into the tissue.
+
+import { decodeServerMessage, encodeClientMessage, reconstructPositions, PROTOCOL_VERSION } from "./protocol.js";
+
+const $ = (id) => document.getElementById(id);
+const token = new URLSearchParams(location.search).get("token");
+
+// State visible to tests and to the browser console: the newest frame, the frame drawn
+// last and the surface positions reconstructed for it.
+const state = {
+  hello: null, scene: null, frame: null, frames: 0, lost: 0, drawnSequence: -1, error: null,
+  renderedFrames: 0, drawnFrame: null, positions: null,
+};
+window.palpaViewer = state;
+
+// ---------- small matrix helpers (column-major 4×4, as WebGL expects) ----------
+const sub = (a, b) => [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+const add = (a, b) => [a[0] + b[0], a[1] + b[1], a[2] + b[2]];
+const scale = (a, s) => [a[0] * s, a[1] * s, a[2] * s];
+const dot = (a, b) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+const cross = (a, b) => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
+const norm = (a) => Math.hypot(a[0], a[1], a[2]);
+const unit = (a) => { const n = norm(a) || 1; return scale(a, 1 / n); };
+
+function perspective(fovy, aspect, near, far) {
+  const f = 1 / Math.tan(fovy / 2), nf = 1 / (near - far);
+  return [f / aspect, 0, 0, 0, 0, f, 0, 0, 0, 0, (far + near) * nf, -1, 0, 0, 2 * far * near * nf, 0];
+}
+function lookAt(eye, target, up) {
+  const z = unit(sub(eye, target)), x = unit(cross(up, z)), y = cross(z, x);
+  return [x[0], y[0], z[0], 0, x[1], y[1], z[1], 0, x[2], y[2], z[2], 0,
+    -dot(x, eye), -dot(y, eye), -dot(z, eye), 1];
+}
+function multiply(a, b) {
+  const out = new Array(16);
+  for (let c = 0; c < 4; c++) {
+    for (let r = 0; r < 4; r++) {
+      let s = 0;
+      for (let k = 0; k < 4; k++) s += a[k * 4 + r] * b[c * 4 + k];
+      out[c * 4 + r] = s;
+    }
+  }
+  return out;
+}
+// Model matrix that maps the unit z axis onto `dir` (length = |dir|), scaled by `s`
+// across, placed at `at`.
+function orient(at, dir, s) {
+  const len = norm(dir) || 1e-9, z = scale(dir, 1 / len);
+  const helper = Math.abs(z[2]) < 0.9 ? [0, 0, 1] : [1, 0, 0];
+  const x = unit(cross(helper, z)), y = cross(z, x);
+  return [x[0] * s, x[1] * s, x[2] * s, 0, y[0] * s, y[1] * s, y[2] * s, 0,
+    z[0] * len, z[1] * len, z[2] * len, 0, at[0], at[1], at[2], 1];
+}
+
+// ---------- WebGL setup ----------
+const canvas = $("view");
+const gl = canvas.getContext("webgl2", { antialias: true, preserveDrawingBuffer: true });
+if (!gl) {
+  $("status").textContent = "WebGL2 is not available in this browser";
+  throw new Error("no WebGL2");
+}
+
+const program = (() => {
+  const vs = `#version 300 es
+    in vec3 position; in vec3 normal;
+    uniform mat4 viewProj; uniform mat4 model;
+    out vec3 vNormal; out vec3 vWorld;
+    void main() {
+      vec4 w = model * vec4(position, 1.0);
+      vWorld = w.xyz;
+      vNormal = mat3(model) * normal;
+      gl_Position = viewProj * w;
+    }`;
+  const fs = `#version 300 es
+    precision highp float;
+    in vec3 vNormal; in vec3 vWorld;
+    uniform vec3 color; uniform vec3 eye;
+    out vec4 outColor;
+    void main() {
+      vec3 n = normalize(vNormal);
+      vec3 v = normalize(eye - vWorld);
+      if (dot(n, v) < 0.0) n = -n;
+      vec3 l = normalize(v + vec3(0.3, 0.2, 0.6));
+      float diffuse = max(dot(n, l), 0.0);
+      float spec = pow(max(dot(n, normalize(l + v)), 0.0), 40.0);
+      outColor = vec4(color * (0.28 + 0.72 * diffuse) + vec3(0.25) * spec, 1.0);
+    }`;
+  const compile = (type, src) => {
+    const s = gl.createShader(type);
+    gl.shaderSource(s, src);
+    gl.compileShader(s);
+    if (!gl.getShaderParameter(s, gl.COMPILE_STATUS)) throw new Error(gl.getShaderInfoLog(s));
+    return s;
+  };
+  const p = gl.createProgram();
+  gl.attachShader(p, compile(gl.VERTEX_SHADER, vs));
+  gl.attachShader(p, compile(gl.FRAGMENT_SHADER, fs));
+  gl.bindAttribLocation(p, 0, "position");
+  gl.bindAttribLocation(p, 1, "normal");
+  gl.linkProgram(p);
+  if (!gl.getProgramParameter(p, gl.LINK_STATUS)) throw new Error(gl.getProgramInfoLog(p));
+  return p;
+})();
+const uniform = (name) => gl.getUniformLocation(program, name);
+const u = { viewProj: uniform("viewProj"), model: uniform("model"), color: uniform("color"), eye: uniform("eye") };
+
+function makeMesh(positions, normals, indices, usage) {
+  const vao = gl.createVertexArray();
+  gl.bindVertexArray(vao);
+  const pos = gl.createBuffer();
+  gl.bindBuffer(gl.ARRAY_BUFFER, pos);
+  gl.bufferData(gl.ARRAY_BUFFER, positions, usage);
+  gl.enableVertexAttribArray(0);
+  gl.vertexAttribPointer(0, 3, gl.FLOAT, false, 0, 0);
+  const nrm = gl.createBuffer();
+  gl.bindBuffer(gl.ARRAY_BUFFER, nrm);
+  gl.bufferData(gl.ARRAY_BUFFER, normals, usage);
+  gl.enableVertexAttribArray(1);
+  gl.vertexAttribPointer(1, 3, gl.FLOAT, false, 0, 0);
+  const idx = gl.createBuffer();
+  gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, idx);
+  gl.bufferData(gl.ELEMENT_ARRAY_BUFFER, indices, gl.STATIC_DRAW);
+  gl.bindVertexArray(null);
+  return { vao, pos, nrm, count: indices.length };
+}
+
+// Unit sphere (UV) and a unit arrow along +z (shaft then cone), for probe, proxy, force.
+function sphereMesh(rings = 12, segments = 18) {
+  const p = [], idx = [];
+  for (let i = 0; i <= rings; i++) {
+    const th = (i / rings) * Math.PI;
+    for (let j = 0; j <= segments; j++) {
+      const ph = (j / segments) * 2 * Math.PI;
+      p.push(Math.sin(th) * Math.cos(ph), Math.sin(th) * Math.sin(ph), Math.cos(th));
+    }
+  }
+  for (let i = 0; i < rings; i++) {
+    for (let j = 0; j < segments; j++) {
+      const a = i * (segments + 1) + j, b = a + segments + 1;
+      idx.push(a, b, a + 1, b, b + 1, a + 1);
+    }
+  }
+  const f = new Float32Array(p);
+  return makeMesh(f, f, new Uint32Array(idx), gl.STATIC_DRAW);
+}
+function arrowMesh(segments = 16) {
+  const p = [], n = [], idx = [];
+  const ring = (z, r, nz) => {
+    const start = p.length / 3;
+    for (let j = 0; j <= segments; j++) {
+      const ph = (j / segments) * 2 * Math.PI, c = Math.cos(ph), s = Math.sin(ph);
+      p.push(r * c, r * s, z);
+      n.push(c, s, nz);
+    }
+    return start;
+  };
+  const strip = (a, b) => {
+    for (let j = 0; j < segments; j++) idx.push(a + j, a + j + 1, b + j, b + j, a + j + 1, b + j + 1);
+  };
+  strip(ring(0, 0.035, 0), ring(0.75, 0.035, 0));
+  strip(ring(0.75, 0.1, 0.4), ring(1.0, 0.0, 0.4));
+  return makeMesh(new Float32Array(p), new Float32Array(n), new Uint32Array(idx), gl.STATIC_DRAW);
+}
+const sphere = sphereMesh();
+const arrow = arrowMesh();
+
+// ---------- scene state ----------
+let tissue = null; // { mesh, positions, normals, triangles, rest, center, size }
+const camera = { yaw: -0.6, pitch: 0.55, distance: 1, target: [0, 0, 0] };
+
+function loadScene(scene) {
+  const rest = scene.rest_positions;
+  const n = rest.length / 3;
+  let lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
+  for (let v = 0; v < n; v++) {
+    for (let c = 0; c < 3; c++) {
+      lo[c] = Math.min(lo[c], rest[3 * v + c]);
+      hi[c] = Math.max(hi[c], rest[3 * v + c]);
+    }
+  }
+  const center = scale(add(lo, hi), 0.5);
+  const size = norm(sub(hi, lo)) || 1;
+  const positions = new Float32Array(rest);
+  const normals = new Float32Array(rest.length);
+  computeNormals(positions, scene.triangles, normals);
+  tissue = {
+    mesh: makeMesh(positions, normals, scene.triangles, gl.DYNAMIC_DRAW),
+    positions, normals, triangles: scene.triangles, rest, center, size,
+  };
+  camera.target = center;
+  camera.distance = 1.8 * size;
+  state.scene = scene;
+}
+
+// Area-weighted vertex normals of the deformed surface.
+function computeNormals(p, tris, out) {
+  out.fill(0);
+  for (let t = 0; t < tris.length; t += 3) {
+    const a = 3 * tris[t], b = 3 * tris[t + 1], c = 3 * tris[t + 2];
+    const ux = p[b] - p[a], uy = p[b + 1] - p[a + 1], uz = p[b + 2] - p[a + 2];
+    const vx = p[c] - p[a], vy = p[c + 1] - p[a + 1], vz = p[c + 2] - p[a + 2];
+    const nx = uy * vz - uz * vy, ny = uz * vx - ux * vz, nz = ux * vy - uy * vx;
+    for (const i of [a, b, c]) { out[i] += nx; out[i + 1] += ny; out[i + 2] += nz; }
+  }
+  for (let i = 0; i < out.length; i += 3) {
+    const l = Math.hypot(out[i], out[i + 1], out[i + 2]) || 1;
+    out[i] /= l; out[i + 1] /= l; out[i + 2] /= l;
+  }
+}
+
+// ---------- stream ----------
+const rate = { count: 0, rendered: 0, since: performance.now(), hz: 0, latencies: [] };
+let socket = null;
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  socket = new WebSocket(`${scheme}://${location.host}/ws`);
+  socket.binaryType = "arraybuffer";
+  socket.onopen = () => { $("status").textContent = "connected"; };
+  socket.onclose = () => {
+    $("status").textContent = state.error ? `closed: ${state.error}` : "disconnected; retrying…";
+    if (!state.error) setTimeout(connect, 1000);
+  };
+  socket.onmessage = (event) => {
+    let message;
+    try {
+      message = decodeServerMessage(event.data);
+    } catch (e) {
+      state.error = `bad message: ${e.message}`;
+      socket.close();
+      return;
+    }
+    if (message.Hello) {
+      state.hello = message.Hello;
+      if (message.Hello.protocol_version !== PROTOCOL_VERSION) {
+        state.error = `server protocol ${message.Hello.protocol_version}, viewer ${PROTOCOL_VERSION}`;
+        socket.close();
+      }
+      $("scene").textContent = message.Hello.scene_name;
+      $("help").textContent = token && message.Hello.control_allowed
+        ? "drag on the tissue: press the probe in (drag down = deeper) · shift-drag: orbit · wheel: zoom · R: reset tissue"
+        : "drag: orbit · wheel: zoom · right-drag: pan (read-only: add ?token=… to control)";
+    } else if (message.SceneInit) {
+      loadScene(message.SceneInit);
+    } else if (message.Frame) {
+      const f = message.Frame;
+      if (state.frame) state.lost += Math.max(0, f.sequence - state.frame.sequence - 1);
+      state.frame = f;
+      state.frames++;
+      rate.count++;
+      rate.latencies.push(Date.now() - f.sent_unix_us / 1000);
+    } else if (message.HapticStats) {
+      const s = message.HapticStats;
+      $("haptic").textContent = `${(s.period_p50_s * 1e3).toFixed(3)} / ${(s.period_p99_s * 1e3).toFixed(3)} / ${(s.period_max_s * 1e3).toFixed(2)} ms`;
+      $("missed").textContent = `${s.missed_deadlines} of ${s.ticks}`;
+    } else if (message.Error) {
+      state.error = `${message.Error.code}: ${message.Error.message}`;
+      $("status").textContent = state.error;
+    }
+  };
+}
+
+function send(command) {
+  if (!token || !socket || socket.readyState !== WebSocket.OPEN) return;
+  socket.send(encodeClientMessage({ Control: { token, command } }));
+}
+
+// ---------- input: orbit, zoom, pan, probe drag ----------
+function eyePosition() {
+  const { yaw, pitch, distance, target } = camera;
+  return add(target, scale([Math.cos(pitch) * Math.cos(yaw), Math.cos(pitch) * Math.sin(yaw), Math.sin(pitch)], distance));
+}
+
+// Ray from the camera through canvas pixel (x, y).
+function pickRay(x, y) {
+  const eye = eyePosition();
+  const forward = unit(sub(camera.target, eye));
+  const right = unit(cross(forward, [0, 0, 1]));
+  const up = cross(right, forward);
+  const t = Math.tan(FOVY / 2), aspect = canvas.clientWidth / canvas.clientHeight;
+  const sx = (2 * x / canvas.clientWidth - 1) * t * aspect, sy = (1 - 2 * y / canvas.clientHeight) * t;
+  return { origin: eye, dir: unit(add(forward, add(scale(right, sx), scale(up, sy)))) };
+}
+
+// Nearest hit of a ray with the rest surface (Möller–Trumbore): point and outward normal.
+function pickSurface(ray) {
+  if (!tissue) return null;
+  const p = tissue.rest, tris = tissue.triangles;
+  let best = null;
+  for (let t = 0; t < tris.length; t += 3) {
+    const a = [p[3 * tris[t]], p[3 * tris[t] + 1], p[3 * tris[t] + 2]];
+    const b = [p[3 * tris[t + 1]], p[3 * tris[t + 1] + 1], p[3 * tris[t + 1] + 2]];
+    const c = [p[3 * tris[t + 2]], p[3 * tris[t + 2] + 1], p[3 * tris[t + 2] + 2]];
+    const e1 = sub(b, a), e2 = sub(c, a), h = cross(ray.dir, e2), det = dot(e1, h);
+    if (Math.abs(det) < 1e-14) continue;
+    const s = sub(ray.origin, a), uu = dot(s, h) / det;
+    if (uu < 0 || uu > 1) continue;
+    const q = cross(s, e1), vv = dot(ray.dir, q) / det;
+    if (vv < 0 || uu + vv > 1) continue;
+    const dist = dot(e2, q) / det;
+    if (dist > 0 && (!best || dist < best.dist)) {
+      best = { dist, point: add(ray.origin, scale(ray.dir, dist)), normal: unit(cross(e1, e2)) };
+    }
+  }
+  return best;
+}
+
+let drag = null;
+let pendingProbe = null;
+canvas.addEventListener("contextmenu", (e) => e.preventDefault());
+canvas.addEventListener("pointerdown", (e) => {
+  canvas.setPointerCapture(e.pointerId);
+  const controlling = token && state.hello?.control_allowed && e.button === 0 && !e.shiftKey;
+  const hit = controlling ? pickSurface(pickRay(e.offsetX, e.offsetY)) : null;
+  drag = { x: e.offsetX, y: e.offsetY, startY: e.offsetY, button: e.button, probe: !!hit };
+  if (hit) probeTo(hit, 0);
+});
+canvas.addEventListener("pointermove", (e) => {
+  if (!drag) return;
+  const dx = e.offsetX - drag.x, dy = e.offsetY - drag.y;
+  drag.x = e.offsetX; drag.y = e.offsetY;
+  if (drag.probe) {
+    const hit = pickSurface(pickRay(e.offsetX, e.offsetY));
+    if (hit) probeTo(hit, e.offsetY - drag.startY);
+  } else if (drag.button === 2) {
+    const eye = eyePosition(), forward = unit(sub(camera.target, eye));
+    const right = unit(cross(forward, [0, 0, 1])), up = cross(right, forward);
+    const k = camera.distance / canvas.clientHeight;
+    camera.target = add(camera.target, add(scale(right, -dx * k), scale(up, dy * k)));
+  } else {
+    camera.yaw -= dx * 0.01;
+    camera.pitch = Math.max(-1.5, Math.min(1.5, camera.pitch + dy * 0.01));
+  }
+});
+const endDrag = () => {
+  if (drag?.probe) send("ReleaseProbe");
+  drag = null;
+};
+canvas.addEventListener("pointerup", endDrag);
+canvas.addEventListener("pointercancel", endDrag);
+canvas.addEventListener("wheel", (e) => {
+  e.preventDefault();
+  camera.distance *= Math.exp(e.deltaY * 0.001);
+}, { passive: false });
+addEventListener("keydown", (e) => { if (e.key === "r" || e.key === "R") send("ResetTissue"); });
+
+// Probe target below the picked surface point: 2 % of the scene size, deeper as the
+// pointer is dragged down (1 ‰ of the scene size per pixel).
+function probeTo(hit, dragDownPx) {
+  const depth = tissue.size * (0.02 + 0.001 * Math.max(0, dragDownPx));
+  pendingProbe = sub(hit.point, scale(hit.normal, depth));
+}
+
+// ---------- rendering ----------
+const FOVY = 0.8;
+
+function drawMesh(mesh, model, color) {
+  gl.uniformMatrix4fv(u.model, false, model);
+  gl.uniform3fv(u.color, color);
+  gl.bindVertexArray(mesh.vao);
+  gl.drawElements(gl.TRIANGLES, mesh.count, gl.UNSIGNED_INT, 0);
+}
+
+function updatePanel(now) {
+  if (now - rate.since >= 1000) {
+    rate.hz = (rate.count * 1000) / (now - rate.since);
+    $("fps").textContent = `${((state.renderedFrames - rate.rendered) * 1000 / (now - rate.since)).toFixed(0)} fps`;
+    rate.rendered = state.renderedFrames;
+    rate.count = 0;
+    rate.since = now;
+    const l = rate.latencies.sort((a, b) => a - b);
+    $("latency").textContent = l.length ? `${l[Math.floor(l.length / 2)].toFixed(1)} ms` : "–";
+    rate.latencies = [];
+    $("rate").textContent = `${rate.hz.toFixed(1)} Hz`;
+  }
+  const f = state.frame;
+  if (f) {
+    $("force").textContent = `${Math.hypot(...f.force).toFixed(3)} N`;
+    $("contact").textContent = f.in_contact ? "yes" : "no";
+    $("lost").textContent = String(state.lost);
+  }
+}
+
+function render(now) {
+  requestAnimationFrame(render);
+  if (pendingProbe) {
+    send({ MoveProbe: { position: pendingProbe } });
+    pendingProbe = null;
+  }
+  const w = Math.round(canvas.clientWidth * devicePixelRatio), h = Math.round(canvas.clientHeight * devicePixelRatio);
+  if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
+  gl.viewport(0, 0, w, h);
+  gl.clearColor(0.106, 0.122, 0.153, 1);
+  gl.clear(gl.COLOR_BUFFER_BIT | gl.DEPTH_BUFFER_BIT);
+  gl.enable(gl.DEPTH_TEST);
+  updatePanel(now);
+  if (!tissue) return;
+
+  const f = state.frame;
+  if (f && f.sequence !== state.drawnSequence) {
+    reconstructPositions(state.scene, f, tissue.positions);
+    computeNormals(tissue.positions, tissue.triangles, tissue.normals);
+    gl.bindBuffer(gl.ARRAY_BUFFER, tissue.mesh.pos);
+    gl.bufferSubData(gl.ARRAY_BUFFER, 0, tissue.positions);
+    gl.bindBuffer(gl.ARRAY_BUFFER, tissue.mesh.nrm);
+    gl.bufferSubData(gl.ARRAY_BUFFER, 0, tissue.normals);
+    state.drawnSequence = f.sequence;
+    state.drawnFrame = f;
+    state.positions = tissue.positions;
+  }
+
+  const eye = eyePosition();
+  const view = lookAt(eye, camera.target, [0, 0, 1]);
+  const proj = perspective(FOVY, w / h, camera.distance * 0.01, camera.distance * 10);
+  gl.useProgram(program);
+  gl.uniformMatrix4fv(u.viewProj, false, multiply(proj, view));
+  gl.uniform3fv(u.eye, eye);
+  const identity = [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1];
+  drawMesh(tissue.mesh, identity, [0.86, 0.45, 0.45]);
+  if (f) {
+    const r = tissue.size * 0.012;
+    const at = (p, s) => [s, 0, 0, 0, 0, s, 0, 0, 0, 0, s, 0, p[0], p[1], p[2], 1];
+    drawMesh(sphere, at(f.probe, r), [0.35, 0.75, 0.95]);
+    if (f.in_contact) drawMesh(sphere, at(f.proxy, r * 0.8), [0.98, 0.85, 0.3]);
+    const magnitude = norm(f.force);
+    if (magnitude > 1e-6) {
+      // Arrow from the proxy along the force; 1 N ≈ 15 % of the scene size, capped.
+      const length = Math.min(tissue.size * 0.15 * magnitude, tissue.size * 0.6);
+      drawMesh(arrow, orient(f.proxy, scale(f.force, length / magnitude), length * 0.5), [0.4, 0.95, 0.5]);
+    }
+  }
+  state.renderedFrames++;
+}
+
+connect();
+requestAnimationFrame(render);

@@ -1,0 +1,262 @@
+//! The test vectors in `protocol/vectors/`: every `.bin` must decode to its `.json` and
+//! re-encode to the same bytes. `PALPA_WRITE_VECTORS=1 cargo test -p palpa-protocol --test
+//! vectors` rewrites them from the messages below (only when the format changes on purpose).
+
+use palpa_protocol::*;
+use std::path::{Path, PathBuf};
+
+fn vectors_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors")
+}
+
+/// A small modal scene: two triangles over four vertices, two modes.
+fn scene_modal() -> SceneInit {
+    SceneInit {
+        triangles: vec![[0, 1, 2], [0, 2, 3]],
+        rest_positions: vec![
+            [0.0, 0.0, 0.0],
+            [0.1, 0.0, 0.0],
+            [0.1, 0.1, 0.0],
+            [0.0, 0.1, 0.0],
+        ],
+        modal_basis: Some(ModalBasis {
+            mode_count: 2,
+            vectors: vec![
+                [0.0, 0.0, 0.5],
+                [0.0, 0.0, -0.25],
+                [0.0, 0.0, 1.0],
+                [0.125, 0.0, 0.0],
+                [0.0, 0.0, 0.75],
+                [0.0, 0.0, 0.5],
+                [0.0, 0.0, 0.25],
+                [-0.125, 0.0, 0.0],
+            ],
+        }),
+    }
+}
+
+fn frame_modal() -> Frame {
+    Frame {
+        sequence: 42,
+        scene_time: 1.25,
+        sent_unix_us: 1_795_000_000_123_456,
+        probe: [0.05, 0.05, -0.002],
+        proxy: [0.05, 0.05, -0.0015],
+        force: [0.0, 0.0, 1.5],
+        in_contact: true,
+        deformation: Deformation::Modal {
+            coordinates: vec![-0.002, 0.000_25],
+            corrections: vec![VertexCorrection {
+                vertex: 2,
+                displacement: [0.0, 0.0, -0.000_5],
+            }],
+        },
+    }
+}
+
+/// Every message variant at least once, with a file name.
+fn messages() -> Vec<(&'static str, Message)> {
+    vec![
+        (
+            "server_hello",
+            Message::Server(ServerMessage::Hello(ServerHello {
+                protocol_version: PROTOCOL_VERSION,
+                scene_name: "block with lump".into(),
+                frame_rate_hz: 30.0,
+                model_rate_hz: 200.0,
+                haptic_rate_hz: 1000.0,
+                units: Units::si(),
+                control_allowed: true,
+            })),
+        ),
+        (
+            "server_scene_init_modal",
+            Message::Server(ServerMessage::SceneInit(scene_modal())),
+        ),
+        (
+            "server_scene_init_positions",
+            Message::Server(ServerMessage::SceneInit(SceneInit {
+                triangles: vec![[0, 1, 2]],
+                rest_positions: vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+                modal_basis: None,
+            })),
+        ),
+        (
+            "server_frame_modal",
+            Message::Server(ServerMessage::Frame(frame_modal())),
+        ),
+        (
+            "server_frame_positions",
+            Message::Server(ServerMessage::Frame(Frame {
+                sequence: 7,
+                scene_time: 0.5,
+                sent_unix_us: 0,
+                probe: [0.0, 0.0, 0.25],
+                proxy: [0.0, 0.0, 0.25],
+                force: [0.0, 0.0, 0.0],
+                in_contact: false,
+                deformation: Deformation::Positions {
+                    positions: vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, -0.0625]],
+                },
+            })),
+        ),
+        (
+            "server_haptic_stats",
+            Message::Server(ServerMessage::HapticStats(HapticStats {
+                ticks: 1000,
+                period_p50_s: 0.001,
+                period_p99_s: 0.001_05,
+                period_max_s: 0.0021,
+                compute_p99_s: 0.000_012,
+                missed_deadlines: 3,
+                clamped_forces: 0,
+            })),
+        ),
+        (
+            "server_error",
+            Message::Server(ServerMessage::Error(ErrorMessage {
+                code: ErrorCode::Unauthorized,
+                message: "wrong control token".into(),
+            })),
+        ),
+        (
+            "client_control_move",
+            Message::Client(ClientMessage::Control(Control {
+                token: "0123abcd".into(),
+                command: ControlCommand::MoveProbe {
+                    position: [0.05, 0.05, -0.004],
+                },
+            })),
+        ),
+        (
+            "client_control_release",
+            Message::Client(ClientMessage::Control(Control {
+                token: "0123abcd".into(),
+                command: ControlCommand::ReleaseProbe,
+            })),
+        ),
+        (
+            "client_control_reset",
+            Message::Client(ClientMessage::Control(Control {
+                token: "".into(),
+                command: ControlCommand::ResetTissue,
+            })),
+        ),
+    ]
+}
+
+/// A vector is either direction; the file name prefix says which.
+#[derive(Debug, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+enum Message {
+    Server(ServerMessage),
+    Client(ClientMessage),
+}
+
+impl Message {
+    fn encode(&self) -> Vec<u8> {
+        match self {
+            Message::Server(m) => encode_server(m),
+            Message::Client(m) => encode_client(m),
+        }
+    }
+
+    fn parse_json_like(&self, json: &str) -> Message {
+        match self {
+            Message::Server(_) => Message::Server(serde_json::from_str(json).expect("json")),
+            Message::Client(_) => Message::Client(serde_json::from_str(json).expect("json")),
+        }
+    }
+
+    fn decode_like(&self, bytes: &[u8]) -> Message {
+        match self {
+            Message::Server(_) => Message::Server(decode_server(bytes).expect("decode")),
+            Message::Client(_) => Message::Client(decode_client(bytes).expect("decode")),
+        }
+    }
+}
+
+#[test]
+fn vectors_decode_to_their_json_and_reencode_to_their_bytes() {
+    let dir = vectors_dir();
+    if std::env::var_os("PALPA_WRITE_VECTORS").is_some() {
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, message) in messages() {
+            std::fs::write(dir.join(format!("{name}.bin")), message.encode()).unwrap();
+            let json = serde_json::to_string_pretty(&message).unwrap();
+            std::fs::write(dir.join(format!("{name}.json")), json + "\n").unwrap();
+        }
+    }
+    let mut checked = 0;
+    for (name, message) in messages() {
+        let bin = std::fs::read(dir.join(format!("{name}.bin")))
+            .unwrap_or_else(|e| panic!("{name}.bin: {e}"));
+        let json_text = std::fs::read_to_string(dir.join(format!("{name}.json")))
+            .unwrap_or_else(|e| panic!("{name}.json: {e}"));
+        let decoded = message.decode_like(&bin);
+        assert_eq!(
+            decoded,
+            message.parse_json_like(&json_text),
+            "{name}: decode != json"
+        );
+        assert_eq!(decoded, message, "{name}: decode != source message");
+        assert_eq!(decoded.encode(), bin, "{name}: re-encode != bin");
+        checked += 1;
+    }
+    let files = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(
+        files,
+        2 * checked,
+        "every file in vectors/ has a message here"
+    );
+}
+
+/// Hand-computed bytes of the smallest messages: the layout SPEC.md promises.
+#[test]
+fn spec_layout_of_control_messages() {
+    let reset = encode_client(&ClientMessage::Control(Control {
+        token: "ab".into(),
+        command: ControlCommand::ResetTissue,
+    }));
+    #[rustfmt::skip]
+    let expected: Vec<u8> = vec![
+        0, 0, 0, 0,             // ClientMessage tag 0 = Control (u32 LE)
+        2, 0, 0, 0, 0, 0, 0, 0, // token length (u64 LE)
+        b'a', b'b',             // token UTF-8
+        2, 0, 0, 0,             // ControlCommand tag 2 = ResetTissue
+    ];
+    assert_eq!(reset, expected);
+
+    let moved = encode_client(&ClientMessage::Control(Control {
+        token: String::new(),
+        command: ControlCommand::MoveProbe {
+            position: [1.0, -2.0, 0.5],
+        },
+    }));
+    let mut expected = vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    for x in [1.0f64, -2.0, 0.5] {
+        expected.extend_from_slice(&x.to_le_bytes());
+    }
+    assert_eq!(moved, expected);
+}
+
+#[test]
+fn modal_reconstruction_matches_hand_computation() {
+    let scene = scene_modal();
+    let frame = frame_modal();
+    let p = reconstruct_positions(&scene, &frame).unwrap();
+    // vertex 2: rest (0.1, 0.1, 0) + q0·(0, 0, 0.75) + q1·(0, 0, 0.5) + (0, 0, -0.0005)
+    let z = -0.002f32 * 0.75 + 0.000_25 * 0.5 - 0.000_5;
+    assert!((p[2][2] - z).abs() < 1e-9);
+    // vertex 1: x gets q1·0.125
+    assert!((p[1][0] - (0.1 + 0.000_25 * 0.125)).abs() < 1e-9);
+    let mut bad = frame.clone();
+    bad.deformation = Deformation::Modal {
+        coordinates: vec![0.0],
+        corrections: vec![],
+    };
+    assert!(
+        reconstruct_positions(&scene, &bad).is_none(),
+        "wrong mode count is refused"
+    );
+}

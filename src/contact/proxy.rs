@@ -1,0 +1,315 @@
+//! The god-object proxy of a point (or small sphere) probe.
+//!
+//! The proxy is the probe as it would be if it could not enter the tissue: each update
+//! it moves from where it was toward the probe tip and stops at the first surface it
+//! meets; the remaining motion is projected onto the plane(s) it rests on (at most
+//! three: face, edge, vertex), and it moves again, until it reaches the probe or cannot
+//! move further (Zilles & Salisbury 1995; Ruspini et al. 1997). The projection solves
+//! the small problem "closest point to the probe on the feasible side of every active
+//! plane", so a plane the probe has moved away from releases (unilateral contact).
+//!
+//! While in contact the proxy is attached to a material point (triangle + barycentric
+//! weights), so it moves with the deforming surface between updates and never ends up
+//! behind it. A sphere probe of radius r is handled by shifting each triangle plane
+//! outward by r (exact on faces; at a sharp convex edge the sphere may graze the edge
+//! by at most r·(1 − cos(θ/2))). Contact is frictionless.
+//!
+//! The surface a probe presses on is dented by that same probe, and the tissue model
+//! puts the contact point exactly at the probe tip, so as the probe slides the geometric
+//! penetration of the dented surface is nearly zero and its sign is noise. A contact
+//! therefore stays a *candidate* while the probe is within a small margin outside the
+//! surface (the "alarm distance" of constraint-based contact in SOFA); whether it holds
+//! is decided by the sign of the constraint force (unilateral), and the model calls
+//! [`Proxy::release`] when it lets go.
+
+use crate::Vec3;
+
+use super::bvh::SurfaceBvh;
+use super::geometry::{at_barycentric, unit_normal};
+
+/// Move-stop-project iterations per update; each hit adds a plane or leaves an edge,
+/// so a handful suffices on any tessellation, and the bound keeps the cost fixed.
+const MAX_ITERATIONS: usize = 16;
+
+/// Where the proxy touches the surface, and how.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Contact {
+    /// Index of the touched triangle in the BVH's triangle list.
+    pub triangle: usize,
+    /// Barycentric weights of the contact point on that triangle.
+    pub bary: [f64; 3],
+    /// Contact point on the deformed surface (m).
+    pub point: Vec3,
+    /// Outward unit normal at the contact point, shaded (interpolated vertex normals,
+    /// [`SurfaceBvh::shaded_normal`]) so it is continuous as the contact slides: the
+    /// direction of the force on the probe.
+    pub normal: Vec3,
+    /// Signed penetration (m): distance from the probe tip to the proxy when the probe
+    /// is pressed in; negative (minus the gap) for a kept candidate contact with the
+    /// probe just outside the surface.
+    pub depth: f64,
+    /// Proxy (god-object) centre (m).
+    pub proxy: Vec3,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Plane {
+    triangle: usize,
+    normal: Vec3,
+    /// Signed offset: feasible side is normal · x ≥ offset.
+    offset: f64,
+}
+
+/// God-object proxy state for one probe.
+#[derive(Clone, Debug)]
+pub struct Proxy {
+    radius: f64,
+    margin: f64,
+    position: Option<Vec3>,
+    anchor: Option<(usize, [f64; 3])>,
+}
+
+impl Proxy {
+    /// A proxy for a probe sphere of `radius` (m; 0 for a point probe) with the
+    /// default candidate margin of 0.5 mm. The first update places it at the probe.
+    pub fn new(radius: f64) -> Self {
+        Self {
+            radius: radius.max(0.0),
+            margin: 5e-4,
+            position: None,
+            anchor: None,
+        }
+    }
+
+    /// Sets how far outside the surface (m) the probe may be while a contact it had
+    /// stays a candidate for the model to hold or release.
+    pub fn with_margin(mut self, margin: f64) -> Self {
+        self.margin = margin.max(0.0);
+        self
+    }
+
+    /// Drops the contact: the model found that holding it would pull the surface.
+    /// The next update treats the probe as free until it penetrates again.
+    pub fn release(&mut self) {
+        self.anchor = None;
+    }
+
+    /// Probe sphere radius (m).
+    pub fn radius(&self) -> f64 {
+        self.radius
+    }
+
+    /// Candidate margin (m): see [`Proxy::with_margin`].
+    pub fn margin(&self) -> f64 {
+        self.margin
+    }
+
+    /// Current proxy centre (m), once placed.
+    pub fn position(&self) -> Option<Vec3> {
+        self.position
+    }
+
+    /// Forgets contact and position (e.g. after the probe was teleported).
+    pub fn reset(&mut self) {
+        self.position = None;
+        self.anchor = None;
+    }
+
+    /// Moves the proxy toward `probe` (m) over the surface at `positions` (the
+    /// deformed node positions `bvh` was last refitted to) and returns the contact, or
+    /// `None` when the probe is free. A non-finite probe is rejected: no contact, the
+    /// proxy stays where it was. Allocation-free.
+    pub fn update(
+        &mut self,
+        bvh: &SurfaceBvh,
+        positions: &[Vec3],
+        probe: &Vec3,
+    ) -> Option<Contact> {
+        if !probe.iter().all(|x| x.is_finite()) {
+            self.anchor = None;
+            return None;
+        }
+        let tol = bvh.tolerance();
+        let r = self.radius;
+        let mut p = match (self.anchor, self.position) {
+            (Some((t, w)), _) => {
+                let [a, b, c] = bvh.vertices(t, positions);
+                let n = unit_normal(&a, &b, &c).unwrap_or(Vec3::zeros());
+                at_barycentric(&w, &a, &b, &c) + n * r
+            }
+            (None, Some(p)) => p,
+            (None, None) => *probe,
+        };
+        let mut planes = [Plane {
+            triangle: usize::MAX,
+            normal: Vec3::zeros(),
+            offset: 0.0,
+        }; 3];
+        let mut count = 0;
+        for _ in 0..MAX_ITERATIONS {
+            let target = constrained_target(probe, &planes[..count], tol);
+            if (target - p).norm() <= tol {
+                break;
+            }
+            let mut skip = [usize::MAX; 3];
+            for (s, pl) in skip.iter_mut().zip(&planes[..count]) {
+                *s = pl.triangle;
+            }
+            match bvh.segment_cast(&p, &target, r, &skip[..count], positions) {
+                Some(hit) => {
+                    p += (target - p) * hit.t;
+                    // Keep only the planes the proxy still rests on.
+                    let mut kept = 0;
+                    for i in 0..count {
+                        if planes[i].normal.dot(&p) - planes[i].offset <= 10.0 * tol {
+                            planes[kept] = planes[i];
+                            kept += 1;
+                        }
+                    }
+                    count = kept;
+                    if count == 3 {
+                        break;
+                    }
+                    let [a, ..] = bvh.vertices(hit.triangle, positions);
+                    planes[count] = Plane {
+                        triangle: hit.triangle,
+                        normal: hit.normal,
+                        offset: hit.normal.dot(&a) + r,
+                    };
+                    count += 1;
+                }
+                None => {
+                    p = target;
+                    // Sliding along a plane past a convex edge leaves the surface: drop
+                    // the planes and head for the probe again from here.
+                    let supported = bvh.closest_point(&p, r + 10.0 * tol, positions).is_some();
+                    if count > 0 && !supported && (probe - p).norm() > tol {
+                        count = 0;
+                        continue;
+                    }
+                    break;
+                }
+            }
+        }
+        self.position = Some(p);
+        let depth = (p - probe).norm();
+        if count == 0 || depth <= tol {
+            return self.candidate(bvh, positions, probe);
+        }
+        let Some(on) = bvh.closest_point(&p, r + 10.0 * tol + 1e3 * tol, positions) else {
+            self.anchor = None;
+            return None;
+        };
+        self.anchor = Some((on.triangle, on.bary));
+        Some(Contact {
+            triangle: on.triangle,
+            bary: on.bary,
+            point: on.point,
+            normal: bvh.shaded_normal(on.triangle, &on.bary, positions),
+            depth,
+            proxy: p,
+        })
+    }
+}
+
+impl Proxy {
+    /// The kept candidate when the probe left the surface by less than the margin
+    /// after a contact; otherwise no contact.
+    fn candidate(&mut self, bvh: &SurfaceBvh, positions: &[Vec3], probe: &Vec3) -> Option<Contact> {
+        let anchored = self.anchor.take().is_some();
+        if !anchored {
+            return None;
+        }
+        let near = bvh.closest_point(probe, self.radius + self.margin, positions)?;
+        let normal = bvh.shaded_normal(near.triangle, &near.bary, positions);
+        let gap = normal.dot(&(probe - near.point)) - self.radius;
+        if gap < 0.0 {
+            // Behind the face but not caught by the sweep (a sliver at an edge):
+            // no contact rather than a wrong one.
+            return None;
+        }
+        self.anchor = Some((near.triangle, near.bary));
+        Some(Contact {
+            triangle: near.triangle,
+            bary: near.bary,
+            point: near.point,
+            normal,
+            depth: -gap,
+            proxy: *probe,
+        })
+    }
+}
+
+/// The point closest to `goal` on the feasible side (normal · x ≥ offset) of every
+/// plane: the minimum over the faces of the feasible polyhedron, found by projecting
+/// onto the intersection of each subset of planes (at most 2³ − 1 subsets) and keeping
+/// the closest feasible one.
+fn constrained_target(goal: &Vec3, planes: &[Plane], tol: f64) -> Vec3 {
+    let feasible = |x: &Vec3| {
+        planes
+            .iter()
+            .all(|pl| pl.normal.dot(x) - pl.offset >= -10.0 * tol)
+    };
+    if feasible(goal) {
+        return *goal;
+    }
+    let mut best: Option<(f64, Vec3)> = None;
+    for mask in 1u32..(1 << planes.len()) {
+        let Some(x) = project_onto_intersection(goal, planes, mask) else {
+            continue;
+        };
+        if !feasible(&x) {
+            continue;
+        }
+        let d = (x - goal).norm_squared();
+        if best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, x));
+        }
+    }
+    // Some subset always has a feasible projection when the planes bound a non-empty
+    // region containing the proxy; fall back to the most recent plane otherwise.
+    best.map_or_else(
+        || {
+            let pl = planes[planes.len() - 1];
+            goal + pl.normal * (pl.offset - pl.normal.dot(goal))
+        },
+        |(_, x)| x,
+    )
+}
+
+/// Orthogonal projection of `goal` onto the intersection of the planes selected by
+/// `mask` (x = goal + Σ μᵢ nᵢ with Gram system), or `None` if they are (nearly)
+/// parallel.
+fn project_onto_intersection(goal: &Vec3, planes: &[Plane], mask: u32) -> Option<Vec3> {
+    let mut sel = [0usize; 3];
+    let mut m = 0;
+    for (i, _) in planes.iter().enumerate() {
+        if mask & (1 << i) != 0 {
+            sel[m] = i;
+            m += 1;
+        }
+    }
+    let n = |k: usize| planes[sel[k]].normal;
+    let rhs = |k: usize| planes[sel[k]].offset - planes[sel[k]].normal.dot(goal);
+    match m {
+        1 => Some(goal + n(0) * rhs(0)),
+        2 => {
+            let g = nalgebra::Matrix2::new(1.0, n(0).dot(&n(1)), n(0).dot(&n(1)), 1.0);
+            if g.determinant() < 1e-10 {
+                return None;
+            }
+            let mu = g.try_inverse()? * nalgebra::Vector2::new(rhs(0), rhs(1));
+            Some(goal + n(0) * mu[0] + n(1) * mu[1])
+        }
+        3 => {
+            let nm = nalgebra::Matrix3::from_columns(&[n(0), n(1), n(2)]);
+            let g = nm.transpose() * nm;
+            if g.determinant() < 1e-10 {
+                return None;
+            }
+            let mu = g.try_inverse()? * Vec3::new(rhs(0), rhs(1), rhs(2));
+            Some(goal + nm * mu)
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,285 @@
+//! The modal cache file: a precompute result stamped with the hash of its inputs.
+//!
+//! Layout (little-endian):
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 8  | magic `PALPAMOD` |
+//! | 4  | format version (u32) |
+//! | 32 | blake3 checksum of everything after it |
+//! | 32 | blake3 hash of the inputs ([`input_hash`]) |
+//! | 8  | payload length (u64) |
+//! | …  | payload: bincode 2.0.1 (serde, standard config) |
+//!
+//! Loading checks magic, version, length, checksum and finally the input hash, so a
+//! stale or damaged file is an error that says which, never a wrong basis.
+
+use std::path::Path;
+
+use faer::Mat;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    EigenInfo, ModalBasis, ModeReport, PrecomputeParams, Precomputed, ResidualFlexibility, Timings,
+};
+use crate::fem::Material;
+use crate::mesh::TetMesh;
+
+const MAGIC: &[u8; 8] = b"PALPAMOD";
+/// Current cache format version; bump on any payload change.
+pub const FORMAT_VERSION: u32 = 1;
+const HEADER_LEN: usize = 8 + 4 + 32 + 32 + 8;
+
+/// Why a cache file could not be used. The caller may recompute.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// Reading or writing failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The cache file.
+        path: String,
+        /// Underlying error.
+        source: std::io::Error,
+    },
+    /// The file does not start with the palpa modal-cache magic.
+    #[error("not a palpa modal cache (bad magic bytes)")]
+    NotACache,
+    /// Written by another format version.
+    #[error("cache format version {found}, this palpa reads version {FORMAT_VERSION}")]
+    Version {
+        /// Version found in the file.
+        found: u32,
+    },
+    /// The file is shorter (or longer) than its header says.
+    #[error("cache truncated or padded: {have} bytes, header says {want}")]
+    Truncated {
+        /// Bytes present.
+        have: usize,
+        /// Bytes expected.
+        want: usize,
+    },
+    /// Contents do not match the checksum: the file is corrupt.
+    #[error("cache checksum mismatch: the file is corrupt")]
+    Checksum,
+    /// The inputs (mesh, materials, fixed nodes, parameters) changed since it was written.
+    #[error(
+        "cache is stale: it was computed from different inputs (hash {found}, expected {expected})"
+    )]
+    Stale {
+        /// Hash stored in the file (hex).
+        found: String,
+        /// Hash of the current inputs (hex).
+        expected: String,
+    },
+    /// The payload passed the checksum but could not be decoded (a writer bug).
+    #[error("cache payload could not be decoded: {0}")]
+    Decode(String),
+}
+
+/// Hash of everything that determines a precompute result: mesh nodes, tetrahedra and
+/// regions, the material of every tetrahedron, the fixed nodes and the parameters.
+pub fn input_hash(
+    mesh: &TetMesh,
+    materials: &[Material],
+    fixed: &[bool],
+    params: &PrecomputeParams,
+) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(b"palpa modal precompute inputs\0");
+    h.update(&(mesh.nodes.len() as u64).to_le_bytes());
+    for p in &mesh.nodes {
+        for c in p.iter() {
+            h.update(&c.to_le_bytes());
+        }
+    }
+    h.update(&(mesh.tets.len() as u64).to_le_bytes());
+    for (t, r) in mesh.tets.iter().zip(&mesh.regions) {
+        for &v in t {
+            h.update(&(v as u64).to_le_bytes());
+        }
+        h.update(&r.to_le_bytes());
+    }
+    h.update(&(materials.len() as u64).to_le_bytes());
+    for m in materials {
+        for v in [m.young, m.poisson, m.density] {
+            h.update(&v.to_le_bytes());
+        }
+    }
+    h.update(&(fixed.len() as u64).to_le_bytes());
+    h.update(&fixed.iter().map(|&f| f as u8).collect::<Vec<u8>>());
+    let params = bincode::serde::encode_to_vec(params, bincode::config::standard())
+        .expect("parameters are plain data");
+    h.update(&params);
+    *h.finalize().as_bytes()
+}
+
+#[derive(Serialize, Deserialize)]
+struct Payload {
+    eigenvalues: Vec<f64>,
+    shape_rows: usize,
+    shapes: Vec<f64>,
+    rigid: Vec<bool>,
+    reports: Vec<ModeReport>,
+    residual: Option<ResidualFlexibility>,
+    eigen: EigenInfo,
+    timings: Timings,
+}
+
+/// A precompute result and the hash of the inputs that produced it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModalCache {
+    /// [`input_hash`] of the inputs.
+    pub input_hash: [u8; 32],
+    /// The result.
+    pub data: Precomputed,
+}
+
+impl ModalCache {
+    /// The file bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let b = &self.data.basis;
+        let payload = Payload {
+            eigenvalues: b.eigenvalues.clone(),
+            shape_rows: b.shapes.nrows(),
+            shapes: (0..b.shapes.ncols())
+                .flat_map(|c| b.shapes.col(c).iter().copied().collect::<Vec<_>>())
+                .collect(),
+            rigid: b.rigid.clone(),
+            reports: self.data.reports.clone(),
+            residual: self.data.residual.clone(),
+            eigen: self.data.eigen.clone(),
+            timings: self.data.timings,
+        };
+        let payload = bincode::serde::encode_to_vec(&payload, bincode::config::standard())
+            .expect("payload is plain data");
+        let mut body = Vec::with_capacity(32 + 8 + payload.len());
+        body.extend_from_slice(&self.input_hash);
+        body.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        body.extend_from_slice(&payload);
+        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(checksum(&out[8..12], &body).as_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// Decodes file bytes, checking them and that they were computed from inputs
+    /// hashing to `expected_hash`.
+    pub fn decode(bytes: &[u8], expected_hash: &[u8; 32]) -> Result<Self, CacheError> {
+        if bytes.len() < 12 {
+            return Err(if bytes.len() >= 8 && &bytes[..8] != MAGIC {
+                CacheError::NotACache
+            } else {
+                CacheError::Truncated {
+                    have: bytes.len(),
+                    want: HEADER_LEN,
+                }
+            });
+        }
+        if &bytes[..8] != MAGIC {
+            return Err(CacheError::NotACache);
+        }
+        let found = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+        if found != FORMAT_VERSION {
+            return Err(CacheError::Version { found });
+        }
+        if bytes.len() < HEADER_LEN {
+            return Err(CacheError::Truncated {
+                have: bytes.len(),
+                want: HEADER_LEN,
+            });
+        }
+        let stored_sum = &bytes[12..44];
+        let body = &bytes[44..];
+        let len = u64::from_le_bytes(body[32..40].try_into().expect("8 bytes"));
+        let want = usize::try_from(len)
+            .ok()
+            .and_then(|l| l.checked_add(HEADER_LEN))
+            .unwrap_or(usize::MAX);
+        if want != bytes.len() {
+            // A damaged length field is corruption, not truncation.
+            if checksum(&bytes[8..12], body).as_bytes() != stored_sum {
+                if want > bytes.len() && bytes.len() < want {
+                    return Err(CacheError::Truncated {
+                        have: bytes.len(),
+                        want,
+                    });
+                }
+                return Err(CacheError::Checksum);
+            }
+            return Err(CacheError::Truncated {
+                have: bytes.len(),
+                want,
+            });
+        }
+        if checksum(&bytes[8..12], body).as_bytes() != stored_sum {
+            return Err(CacheError::Checksum);
+        }
+        let input_hash: [u8; 32] = body[..32].try_into().expect("32 bytes");
+        if &input_hash != expected_hash {
+            return Err(CacheError::Stale {
+                found: hex(&input_hash),
+                expected: hex(expected_hash),
+            });
+        }
+        let (p, _): (Payload, usize) =
+            bincode::serde::decode_from_slice(&body[40..], bincode::config::standard())
+                .map_err(|e| CacheError::Decode(e.to_string()))?;
+        let n_modes = p.eigenvalues.len();
+        if p.shapes.len() != p.shape_rows * n_modes || p.rigid.len() != n_modes {
+            return Err(CacheError::Decode(format!(
+                "{} shape values for {} rows × {n_modes} modes",
+                p.shapes.len(),
+                p.shape_rows
+            )));
+        }
+        let shapes = Mat::from_fn(p.shape_rows, n_modes, |r, c| p.shapes[c * p.shape_rows + r]);
+        Ok(Self {
+            input_hash,
+            data: Precomputed {
+                basis: ModalBasis {
+                    eigenvalues: p.eigenvalues,
+                    shapes,
+                    rigid: p.rigid,
+                },
+                reports: p.reports,
+                residual: p.residual,
+                eigen: p.eigen,
+                timings: p.timings,
+            },
+        })
+    }
+
+    /// Writes the cache to `path` (via a temporary file and rename, so a crash never
+    /// leaves a half-written cache under the final name).
+    pub fn save(&self, path: &Path) -> Result<(), CacheError> {
+        let io = |source| CacheError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, self.encode()).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+
+    /// Reads and checks the cache at `path` against `expected_hash`.
+    pub fn load(path: &Path, expected_hash: &[u8; 32]) -> Result<Self, CacheError> {
+        let bytes = std::fs::read(path).map_err(|source| CacheError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::decode(&bytes, expected_hash)
+    }
+}
+
+fn checksum(version: &[u8], body: &[u8]) -> blake3::Hash {
+    let mut h = blake3::Hasher::new();
+    h.update(version);
+    h.update(body);
+    h.finalize()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,596 @@
+//! The lowest vibration modes of K x = λ M x, mass-normalised (Xᵀ M X = I).
+//!
+//! Large problems: shift-invert. With M diagonal, y = M^½ x turns the pencil into the
+//! standard symmetric problem for A = M^½ (K − σM)⁻¹ M^½, whose largest eigenvalues
+//! θ = 1/(λ − σ) belong to the smallest λ. faer's matrix-free Krylov–Schur (Lanczos)
+//! solver finds them; each operator application is one pair of triangular solves with
+//! the sparse Cholesky factor of K − σM. A negative σ keeps K − σM positive definite for
+//! free bodies (λ = 0 rigid modes become θ = 1/|σ|). The Ritz vectors are then polished
+//! by block inverse iteration with Rayleigh–Ritz, which pushes all vectors through each
+//! triangular solve together and drives ‖Kx − λMx‖/‖Kx‖ to round-off.
+//!
+//! Small problems (the Krylov subspace would not be smaller than the matrix) use faer's
+//! dense self-adjoint eigendecomposition of M^-½ K M^-½.
+
+use std::time::Instant;
+
+use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
+use faer::matrix_free::eigen::{
+    partial_self_adjoint_eigen, partial_self_adjoint_eigen_scratch, PartialEigenParams,
+};
+use faer::matrix_free::LinOp;
+use faer::reborrow::ReborrowMut;
+use faer::{Col, Mat, MatMut, MatRef, Par, Side};
+use serde::{Deserialize, Serialize};
+
+use super::{residual_flexibility, select_modes, ModeReport, ResidualFlexibility, SelectionParams};
+use crate::fem::{self, DofMap, Factor, FemError, FemSystem, Fix, MaterialMap, Ordering};
+use crate::mesh::TetMesh;
+
+/// Why modes could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum ModalError {
+    /// Building or factorising the FEM system failed.
+    #[error(transparent)]
+    Fem(#[from] FemError),
+    /// The request is impossible for this system.
+    #[error("{0}")]
+    Request(String),
+    /// The eigensolver did not reach the accuracy it promises.
+    #[error("eigensolver did not converge: {0}")]
+    NotConverged(String),
+    /// Residual flexibility needs a body held in place.
+    #[error("residual flexibility needs a clamped body: {0}")]
+    NotClamped(String),
+}
+
+/// Mass-normalised vibration modes of a mesh: K wᵢ = λᵢ M wᵢ, Wᵀ M W = I.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModalBasis {
+    /// λᵢ = ωᵢ² (rad²/s²), ascending.
+    pub eigenvalues: Vec<f64>,
+    /// Mode shapes, 3·n_nodes rows (node v → rows 3v, 3v+1, 3v+2 = x, y, z), one
+    /// column per mode, in m·kg^-½; fixed nodes' rows are zero.
+    pub shapes: Mat<f64>,
+    /// Whether each mode is a rigid-body (zero-frequency) mode.
+    pub rigid: Vec<bool>,
+}
+
+impl ModalBasis {
+    /// Number of modes.
+    pub fn n_modes(&self) -> usize {
+        self.eigenvalues.len()
+    }
+
+    /// Number of mesh nodes covered by the shapes.
+    pub fn n_nodes(&self) -> usize {
+        self.shapes.nrows() / 3
+    }
+
+    /// Natural frequency of mode `i` (Hz): √λ / 2π, negative when round-off left λ < 0.
+    pub fn frequency_hz(&self, i: usize) -> f64 {
+        let l = self.eigenvalues[i];
+        l.signum() * l.abs().sqrt() / (2.0 * std::f64::consts::PI)
+    }
+
+    /// The 3 × n_modes rows of node `node` (x, y, z).
+    pub fn node_rows(&self, node: usize) -> MatRef<'_, f64> {
+        self.shapes.as_ref().subrows(3 * node, 3)
+    }
+
+    /// The basis restricted to modes `keep` (in that order).
+    pub fn select(&self, keep: &[usize]) -> ModalBasis {
+        ModalBasis {
+            eigenvalues: keep.iter().map(|&i| self.eigenvalues[i]).collect(),
+            shapes: Mat::from_fn(self.shapes.nrows(), keep.len(), |r, c| {
+                self.shapes[(r, keep[c])]
+            }),
+            rigid: keep.iter().map(|&i| self.rigid[i]).collect(),
+        }
+    }
+
+    /// The shapes on the free DOFs of `dofs` (n_free × n_modes).
+    pub fn free_shapes(&self, dofs: &DofMap) -> Mat<f64> {
+        let free = dofs.free_nodes();
+        Mat::from_fn(3 * free.len(), self.n_modes(), |d, c| {
+            self.shapes[(3 * free[d / 3] + d % 3, c)]
+        })
+    }
+
+    fn from_free(dofs: &DofMap, x: MatRef<'_, f64>, eigenvalues: Vec<f64>) -> Self {
+        let mut shapes = Mat::zeros(3 * dofs.n_nodes(), x.ncols());
+        for (j, &v) in dofs.free_nodes().iter().enumerate() {
+            for c in 0..x.ncols() {
+                for a in 0..3 {
+                    shapes[(3 * v + a, c)] = x[(3 * j + a, c)];
+                }
+            }
+        }
+        let scale = eigenvalues.iter().fold(0.0f64, |m, l| m.max(l.abs()));
+        let rigid = eigenvalues
+            .iter()
+            .map(|l| l.abs() <= RIGID_RATIO * scale)
+            .collect();
+        Self {
+            eigenvalues,
+            shapes,
+            rigid,
+        }
+    }
+}
+
+/// |λ| below this fraction of the largest computed |λ| marks a rigid-body mode.
+const RIGID_RATIO: f64 = 1e-8;
+/// Systems up to this many DOFs use the dense eigensolver.
+const DENSE_MAX_DOFS: usize = 600;
+/// Extra Ritz vectors carried beyond the requested modes (better convergence of the last).
+const GUARD_VECTORS: usize = 8;
+/// Target relative residual ‖Kx − λMx‖ / ‖Kx‖ of elastic modes.
+const RESIDUAL_TARGET: f64 = 1e-10;
+/// Block inverse-iteration sweeps at most.
+const MAX_POLISH_SWEEPS: usize = 4;
+
+/// How the eigenpairs were obtained.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EigenInfo {
+    /// Shift σ (rad²/s²) of the factorised K − σM (0 for the dense path).
+    pub shift: f64,
+    /// Whether the dense path was used.
+    pub dense: bool,
+    /// Stored entries of the Cholesky factor (0 for the dense path).
+    pub factor_nnz: usize,
+    /// Largest relative residual ‖Kx − λMx‖ / ‖Kx‖ over elastic modes.
+    pub max_residual: f64,
+    /// Block inverse-iteration sweeps applied after Lanczos.
+    pub polish_sweeps: usize,
+}
+
+/// Wall-clock time of each precompute stage (s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    /// Materials, fixed nodes and assembly of K and M.
+    pub assembly: f64,
+    /// Symbolic and numeric Cholesky factorisation.
+    pub factorisation: f64,
+    /// Eigen solve (Lanczos and polishing, or dense EVD).
+    pub eigen: f64,
+    /// Residual-flexibility blocks.
+    pub residual: f64,
+}
+
+/// The lowest `n_modes` modes of `system`. Returns the basis over all mesh nodes, the
+/// factor it used (of K itself when `shift == 0`, reusable for static solves), and how
+/// they were obtained. Times the factorisation and the eigen solve into `timings`.
+pub fn compute_modes(
+    system: &FemSystem,
+    n_modes: usize,
+    ordering: Ordering,
+    timings: &mut Timings,
+) -> Result<(ModalBasis, Option<Factor>, EigenInfo), ModalError> {
+    let n = system.n_free();
+    if n_modes == 0 || n_modes > n {
+        return Err(ModalError::Request(format!(
+            "asked for {n_modes} modes, but the system has {n} free DOFs (ask for 1..={n})"
+        )));
+    }
+    if n <= DENSE_MAX_DOFS.max(3 * (n_modes + GUARD_VECTORS)) {
+        let t = Instant::now();
+        let (x, lambda) = dense_modes(system, n_modes)?;
+        timings.eigen = t.elapsed().as_secs_f64();
+        let basis = ModalBasis::from_free(&system.dofs, x.as_ref(), lambda);
+        let max_residual = max_relative_residual(system, &basis);
+        let info = EigenInfo {
+            shift: 0.0,
+            dense: true,
+            factor_nnz: 0,
+            max_residual,
+            polish_sweeps: 0,
+        };
+        return Ok((basis, None, info));
+    }
+    let par = faer::get_global_parallelism();
+    let t = Instant::now();
+    let (factor, shift) = factor_for_modes(system, ordering, par)?;
+    timings.factorisation = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let nev = (n_modes + GUARD_VECTORS).min(n);
+    let sqrt_m: Vec<f64> = system.mass.iter().map(|m| m.sqrt()).collect();
+    let op = ShiftInvert {
+        factor: &factor,
+        sqrt_m: &sqrt_m,
+    };
+    let theta_max = estimate_largest(&op, par);
+    let params = PartialEigenParams::default();
+    let mut y = Mat::<f64>::zeros(n, nev);
+    let mut theta = vec![0.0; nev];
+    let v0 = Col::<f64>::from_fn(n, |i| 1.0 + 0.5 * ((i as f64) * 0.618_033_988_75).fract());
+    let mut mem = MemBuffer::try_new(partial_self_adjoint_eigen_scratch(&op, nev, par, params))
+        .map_err(|_| ModalError::Request("out of memory for the Lanczos workspace".into()))?;
+    let info = partial_self_adjoint_eigen(
+        y.as_mut(),
+        &mut theta,
+        &op,
+        v0.as_ref(),
+        1e-12 * theta_max,
+        par,
+        MemStack::new(&mut mem),
+        params,
+    );
+    drop(mem);
+    if info.n_converged_eigen == 0 {
+        return Err(ModalError::NotConverged(
+            "Lanczos found no converged eigenpair".into(),
+        ));
+    }
+    // Back to the pencil: x = M^-½ y.
+    let mut x = y;
+    for c in 0..nev {
+        for (i, s) in sqrt_m.iter().enumerate() {
+            x[(i, c)] /= s;
+        }
+    }
+    let mut lambda: Vec<f64> = theta.iter().map(|t| shift + 1.0 / t).collect();
+    let mut sweeps = 0;
+    loop {
+        let r = relative_residuals(system, x.as_ref(), &lambda, n_modes);
+        let worst = r.iter().cloned().fold(0.0, f64::max);
+        if worst <= RESIDUAL_TARGET || sweeps == MAX_POLISH_SWEEPS {
+            break;
+        }
+        (x, lambda) = polish(system, &factor, shift, x.as_ref())?;
+        sweeps += 1;
+    }
+    let (x, lambda) = sort_and_truncate(x, lambda, n_modes);
+    timings.eigen = t.elapsed().as_secs_f64();
+    let basis = ModalBasis::from_free(&system.dofs, x.as_ref(), lambda);
+    let max_residual = max_relative_residual(system, &basis);
+    if !(max_residual <= 1e-8) {
+        return Err(ModalError::NotConverged(format!(
+            "largest relative residual {max_residual:.2e} after {sweeps} polishing sweeps"
+        )));
+    }
+    let info = EigenInfo {
+        shift,
+        dense: false,
+        factor_nnz: factor.nnz_l(),
+        max_residual,
+        polish_sweeps: sweeps,
+    };
+    let factor = (shift == 0.0).then_some(factor);
+    Ok((basis, factor, info))
+}
+
+/// Factorises K if the body is held in place (positive definite), otherwise K − σM with
+/// σ < 0 a small fraction of the lowest elastic eigenvalue's scale.
+fn factor_for_modes(
+    system: &FemSystem,
+    ordering: Ordering,
+    par: Par,
+) -> Result<(Factor, f64), ModalError> {
+    if system.dofs.n_fixed_nodes() > 0 {
+        match Factor::for_system(system, 0.0, ordering, par) {
+            Ok(f) => return Ok((f, 0.0)),
+            Err(FemError::NotPositiveDefinite { .. }) => {
+                tracing::info!("fixed nodes do not hold the body in place; using a negative shift");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let shift = -free_shift_scale(system);
+    Ok((Factor::for_system(system, shift, ordering, par)?, shift))
+}
+
+/// |σ| for free bodies: 1% of mean(Kᵢᵢ/Mᵢᵢ) / n_nodes^⅔. Kᵢᵢ/Mᵢᵢ ~ c²/h² (c wave speed,
+/// h element size) and n_nodes^⅔ ~ (L/h)², so this is ~1% of (c/L)², below the lowest
+/// elastic eigenvalue of compact and moderately slender bodies. Any σ < 0 keeps K − σM
+/// positive definite; its size only affects convergence speed.
+fn free_shift_scale(system: &FemSystem) -> f64 {
+    let k = system.k.as_ref();
+    let mut sum = 0.0;
+    for j in 0..system.n_free() {
+        let rows = k.row_idx_of_col_raw(j);
+        let vals = k.val_of_col(j);
+        let p = rows
+            .iter()
+            .position(|&r| r == j)
+            .expect("K stores its diagonal");
+        sum += vals[p] / system.mass[j];
+    }
+    let mean = sum / system.n_free() as f64;
+    let nodes = (system.n_free() / 3) as f64;
+    1e-2 * mean / nodes.powf(2.0 / 3.0)
+}
+
+/// The shift-inverted operator A = M^½ (K − σM)⁻¹ M^½.
+#[derive(Debug)]
+struct ShiftInvert<'a> {
+    factor: &'a Factor,
+    sqrt_m: &'a [f64],
+}
+
+impl ShiftInvert<'_> {
+    fn apply_into(&self, mut out: MatMut<'_, f64>, rhs: MatRef<'_, f64>, stack: &mut MemStack) {
+        for c in 0..rhs.ncols() {
+            for (i, s) in self.sqrt_m.iter().enumerate() {
+                out[(i, c)] = rhs[(i, c)] * s;
+            }
+        }
+        self.factor.solve_in_place_with_stack(out.rb_mut(), stack);
+        for c in 0..rhs.ncols() {
+            for (i, s) in self.sqrt_m.iter().enumerate() {
+                out[(i, c)] *= s;
+            }
+        }
+    }
+}
+
+impl LinOp<f64> for ShiftInvert<'_> {
+    fn apply_scratch(&self, rhs_ncols: usize, _par: Par) -> StackReq {
+        self.factor.solve_scratch(rhs_ncols)
+    }
+
+    fn nrows(&self) -> usize {
+        self.sqrt_m.len()
+    }
+
+    fn ncols(&self) -> usize {
+        self.sqrt_m.len()
+    }
+
+    fn apply(&self, out: MatMut<'_, f64>, rhs: MatRef<'_, f64>, _par: Par, stack: &mut MemStack) {
+        self.apply_into(out, rhs, stack);
+    }
+
+    fn conj_apply(
+        &self,
+        out: MatMut<'_, f64>,
+        rhs: MatRef<'_, f64>,
+        _par: Par,
+        stack: &mut MemStack,
+    ) {
+        self.apply_into(out, rhs, stack);
+    }
+}
+
+/// A few power iterations: an estimate of the largest θ, to scale the Lanczos tolerance
+/// (which faer applies as an absolute bound on the Ritz residual).
+fn estimate_largest(op: &ShiftInvert<'_>, par: Par) -> f64 {
+    let n = op.nrows();
+    let mut v = Mat::<f64>::from_fn(n, 1, |i, _| 1.0 + ((i as f64) * 0.754_877_666).fract());
+    let mut w = Mat::<f64>::zeros(n, 1);
+    let mut mem = MemBuffer::new(op.apply_scratch(1, par));
+    let mut theta = 0.0;
+    for _ in 0..4 {
+        let norm = v.norm_l2();
+        v /= norm;
+        op.apply_into(w.as_mut(), v.as_ref(), MemStack::new(&mut mem));
+        theta = w.norm_l2();
+        std::mem::swap(&mut v, &mut w);
+    }
+    theta
+}
+
+/// One sweep of block inverse iteration Y = (K − σM)⁻¹ M X followed by Rayleigh–Ritz on
+/// span(Y). The reduced pencil uses Yᵀ(K − σM)Y = Yᵀ M X, which has no cancellation, so
+/// rigid modes keep λ ≈ 0 to round-off relative to σ.
+fn polish(
+    system: &FemSystem,
+    factor: &Factor,
+    shift: f64,
+    x: MatRef<'_, f64>,
+) -> Result<(Mat<f64>, Vec<f64>), ModalError> {
+    let (n, k) = (x.nrows(), x.ncols());
+    let mx = Mat::from_fn(n, k, |i, c| system.mass[i] * x[(i, c)]);
+    let mut y = mx.clone();
+    factor.solve_in_place(y.as_mut())?;
+    let my = Mat::from_fn(n, k, |i, c| system.mass[i] * y[(i, c)]);
+    let a_r = y.transpose() * &mx;
+    let m_r = y.transpose() * &my;
+    let a_r = nalgebra::DMatrix::from_fn(k, k, |i, j| 0.5 * (a_r[(i, j)] + a_r[(j, i)]));
+    let m_r = nalgebra::DMatrix::from_fn(k, k, |i, j| 0.5 * (m_r[(i, j)] + m_r[(j, i)]));
+    let chol = nalgebra::Cholesky::new(m_r)
+        .ok_or_else(|| ModalError::NotConverged("Ritz vectors became linearly dependent".into()))?;
+    let l = chol.l();
+    // C = L⁻¹ A_r L⁻ᵀ, eigenvectors V, Ritz vectors Y L⁻ᵀ V.
+    let linv_a = l
+        .solve_lower_triangular(&a_r)
+        .expect("Cholesky factor is invertible");
+    let c = l
+        .solve_lower_triangular(&linv_a.transpose())
+        .expect("Cholesky factor is invertible");
+    let c = (&c + c.transpose()) * 0.5;
+    let eig = nalgebra::SymmetricEigen::new(c);
+    let coeff = l
+        .transpose()
+        .solve_upper_triangular(&eig.eigenvectors)
+        .expect("Cholesky factor is invertible");
+    let coeff = Mat::from_fn(k, k, |i, j| coeff[(i, j)]);
+    let x_new = &y * &coeff;
+    let lambda = eig.eigenvalues.iter().map(|mu| shift + mu).collect();
+    Ok((x_new, lambda))
+}
+
+fn sort_and_truncate(x: Mat<f64>, lambda: Vec<f64>, k: usize) -> (Mat<f64>, Vec<f64>) {
+    let mut idx: Vec<usize> = (0..lambda.len()).collect();
+    idx.sort_by(|&a, &b| lambda[a].total_cmp(&lambda[b]));
+    idx.truncate(k);
+    let x = Mat::from_fn(x.nrows(), k, |i, c| x[(i, idx[c])]);
+    (x, idx.iter().map(|&i| lambda[i]).collect())
+}
+
+/// ‖K xᵢ − λᵢ M xᵢ‖ / ‖K xᵢ‖ for the `k` lowest-λ columns (in column order).
+fn relative_residuals(
+    system: &FemSystem,
+    x: MatRef<'_, f64>,
+    lambda: &[f64],
+    k: usize,
+) -> Vec<f64> {
+    let kx = system.k_times(x);
+    let scale = lambda.iter().fold(0.0f64, |m, l| m.max(l.abs()));
+    let mut order: Vec<usize> = (0..lambda.len()).collect();
+    order.sort_by(|&a, &b| lambda[a].total_cmp(&lambda[b]));
+    order
+        .into_iter()
+        .take(k)
+        .map(|c| {
+            let mut num = 0.0;
+            let mut den = 0.0;
+            for i in 0..x.nrows() {
+                let r = kx[(i, c)] - lambda[c] * system.mass[i] * x[(i, c)];
+                num += r * r;
+                den += kx[(i, c)] * kx[(i, c)];
+            }
+            if lambda[c].abs() <= RIGID_RATIO * scale {
+                // Rigid mode: K x ≈ 0, judge against the size of K x for a unit-λ mode.
+                let mx: f64 = (0..x.nrows())
+                    .map(|i| (system.mass[i] * x[(i, c)]).powi(2))
+                    .sum();
+                num.sqrt() / (scale * mx.sqrt())
+            } else {
+                num.sqrt() / den.sqrt()
+            }
+        })
+        .collect()
+}
+
+/// Largest relative residual over the modes of `basis` (see [`EigenInfo::max_residual`]).
+pub fn max_relative_residual(system: &FemSystem, basis: &ModalBasis) -> f64 {
+    let x = basis.free_shapes(&system.dofs);
+    relative_residuals(system, x.as_ref(), &basis.eigenvalues, basis.n_modes())
+        .into_iter()
+        .fold(0.0, f64::max)
+}
+
+fn dense_modes(system: &FemSystem, k: usize) -> Result<(Mat<f64>, Vec<f64>), ModalError> {
+    let n = system.n_free();
+    let inv_sqrt: Vec<f64> = system.mass.iter().map(|m| 1.0 / m.sqrt()).collect();
+    let mut a = Mat::<f64>::zeros(n, n);
+    let kr = system.k.as_ref();
+    for j in 0..n {
+        for (&i, &v) in kr.row_idx_of_col_raw(j).iter().zip(kr.val_of_col(j)) {
+            a[(i, j)] = v * inv_sqrt[i] * inv_sqrt[j];
+        }
+    }
+    let evd = a
+        .self_adjoint_eigen(Side::Lower)
+        .map_err(|e| ModalError::NotConverged(format!("dense eigensolver: {e:?}")))?;
+    let s = evd.S().column_vector();
+    let u = evd.U();
+    let x = Mat::from_fn(n, k, |i, c| u[(i, c)] * inv_sqrt[i]);
+    Ok((x, (0..k).map(|c| s[c]).collect()))
+}
+
+/// Everything the precompute needs besides the mesh, materials and fixed nodes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrecomputeParams {
+    /// Modes to compute before selection.
+    pub n_modes: usize,
+    /// Which modes to keep, and damping.
+    pub selection: SelectionParams,
+    /// Compute residual-flexibility blocks for the surface nodes (clamped bodies only).
+    pub residual: bool,
+    /// Fill-reducing ordering of the sparse factor.
+    #[serde(with = "ordering_serde")]
+    pub ordering: Ordering,
+}
+
+impl Default for PrecomputeParams {
+    fn default() -> Self {
+        Self {
+            n_modes: 40,
+            selection: SelectionParams::default(),
+            residual: true,
+            ordering: Ordering::default(),
+        }
+    }
+}
+
+mod ordering_serde {
+    use crate::fem::Ordering;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(o: &Ordering, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(match o {
+            Ordering::Amd => "amd",
+            Ordering::NestedDissection => "nested-dissection",
+        })
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Ordering, D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "amd" => Ok(Ordering::Amd),
+            "nested-dissection" => Ok(Ordering::NestedDissection),
+            other => Err(serde::de::Error::custom(format!(
+                "unknown ordering {other:?}"
+            ))),
+        }
+    }
+}
+
+/// The result of the offline precompute: what the modal runtime loads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Precomputed {
+    /// The kept modes.
+    pub basis: ModalBasis,
+    /// Every computed mode with its frequency, damping and fate.
+    pub reports: Vec<ModeReport>,
+    /// Residual-flexibility blocks of the surface nodes (clamped bodies, when asked).
+    pub residual: Option<ResidualFlexibility>,
+    /// How the eigenpairs were obtained.
+    pub eigen: EigenInfo,
+    /// Stage times (s); not part of the cache's identity.
+    pub timings: Timings,
+}
+
+/// Mesh + materials + fixed nodes → kept modes, reports and residual flexibility.
+/// `progress(done, total)` reports residual-flexibility progress in surface nodes.
+pub fn precompute(
+    mesh: &TetMesh,
+    materials: &MaterialMap,
+    fixes: &[Fix],
+    params: &PrecomputeParams,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Precomputed, ModalError> {
+    let mut timings = Timings::default();
+    let t = Instant::now();
+    let per_tet = materials.per_tet(mesh)?;
+    let fixed = fem::fixed_nodes(mesh, fixes)?;
+    let system = fem::assemble(mesh, &per_tet, DofMap::new(&fixed)?)?;
+    timings.assembly = t.elapsed().as_secs_f64();
+    let (all, factor, eigen) =
+        compute_modes(&system, params.n_modes, params.ordering, &mut timings)?;
+    let reports = select_modes(&all, &params.selection);
+    let keep: Vec<usize> = reports
+        .iter()
+        .filter(|r| r.fate.kept())
+        .map(|r| r.index)
+        .collect();
+    let basis = all.select(&keep);
+    let residual = if params.residual {
+        let t = Instant::now();
+        let factor = match factor {
+            Some(f) => f,
+            None => Factor::for_system(
+                &system,
+                0.0,
+                params.ordering,
+                faer::get_global_parallelism(),
+            )
+            .map_err(|e| ModalError::NotClamped(e.to_string()))?,
+        };
+        let surface = mesh.boundary().nodes;
+        let r = residual_flexibility(&system, &factor, &basis, &surface, progress)?;
+        timings.residual = t.elapsed().as_secs_f64();
+        Some(r)
+    } else {
+        None
+    };
+    Ok(Precomputed {
+        basis,
+        reports,
+        residual,
+        eigen,
+        timings,
+    })
+}

@@ -1,0 +1,521 @@
+//! The modal tissue backend: k exact oscillators, point constraints solved through
+//! the small dense system of the modal paper (eqs. 13–16), residual flexibility at the
+//! constrained points, and displaced positions on demand.
+//!
+//! Per step with transitions (Φᵢ, Γᵢ) for the step h, each constraint row i (direction
+//! dᵢ at a material point pᵢ with weights w) reads the modes through
+//! aᵢ = Σ_v w_v dᵢᵀ W̄_v (a row of W̄ψ) and applies its force through aᵢᵀ (a column of
+//! W̄φᵀ, φ = ψ). The row value at the end of the step is affine in the forces f:
+//!
+//! * position: aᵢ·(Φz)_z + Σⱼ [Σ_m aᵢₘ Γ_z,m aⱼₘ + residual] fⱼ (eq. 15 with the exact
+//!   zero-order-hold response Γ_z in place of the seed's S Δt²/2),
+//! * velocity: aᵢ·(Φz)_ż + Σⱼ Σ_m aᵢₘ Γ_ż,m aⱼₘ fⱼ (eq. 14),
+//! * acceleration: z̈ = g − c ż − λ z at the end of the step (eq. 13).
+//!
+//! The force that makes every row hit its target is what the probe feels.
+//!
+//! **Residual flexibility.** Truncated modes are too stiff under a point load. For
+//! position rows the quasi-static displacement of the missing modes,
+//! R = K⁻¹ − W̄ Λ⁻¹ W̄ᵀ, is added in series: S gains dᵢᵀ C(pᵢ, pⱼ) dⱼ − Σ_m aᵢₘ aⱼₘ / λ_m
+//! with C from the K⁻¹ columns of the constrained nodes (the on-demand column cache
+//! shared with the condensed backend). As h grows Γ_z → 1/λ and S → U K⁻¹ Uᵀ: the static
+//! stiffness is exactly that of the full FEM model. Displaced positions add the same
+//! residual field, rest + W̄ (z − Λ⁻¹ W̄ᵀ F) + K⁻¹ F for the last step's contact loads F,
+//! so the drawn surface follows the probe tip.
+
+use faer::MatRef;
+
+use super::oscillator::{ModeTransition, Oscillators};
+use crate::condensed::ComplianceColumns;
+use crate::model::{
+    add_point_compliance, ConstraintKind, DenseConstraintSolver, ModelError, PointConstraint,
+    TissueModel,
+};
+use crate::{Mat3, Vec3};
+
+/// Runtime settings of the modal backend.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModalParams {
+    /// Rayleigh stiffness-proportional damping α₁ (s).
+    pub alpha1: f64,
+    /// Rayleigh mass-proportional damping α₂ (1/s).
+    pub alpha2: f64,
+    /// Fixed model step the transitions are precomputed for (s).
+    pub dt: f64,
+    /// Largest number of constraint rows in one step (3 per held point, 1 per contact).
+    pub max_rows: usize,
+}
+
+impl Default for ModalParams {
+    fn default() -> Self {
+        Self {
+            alpha1: 1e-3,
+            alpha2: 2.0,
+            dt: 5e-3,
+            max_rows: 192,
+        }
+    }
+}
+
+/// The modal tissue model.
+pub struct ModalRuntime {
+    rest: Vec<Vec3>,
+    triangles: Vec<[usize; 3]>,
+    surface_nodes: Vec<usize>,
+    k: usize,
+    /// W̄, row-major 3·n_nodes × k: row 3v + axis holds mode values of node v.
+    w_bar: Vec<f64>,
+    /// 1/λ for elastic modes, 0 for rigid ones (they have no static compliance).
+    inv_lambda: Vec<f64>,
+    osc: Oscillators,
+    residual: Option<ComplianceColumns>,
+    /// Nodal forces of the last step's constraints (node, N), for the residual field.
+    loads: Vec<(usize, Vec3)>,
+    /// Λ⁻¹ W̄ᵀ F of `loads`: the modal part the residual field subtracts.
+    h: Vec<f64>,
+    trans: Vec<ModeTransition>,
+    z_free: Vec<f64>,
+    /// Scratch: z − h for displacements.
+    z_eff: Vec<f64>,
+    /// Largest displacement norm of each mode over the surface nodes (m per unit z).
+    mode_max: Vec<f64>,
+    zd_free: Vec<f64>,
+    g: Vec<f64>,
+    resp: Vec<f64>,
+    rows: Vec<f64>,
+    row_dir: Vec<Vec3>,
+    row_of: Vec<usize>,
+    s: Vec<f64>,
+    rhs: Vec<f64>,
+    f: Vec<f64>,
+    unilateral: Vec<bool>,
+    solver: DenseConstraintSolver,
+}
+
+impl ModalRuntime {
+    /// Builds the runtime from the mesh rest positions (all nodes, m), the outward
+    /// surface triangles and nodes, the modes (λ in 1/s², mass-normalised shapes with
+    /// 3·n_nodes rows, fixed rows zero) and, for residual flexibility, a K⁻¹ column
+    /// cache (needs a clamped body: every λ > 0).
+    pub fn new(
+        rest: Vec<Vec3>,
+        triangles: Vec<[usize; 3]>,
+        surface_nodes: Vec<usize>,
+        lambda: &[f64],
+        shapes: MatRef<'_, f64>,
+        params: ModalParams,
+        residual: Option<ComplianceColumns>,
+    ) -> Result<Self, ModelError> {
+        let n = rest.len();
+        let k = lambda.len();
+        if shapes.nrows() != 3 * n || shapes.ncols() != k {
+            return Err(ModelError::BadConstraint {
+                index: 0,
+                msg: format!(
+                    "mode shapes are {}×{}, expected {}×{k}",
+                    shapes.nrows(),
+                    shapes.ncols(),
+                    3 * n
+                ),
+            });
+        }
+        if !(params.dt > 0.0 && params.dt.is_finite()) {
+            return Err(ModelError::InvalidStep(params.dt));
+        }
+        let scale = lambda.iter().fold(0.0f64, |m, l| m.max(l.abs()));
+        let rigid = |l: f64| l.abs() <= 1e-8 * scale;
+        if residual.is_some() && lambda.iter().any(|&l| rigid(l)) {
+            return Err(ModelError::Column {
+                node: usize::MAX,
+                msg: "residual flexibility needs a clamped body, but a rigid-body mode is present"
+                    .into(),
+            });
+        }
+        let mut w_bar = vec![0.0; 3 * n * k];
+        for r in 0..3 * n {
+            for m in 0..k {
+                w_bar[r * k + m] = shapes[(r, m)];
+            }
+        }
+        let mut mode_max = vec![0.0f64; k];
+        for &v in &surface_nodes {
+            for (m, mm) in mode_max.iter_mut().enumerate() {
+                let u = Vec3::new(
+                    shapes[(3 * v, m)],
+                    shapes[(3 * v + 1, m)],
+                    shapes[(3 * v + 2, m)],
+                );
+                *mm = mm.max(u.norm());
+            }
+        }
+        let lambda_clamped: Vec<f64> = lambda.iter().map(|&l| l.max(0.0)).collect();
+        let inv_lambda = lambda
+            .iter()
+            .map(|&l| if rigid(l) { 0.0 } else { 1.0 / l })
+            .collect();
+        let rows = params.max_rows;
+        Ok(Self {
+            rest,
+            triangles,
+            surface_nodes,
+            k,
+            w_bar,
+            inv_lambda,
+            osc: Oscillators::new(&lambda_clamped, params.alpha1, params.alpha2, params.dt),
+            residual,
+            loads: Vec::with_capacity(rows * 3),
+            h: vec![0.0; k],
+            trans: vec![ModeTransition::new(0.0, 0.0, params.dt); k],
+            z_free: vec![0.0; k],
+            z_eff: vec![0.0; k],
+            mode_max,
+            zd_free: vec![0.0; k],
+            g: vec![0.0; k],
+            resp: vec![0.0; k],
+            rows: vec![0.0; rows * k],
+            row_dir: vec![Vec3::zeros(); rows],
+            row_of: vec![0; rows],
+            s: vec![0.0; rows * rows],
+            rhs: vec![0.0; rows],
+            f: vec![0.0; rows],
+            unilateral: vec![false; rows],
+            solver: DenseConstraintSolver::new(rows),
+        })
+    }
+
+    /// Number of modes k.
+    pub fn n_modes(&self) -> usize {
+        self.k
+    }
+
+    /// The modal oscillators (state z, ż).
+    pub fn oscillators(&self) -> &Oscillators {
+        &self.osc
+    }
+
+    /// Sets the modal state directly (initial conditions).
+    pub fn set_state(&mut self, z: &[f64], zd: &[f64]) {
+        self.osc.set_state(z, zd);
+        self.loads.clear();
+        self.h.fill(0.0);
+    }
+
+    /// Whether residual flexibility is applied.
+    pub fn has_residual(&self) -> bool {
+        self.residual.is_some()
+    }
+
+    /// The K⁻¹ column cache, if residual flexibility is on.
+    pub fn columns(&mut self) -> Option<&mut ComplianceColumns> {
+        self.residual.as_mut()
+    }
+
+    #[inline]
+    fn mode_row(&self, node: usize, axis: usize) -> &[f64] {
+        let r = 3 * node + axis;
+        &self.w_bar[r * self.k..(r + 1) * self.k]
+    }
+
+    /// aᵢ = Σ_v w_v dᵀ W̄_v into `out` (length k).
+    fn point_row(
+        w_bar: &[f64],
+        k: usize,
+        nodes: &[usize; 3],
+        weights: &[f64; 3],
+        d: &Vec3,
+        out: &mut [f64],
+    ) {
+        out.fill(0.0);
+        for (&v, &w) in nodes.iter().zip(weights) {
+            for axis in 0..3 {
+                let c = w * d[axis];
+                if c != 0.0 {
+                    let r = 3 * v + axis;
+                    for (o, x) in out.iter_mut().zip(&w_bar[r * k..(r + 1) * k]) {
+                        *o += c * x;
+                    }
+                }
+            }
+        }
+    }
+
+    fn validate(
+        &self,
+        dt: f64,
+        constraints: &[PointConstraint],
+        forces: &[Vec3],
+    ) -> Result<usize, ModelError> {
+        if !(dt > 0.0 && dt.is_finite()) {
+            return Err(ModelError::InvalidStep(dt));
+        }
+        if forces.len() < constraints.len() {
+            return Err(ModelError::BadConstraint {
+                index: forces.len(),
+                msg: format!(
+                    "{} constraints but room for {} forces",
+                    constraints.len(),
+                    forces.len()
+                ),
+            });
+        }
+        let mut m = 0;
+        for (i, c) in constraints.iter().enumerate() {
+            if !c.is_finite() {
+                return Err(ModelError::BadConstraint {
+                    index: i,
+                    msg: "non-finite weight, target or direction".into(),
+                });
+            }
+            if let Some(&v) = c.nodes.iter().find(|&&v| v >= self.rest.len()) {
+                return Err(ModelError::BadConstraint {
+                    index: i,
+                    msg: format!("node {v} is not in the mesh of {} nodes", self.rest.len()),
+                });
+            }
+            if c.kind != constraints[0].kind {
+                return Err(ModelError::BadConstraint {
+                    index: i,
+                    msg: format!(
+                        "{:?} mixed with {:?} in one step",
+                        c.kind, constraints[0].kind
+                    ),
+                });
+            }
+            m += c.rows();
+        }
+        if m > self.solver.capacity() {
+            return Err(ModelError::TooManyConstraints {
+                given: m,
+                limit: self.solver.capacity(),
+            });
+        }
+        Ok(m)
+    }
+}
+
+impl TissueModel for ModalRuntime {
+    fn rest_positions(&self) -> &[Vec3] {
+        &self.rest
+    }
+
+    fn surface_triangles(&self) -> &[[usize; 3]] {
+        &self.triangles
+    }
+
+    fn surface_nodes(&self) -> &[usize] {
+        &self.surface_nodes
+    }
+
+    fn advance(
+        &mut self,
+        dt: f64,
+        constraints: &[PointConstraint],
+        forces: &mut [Vec3],
+    ) -> Result<(), ModelError> {
+        let m = self.validate(dt, constraints, forces)?;
+        let k = self.k;
+        self.osc.transitions(dt, &mut self.trans);
+        let (z, zd) = (self.osc.z(), self.osc.zd());
+        for i in 0..k {
+            (self.z_free[i], self.zd_free[i]) = self.trans[i].apply(z[i], zd[i], 0.0);
+        }
+        self.g.fill(0.0);
+        self.loads.clear();
+        if m > 0 {
+            let kind = constraints[0].kind;
+            let lambda = self.osc.lambda();
+            let damping = self.osc.damping();
+            // Per-mode response of the constrained quantity to a held unit modal force,
+            // and the free (unforced) value of that quantity.
+            for i in 0..k {
+                let tr = &self.trans[i];
+                self.resp[i] = match kind {
+                    ConstraintKind::Position => tr.gamma[0],
+                    ConstraintKind::Velocity => tr.gamma[1],
+                    ConstraintKind::Acceleration => {
+                        1.0 - damping[i] * tr.gamma[1] - lambda[i] * tr.gamma[0]
+                    }
+                };
+            }
+            let mut row = 0;
+            for (ci, c) in constraints.iter().enumerate() {
+                for r in 0..c.rows() {
+                    let d = c.direction(r);
+                    Self::point_row(
+                        &self.w_bar,
+                        k,
+                        &c.nodes,
+                        &c.weights,
+                        &d,
+                        &mut self.rows[row * k..(row + 1) * k],
+                    );
+                    self.row_dir[row] = d;
+                    self.row_of[row] = ci;
+                    self.unilateral[row] = c.unilateral;
+                    let a = &self.rows[row * k..(row + 1) * k];
+                    let free: f64 = match kind {
+                        ConstraintKind::Position => {
+                            let x_rest: Vec3 = c
+                                .nodes
+                                .iter()
+                                .zip(&c.weights)
+                                .map(|(&v, &w)| self.rest[v] * w)
+                                .sum();
+                            d.dot(&(c.target - x_rest)) - dot(a, &self.z_free)
+                        }
+                        ConstraintKind::Velocity => d.dot(&c.target) - dot(a, &self.zd_free),
+                        ConstraintKind::Acceleration => {
+                            let acc: f64 = (0..k)
+                                .map(|i| {
+                                    a[i] * (-damping[i] * self.zd_free[i]
+                                        - lambda[i] * self.z_free[i])
+                                })
+                                .sum();
+                            d.dot(&c.target) - acc
+                        }
+                    };
+                    self.rhs[row] = free;
+                    row += 1;
+                }
+            }
+            let with_residual = kind == ConstraintKind::Position && self.residual.is_some();
+            for i in 0..m {
+                for j in 0..=i {
+                    let (ai, aj) = (
+                        &self.rows[i * k..(i + 1) * k],
+                        &self.rows[j * k..(j + 1) * k],
+                    );
+                    let mut v = 0.0;
+                    for q in 0..k {
+                        let r = if with_residual {
+                            self.resp[q] - self.inv_lambda[q]
+                        } else {
+                            self.resp[q]
+                        };
+                        v += ai[q] * r * aj[q];
+                    }
+                    self.s[i * m + j] = v;
+                    self.s[j * m + i] = v;
+                }
+            }
+            if with_residual {
+                let cache = self.residual.as_mut().expect("checked above");
+                add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
+                    cache.point_block(&a.nodes, &a.weights, &b.nodes, &b.weights)
+                })?;
+            }
+            self.solver.solve(
+                m,
+                &self.s[..m * m],
+                &self.rhs[..m],
+                &self.unilateral[..m],
+                &mut self.f[..m],
+            );
+            forces[..constraints.len()].fill(Vec3::zeros());
+            for i in 0..m {
+                let fi = self.f[i];
+                if fi != 0.0 {
+                    for (g, a) in self.g.iter_mut().zip(&self.rows[i * k..(i + 1) * k]) {
+                        *g += a * fi;
+                    }
+                    forces[self.row_of[i]] += self.row_dir[i] * fi;
+                }
+            }
+            if with_residual {
+                for (c, f) in constraints.iter().zip(forces.iter()) {
+                    if *f != Vec3::zeros() {
+                        for (&v, &w) in c.nodes.iter().zip(&c.weights) {
+                            if w != 0.0 {
+                                self.loads.push((v, f * w));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.osc.step_with(&self.trans, &self.g);
+        self.h.fill(0.0);
+        for li in 0..self.loads.len() {
+            let (v, f) = self.loads[li];
+            for axis in 0..3 {
+                if f[axis] != 0.0 {
+                    let r = 3 * v + axis;
+                    for q in 0..k {
+                        self.h[q] += self.w_bar[r * k + q] * f[axis] * self.inv_lambda[q];
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn point_compliance(
+        &mut self,
+        nodes: &[usize; 3],
+        weights: &[f64; 3],
+    ) -> Result<Mat3, ModelError> {
+        if let Some(cache) = self.residual.as_mut() {
+            return cache.point_block(nodes, weights, nodes, weights);
+        }
+        // Modal static compliance Σ_m (U wₘ)(U wₘ)ᵀ / λₘ.
+        let mut c = Mat3::zeros();
+        for q in 0..self.k {
+            let mut u = Vec3::zeros();
+            for (&v, &w) in nodes.iter().zip(weights) {
+                for axis in 0..3 {
+                    u[axis] += w * self.mode_row(v, axis)[q];
+                }
+            }
+            c += u * u.transpose() * self.inv_lambda[q];
+        }
+        Ok(c)
+    }
+
+    fn displacement_bound(&self) -> f64 {
+        let modal: f64 = (0..self.k)
+            .map(|m| self.mode_max[m] * (self.osc.z()[m] - self.h[m]).abs())
+            .sum();
+        let residual: f64 = match &self.residual {
+            Some(cache) => self
+                .loads
+                .iter()
+                .map(|(v, f)| f.norm() * cache.column_bound(*v).unwrap_or(f64::INFINITY))
+                .sum(),
+            None => 0.0,
+        };
+        modal + residual
+    }
+
+    fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
+        let k = self.k;
+        // z − Λ⁻¹W̄ᵀF once, then three contiguous dot products per node.
+        for ((e, z), h) in self.z_eff.iter_mut().zip(self.osc.z()).zip(&self.h) {
+            *e = z - h;
+        }
+        let z_eff = &self.z_eff;
+        for (o, &v) in out.iter_mut().zip(nodes) {
+            let rows = &self.w_bar[3 * v * k..3 * (v + 1) * k];
+            let (rx, rest) = rows.split_at(k);
+            let (ry, rz) = rest.split_at(k);
+            let (mut x, mut y, mut zz) = (0.0, 0.0, 0.0);
+            for q in 0..k {
+                x += rx[q] * z_eff[q];
+                y += ry[q] * z_eff[q];
+                zz += rz[q] * z_eff[q];
+            }
+            *o = Vec3::new(x, y, zz);
+        }
+        if let Some(cache) = self.residual.as_mut() {
+            for li in 0..self.loads.len() {
+                let (v, f) = self.loads[li];
+                // Columns of loaded nodes were computed during the step; a failure here
+                // only drops the residual field from the drawn surface.
+                let _ = cache.for_each_block(v, nodes, |i, b| out[i] += b * f);
+            }
+        }
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

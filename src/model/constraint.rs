@@ -1,0 +1,357 @@
+//! Point constraints on the tissue surface and the small dense system that enforces
+//! them (modal paper eqs. 13–16; the condensed backend solves the same shape).
+//!
+//! A constraint prescribes, at the end of the step, the position, velocity or
+//! acceleration of a material point (barycentric over a surface triangle) along one
+//! direction (a frictionless contact: the outward normal) or all three. The force that
+//! enforces it acts at the same material point along the same directions, so every
+//! backend reduces a set of constraints to S f = r with S (rows × rows) symmetric
+//! positive semi-definite: S = U C Uᵀ for the point-to-point response C over the step.
+
+use crate::Vec3;
+
+/// What a constraint prescribes at the end of the step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConstraintKind {
+    /// Position of the material point (m).
+    Position,
+    /// Velocity of the material point (m/s).
+    Velocity,
+    /// Acceleration of the material point (m/s²).
+    Acceleration,
+}
+
+/// Which directions of the material point a constraint fixes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Directions {
+    /// Only the component along this unit vector (one row): frictionless contact.
+    Along(Vec3),
+    /// All three components (three rows): a held or dragged point.
+    All,
+}
+
+/// A constraint on one material point of the surface.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PointConstraint {
+    /// Mesh nodes of the triangle holding the point.
+    pub nodes: [usize; 3],
+    /// Barycentric weights of the point on that triangle (sum 1).
+    pub weights: [f64; 3],
+    /// Position, velocity or acceleration constraint.
+    pub kind: ConstraintKind,
+    /// Constrained directions.
+    pub directions: Directions,
+    /// Prescribed value (m, m/s or m/s² by `kind`, scene frame); only its components
+    /// along the constrained directions matter.
+    pub target: Vec3,
+    /// Unilateral: the constraint may only push the surface inward (against the
+    /// direction of `Along(n)`, n the outward normal); if holding it would need a
+    /// pull, it is released for the step and its force is zero.
+    pub unilateral: bool,
+}
+
+impl PointConstraint {
+    /// A frictionless probe contact: the point's position along the outward normal
+    /// `normal` must reach `target` (the probe tip); released rather than pulling.
+    pub fn contact(nodes: [usize; 3], weights: [f64; 3], normal: Vec3, target: Vec3) -> Self {
+        Self {
+            nodes,
+            weights,
+            kind: ConstraintKind::Position,
+            directions: Directions::Along(normal),
+            target,
+            unilateral: true,
+        }
+    }
+
+    /// A bilateral position constraint holding the point at `target` in all directions.
+    pub fn hold(nodes: [usize; 3], weights: [f64; 3], target: Vec3) -> Self {
+        Self {
+            nodes,
+            weights,
+            kind: ConstraintKind::Position,
+            directions: Directions::All,
+            target,
+            unilateral: false,
+        }
+    }
+
+    /// Number of scalar rows (1 or 3).
+    pub fn rows(&self) -> usize {
+        match self.directions {
+            Directions::Along(_) => 1,
+            Directions::All => 3,
+        }
+    }
+
+    /// Unit direction of row `r` (< [`Self::rows`]).
+    pub fn direction(&self, r: usize) -> Vec3 {
+        match self.directions {
+            Directions::Along(n) => n,
+            Directions::All => Vec3::ith(r, 1.0),
+        }
+    }
+
+    /// Whether every number in the constraint is finite and the weights index a
+    /// triangle (the caller checks the node indices against its mesh).
+    pub fn is_finite(&self) -> bool {
+        self.weights.iter().all(|w| w.is_finite())
+            && self.target.iter().all(|x| x.is_finite())
+            && match self.directions {
+                Directions::Along(n) => n.iter().all(|x| x.is_finite()) && n.norm() > 0.0,
+                Directions::All => true,
+            }
+    }
+}
+
+/// Adds dᵢᵀ C(pᵢ, pⱼ) dⱼ to every row pair of the row-major `m`×`m` system `s`, where
+/// rows are the constraints' rows in order and `block(a, b)` gives the 3×3 compliance
+/// between the points of constraints a and b (m/N). Each point pair's block is
+/// computed once, not once per row pair.
+pub fn add_point_compliance(
+    constraints: &[PointConstraint],
+    m: usize,
+    s: &mut [f64],
+    mut block: impl FnMut(&PointConstraint, &PointConstraint) -> Result<crate::Mat3, super::ModelError>,
+) -> Result<(), super::ModelError> {
+    let mut ra = 0;
+    for (a, ca) in constraints.iter().enumerate() {
+        let mut rb = 0;
+        for cb in &constraints[..=a] {
+            let c = block(ca, cb)?;
+            for i in 0..ca.rows() {
+                let ci = c.transpose() * ca.direction(i);
+                for j in 0..cb.rows() {
+                    let (row, col) = (ra + i, rb + j);
+                    if col > row {
+                        continue;
+                    }
+                    let v = ci.dot(&cb.direction(j));
+                    s[row * m + col] += v;
+                    if row != col {
+                        s[col * m + row] += v;
+                    }
+                }
+            }
+            rb += cb.rows();
+        }
+        ra += ca.rows();
+    }
+    Ok(())
+}
+
+/// Solves S f = r for the constraint forces with preallocated storage: a
+/// rank-revealing (diagonally pivoted) Cholesky factorisation of the symmetric
+/// positive semi-definite S. Rows whose pivot falls below 1e-12 of the largest
+/// diagonal are dependent on the others (or constrain a fixed node) and get zero force:
+/// a generalised inverse that equals S⁻¹ whenever S is nonsingular, at a third of the
+/// cost of an SVD pseudo-inverse (the paper's choice). Unilateral rows whose force
+/// would pull are released and the rest re-solved (an active set; at most one pass per
+/// row).
+///
+/// Hand-written: nalgebra's and faer's dense Cholesky stop at the first non-positive
+/// pivot instead of dropping dependent rows, and allocate per call.
+#[derive(Clone, Debug)]
+pub struct DenseConstraintSolver {
+    capacity: usize,
+    work: Vec<f64>,
+    perm: Vec<usize>,
+    active: Vec<bool>,
+    y: Vec<f64>,
+}
+
+impl DenseConstraintSolver {
+    /// A solver for up to `capacity` rows.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            work: vec![0.0; capacity * capacity],
+            perm: vec![0; capacity],
+            active: vec![false; capacity],
+            y: vec![0.0; capacity],
+        }
+    }
+
+    /// Largest number of rows this solver takes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Solves the `m`-row system `s` (row-major m × m) f = `r`, writing `f`. Rows with
+    /// `unilateral[i]` must end with f ≤ 0 (force on the tissue along the row's
+    /// outward normal: pushing in); the others are bilateral. Returns the number of
+    /// released rows. Panics if `m` exceeds the capacity (a caller bug: backends size
+    /// the solver from their constraint limit).
+    pub fn solve(
+        &mut self,
+        m: usize,
+        s: &[f64],
+        r: &[f64],
+        unilateral: &[bool],
+        f: &mut [f64],
+    ) -> usize {
+        assert!(
+            m <= self.capacity,
+            "{m} constraint rows exceed the solver capacity {}",
+            self.capacity
+        );
+        self.active[..m].fill(true);
+        let mut released = 0;
+        loop {
+            self.solve_active(m, s, r, f);
+            let mut changed = false;
+            for i in 0..m {
+                if self.active[i] && unilateral[i] && f[i] > 0.0 {
+                    self.active[i] = false;
+                    released += 1;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return released;
+            }
+        }
+    }
+
+    fn solve_active(&mut self, m: usize, s: &[f64], r: &[f64], f: &mut [f64]) {
+        let mut n = 0;
+        for i in 0..m {
+            if self.active[i] {
+                self.perm[n] = i;
+                n += 1;
+            }
+        }
+        f[..m].fill(0.0);
+        let a = &mut self.work[..n * n];
+        for (ii, &i) in self.perm[..n].iter().enumerate() {
+            for (jj, &j) in self.perm[..n].iter().enumerate() {
+                a[ii * n + jj] = s[i * m + j];
+            }
+        }
+        let max_diag = (0..n).map(|i| a[i * n + i]).fold(0.0f64, f64::max);
+        let tol = 1e-12 * max_diag;
+        let perm = &mut self.perm[..n];
+        let mut rank = 0;
+        // Right-looking pivoted Cholesky: column j of L overwrites the lower triangle.
+        for j in 0..n {
+            let (mut p, mut best) = (j, a[j * n + j]);
+            for i in j + 1..n {
+                if a[i * n + i] > best {
+                    best = a[i * n + i];
+                    p = i;
+                }
+            }
+            // Also stops on NaN pivots.
+            if best.partial_cmp(&tol) != Some(std::cmp::Ordering::Greater) {
+                break;
+            }
+            if p != j {
+                perm.swap(j, p);
+                for k in 0..n {
+                    a.swap(j * n + k, p * n + k);
+                }
+                for k in 0..n {
+                    a.swap(k * n + j, k * n + p);
+                }
+            }
+            let d = a[j * n + j].sqrt();
+            a[j * n + j] = d;
+            for i in j + 1..n {
+                a[i * n + j] /= d;
+                a[j * n + i] = a[i * n + j];
+            }
+            // Update the whole trailing block (both triangles): later pivots swap
+            // its rows and columns.
+            for i in j + 1..n {
+                // Row j holds column j of L mirrored, so the update reads contiguously.
+                let lij = a[i * n + j];
+                let (top, bottom) = a.split_at_mut(i * n);
+                let row_j = &top[j * n + j + 1..j * n + n];
+                for (x, l) in bottom[j + 1..n].iter_mut().zip(row_j) {
+                    *x -= lij * l;
+                }
+            }
+            rank = j + 1;
+        }
+        let y = &mut self.y[..rank];
+        for i in 0..rank {
+            let mut v = r[perm[i]];
+            for k in 0..i {
+                v -= a[i * n + k] * y[k];
+            }
+            y[i] = v / a[i * n + i];
+        }
+        for i in (0..rank).rev() {
+            let mut v = y[i];
+            for k in i + 1..rank {
+                v -= a[k * n + i] * y[k];
+            }
+            y[i] = v / a[i * n + i];
+        }
+        for i in 0..rank {
+            f[perm[i]] = y[i];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonsingular_system_is_solved_exactly() {
+        let s = [4.0, 1.0, 0.5, 1.0, 3.0, 0.2, 0.5, 0.2, 2.0];
+        let f_true = [0.3, -1.2, 2.0];
+        let r: Vec<f64> = (0..3)
+            .map(|i| (0..3).map(|j| s[i * 3 + j] * f_true[j]).sum())
+            .collect();
+        let mut solver = DenseConstraintSolver::new(4);
+        let mut f = [0.0; 3];
+        assert_eq!(solver.solve(3, &s, &r, &[false; 3], &mut f), 0);
+        for i in 0..3 {
+            assert!((f[i] - f_true[i]).abs() < 1e-14);
+        }
+    }
+
+    #[test]
+    fn pivoting_matches_a_direct_solve() {
+        // Diagonal grows down the rows, so every step pivots.
+        let n = 6;
+        let mut s = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                s[i * n + j] =
+                    1.0 / (1.0 + (i as f64 - j as f64).abs()) + if i == j { i as f64 } else { 0.0 };
+            }
+        }
+        let f_true: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
+        let r: Vec<f64> = (0..n)
+            .map(|i| (0..n).map(|j| s[i * n + j] * f_true[j]).sum())
+            .collect();
+        let mut f = vec![0.0; n];
+        DenseConstraintSolver::new(n).solve(n, &s, &r, &[false; 6], &mut f);
+        for i in 0..n {
+            assert!((f[i] - f_true[i]).abs() < 1e-13, "{f:?}");
+        }
+    }
+
+    #[test]
+    fn dependent_and_fixed_rows_get_zero_force() {
+        // Row 1 duplicates row 0; row 2 constrains a fixed node (all zero).
+        let s = [2.0, 2.0, 0.0, 2.0, 2.0, 0.0, 0.0, 0.0, 0.0];
+        let r = [1.0, 1.0, 5.0];
+        let mut f = [9.0; 3];
+        DenseConstraintSolver::new(3).solve(3, &s, &r, &[false; 3], &mut f);
+        assert!((f[0] + f[1] - 0.5).abs() < 1e-15 && f[2] == 0.0, "{f:?}");
+    }
+
+    #[test]
+    fn pulling_unilateral_row_is_released() {
+        let s = [1.0, 0.5, 0.5, 1.0];
+        let r = [-1.0, 1.0];
+        let mut f = [0.0; 2];
+        let released = DenseConstraintSolver::new(2).solve(2, &s, &r, &[true, true], &mut f);
+        assert_eq!(released, 1);
+        assert_eq!(f, [-1.0, 0.0]);
+    }
+}

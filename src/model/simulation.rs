@@ -1,0 +1,169 @@
+//! A tissue model with a probe: the proxy finds the contact on the deformed surface,
+//! the model enforces it for one step, and the result becomes the local force model the
+//! haptic thread extrapolates from.
+
+use crate::contact::{Contact, Proxy, SurfaceBvh};
+use crate::{Mat3, Vec3};
+
+use super::constraint::PointConstraint;
+use super::tissue::TissueModel;
+use super::{LocalForceModel, ModelStep};
+
+/// A tissue model probed by one point (or sphere) probe with a god-object proxy.
+///
+/// The surface BVH keeps its rest-shape boxes, inflated each step by the model's
+/// displacement bound; only the triangles within reach of the proxy's move get current
+/// positions, so the per-step cost does not grow with the surface size (the full
+/// displaced surface is for the 30 Hz visual frame: [`TissueModel::displacements`]).
+pub struct Simulation<M: TissueModel> {
+    model: M,
+    bvh: SurfaceBvh,
+    proxy: Proxy,
+    /// Node positions: rest, with the nodes near the probe displaced (m).
+    positions: Vec<Vec3>,
+    near_triangles: Vec<u32>,
+    near_nodes: Vec<usize>,
+    near_displacement: Vec<Vec3>,
+    /// Step stamp per node, to list each near node once.
+    stamp: Vec<u64>,
+    steps: u64,
+    constraints: Vec<PointConstraint>,
+    forces: Vec<Vec3>,
+    contact: Option<Contact>,
+    last_force: Vec3,
+}
+
+impl<M: TissueModel> Simulation<M> {
+    /// Wraps `model` with a probe of `probe_radius` (m; 0 for a point probe). Builds
+    /// the surface BVH from the rest shape.
+    pub fn new(model: M, probe_radius: f64) -> Self {
+        let positions = model.rest_positions().to_vec();
+        let bvh = SurfaceBvh::build(model.surface_triangles().to_vec(), &positions);
+        let n = positions.len();
+        let t = model.surface_triangles().len();
+        Self {
+            model,
+            bvh,
+            proxy: Proxy::new(probe_radius),
+            positions,
+            near_triangles: Vec::with_capacity(t),
+            near_nodes: Vec::with_capacity(n),
+            near_displacement: vec![Vec3::zeros(); n],
+            stamp: vec![0; n],
+            steps: 0,
+            constraints: Vec::with_capacity(1),
+            forces: vec![Vec3::zeros(); 1],
+            contact: None,
+            last_force: Vec3::zeros(),
+        }
+    }
+
+    /// The tissue model.
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+
+    /// The tissue model, mutably (e.g. to read displaced render vertices).
+    pub fn model_mut(&mut self) -> &mut M {
+        &mut self.model
+    }
+
+    /// The contact found at the last step, if the probe was pressing.
+    pub fn contact(&self) -> Option<Contact> {
+        self.contact
+    }
+
+    /// The proxy (god-object) position after the last step (m).
+    pub fn proxy_position(&self) -> Option<Vec3> {
+        self.proxy.position()
+    }
+
+    /// Brings the positions of the nodes within reach of the proxy's next move up to
+    /// date, and inflates the rest-shape boxes by the model's displacement bound.
+    fn refresh_near(&mut self, probe: &Vec3) {
+        let bound = self.model.displacement_bound();
+        self.bvh.set_inflation(bound);
+        let center = self.proxy.position().unwrap_or(*probe);
+        let reach = if probe.iter().all(|x| x.is_finite()) {
+            (probe - center).norm()
+        } else {
+            0.0
+        };
+        // The anchored contact point moved by at most 2·bound since the last step.
+        let radius = reach + self.proxy.margin() + self.proxy.radius() + 2.0 * bound;
+        self.near_triangles.clear();
+        self.bvh
+            .triangles_near(&center, radius, &mut self.near_triangles);
+        self.steps += 1;
+        self.near_nodes.clear();
+        for &t in &self.near_triangles {
+            for v in self.bvh.triangles()[t as usize] {
+                if self.stamp[v] != self.steps {
+                    self.stamp[v] = self.steps;
+                    self.near_nodes.push(v);
+                }
+            }
+        }
+        let m = self.near_nodes.len();
+        self.model
+            .displacements(&self.near_nodes, &mut self.near_displacement[..m]);
+        let rest = self.model.rest_positions();
+        for (&v, u) in self.near_nodes.iter().zip(&self.near_displacement[..m]) {
+            self.positions[v] = rest[v] + u;
+        }
+    }
+}
+
+impl<M: TissueModel> ModelStep for Simulation<M> {
+    fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
+        self.refresh_near(&probe);
+        let contact = self.proxy.update(&self.bvh, &self.positions, &probe);
+        self.constraints.clear();
+        if let Some(c) = contact {
+            let nodes = self.bvh.triangles()[c.triangle];
+            let target = probe - c.normal * self.proxy.radius();
+            self.constraints
+                .push(PointConstraint::contact(nodes, c.bary, c.normal, target));
+        }
+        let ok = self
+            .model
+            .advance(dt, &self.constraints, &mut self.forces)
+            .is_ok();
+        let f_tissue = if ok && contact.is_some() {
+            self.forces[0]
+        } else {
+            Vec3::zeros()
+        };
+        let in_contact = contact.is_some() && f_tissue != Vec3::zeros();
+        self.contact = if in_contact { contact } else { None };
+        if !in_contact {
+            self.proxy.release();
+        }
+        let f0 = -f_tissue;
+        let mut out = LocalForceModel {
+            t0: t,
+            x0: probe,
+            f0,
+            ..LocalForceModel::NONE
+        };
+        if dt > 0.0 && dt.is_finite() {
+            out.f_dot = (f0 - self.last_force) / dt;
+        }
+        self.last_force = f0;
+        if let (true, Some(c)) = (in_contact, contact) {
+            let nodes = self.bvh.triangles()[c.triangle];
+            let compliance = self
+                .model
+                .point_compliance(&nodes, &c.bary)
+                .unwrap_or(Mat3::zeros());
+            let cn = c.normal.dot(&(compliance * c.normal));
+            out.in_contact = true;
+            out.contact_point = c.point;
+            out.normal = c.normal;
+            if cn > 0.0 {
+                out.stiffness = -(c.normal * c.normal.transpose()) / cn;
+            }
+        }
+        out
+    }
+}

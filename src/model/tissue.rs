@@ -1,0 +1,82 @@
+//! The interface both tissue backends (modal, condensed) implement: what the model
+//! thread needs from a tissue model each 5 ms step.
+
+use crate::{Mat3, Vec3};
+
+use super::constraint::PointConstraint;
+
+/// Why a model step could not be taken. The step is skipped and the probe gets zero
+/// force; nothing panics.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum ModelError {
+    /// The step size is not a positive finite number of seconds.
+    #[error("step size dt = {0} s is not positive and finite")]
+    InvalidStep(f64),
+    /// More constraint rows than the backend was sized for.
+    #[error("{given} constraint rows exceed the limit of {limit}")]
+    TooManyConstraints {
+        /// Rows asked for.
+        given: usize,
+        /// Rows the backend holds.
+        limit: usize,
+    },
+    /// A constraint names a node outside the mesh or has non-finite numbers.
+    #[error("constraint {index}: {msg}")]
+    BadConstraint {
+        /// Index of the constraint in the list given to the step.
+        index: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A compliance column could not be computed.
+    #[error("compliance column of node {node}: {msg}")]
+    Column {
+        /// Mesh node.
+        node: usize,
+        /// Solver message.
+        msg: String,
+    },
+}
+
+/// A tissue model the model thread can drive: advance under point constraints,
+/// report the constraint forces, the local static compliance, and the displaced
+/// surface.
+pub trait TissueModel: Send {
+    /// Rest positions of all mesh nodes (m).
+    fn rest_positions(&self) -> &[Vec3];
+
+    /// Outward surface triangles (mesh node indices) that contact is computed against.
+    fn surface_triangles(&self) -> &[[usize; 3]];
+
+    /// Sorted mesh nodes on the surface.
+    fn surface_nodes(&self) -> &[usize];
+
+    /// Advances the tissue by `dt` (s) with `constraints` enforced at the end of the
+    /// step, and writes into `forces[i]` the force constraint i applies to the tissue
+    /// (N; zero if released or unenforceable). `forces` must be at least as long as
+    /// `constraints`.
+    fn advance(
+        &mut self,
+        dt: f64,
+        constraints: &[PointConstraint],
+        forces: &mut [Vec3],
+    ) -> Result<(), ModelError>;
+
+    /// Static compliance at a material point (weights over triangle `nodes`): the
+    /// 3×3 block dx = C f of how the point moves under a force applied there (m/N).
+    /// Zero for a point on fixed nodes.
+    fn point_compliance(
+        &mut self,
+        nodes: &[usize; 3],
+        weights: &[f64; 3],
+    ) -> Result<Mat3, ModelError>;
+
+    /// An upper bound on the current displacement magnitude of any surface node (m),
+    /// cheap to evaluate: contact inflates the rest-shape BVH by it, so only the
+    /// triangles near the probe need their current positions each step.
+    fn displacement_bound(&self) -> f64;
+
+    /// Current displacements (m) of mesh nodes `nodes` into `out` (same length); the
+    /// displaced position is rest + displacement.
+    fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]);
+}

@@ -1,0 +1,191 @@
+//! One client connection: a writer that sends the newest frame whenever it changes
+//! (losing frames rather than queueing them) and a reader that checks control messages.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket};
+use bytes::Bytes;
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use palpa_protocol as wire;
+use wire::ErrorCode;
+
+use super::server::Shared;
+use super::snapshot::ProbeControl;
+use crate::Vec3;
+
+/// Why a connection ends.
+enum Closed {
+    /// The peer went away or the socket failed; nothing more to send.
+    Gone,
+    /// The server closes it and tells the client why.
+    Error(ErrorCode, String),
+}
+
+/// Serves one upgraded WebSocket until it closes.
+pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
+    let (mut sink, stream) = socket.split();
+    let Ok(_permit) = shared.slots.clone().try_acquire_owned() else {
+        let max = shared.config.max_clients;
+        let why = format!("server is full ({max} clients)");
+        send_error(&mut sink, &shared, ErrorCode::ServerFull, why).await;
+        return;
+    };
+    let closed = tokio::select! {
+        closed = write_loop(&mut sink, &shared) => closed,
+        closed = read_loop(stream, &shared) => closed,
+    };
+    if let Closed::Error(code, why) = closed {
+        tracing::debug!("closing stream client: {why}");
+        send_error(&mut sink, &shared, code, why).await;
+    }
+}
+
+/// Sends hello, scene init and the newest frame, then every new frame and stats
+/// message, and a ping every third of the idle timeout. A send that does not complete
+/// within the stall timeout drops the client.
+async fn write_loop(sink: &mut SplitSink<WebSocket, Message>, shared: &Shared) -> Closed {
+    let stall = shared.config.send_stall_timeout;
+    let mut frames = shared.frames.clone();
+    let mut stats = shared.stats.clone();
+    let mut shutdown = shared.shutdown.clone();
+    let first_frame = frames.borrow_and_update().clone();
+    for bytes in [shared.hello.clone(), shared.scene_init.clone(), first_frame] {
+        if let Err(closed) = send(sink, Message::Binary(bytes), stall).await {
+            return closed;
+        }
+    }
+    stats.mark_changed();
+    let mut ping = tokio::time::interval(shared.config.idle_timeout / 3);
+    ping.tick().await;
+    loop {
+        let message = tokio::select! {
+            biased;
+            _ = shutdown.wait_for(|stop| *stop) => {
+                return Closed::Error(ErrorCode::ShuttingDown, "server is shutting down".into());
+            }
+            changed = frames.changed() => match changed {
+                Ok(()) => Message::Binary(frames.borrow_and_update().clone()),
+                Err(_) => return Closed::Error(ErrorCode::ShuttingDown, "stream ended".into()),
+            },
+            changed = stats.changed() => match (changed, stats.borrow_and_update().clone()) {
+                (Ok(()), Some(bytes)) => Message::Binary(bytes),
+                (Ok(()), None) => continue,
+                (Err(_), _) => return Closed::Error(ErrorCode::ShuttingDown, "stream ended".into()),
+            },
+            _ = ping.tick() => Message::Ping(Bytes::new()),
+        };
+        if let Err(closed) = send(sink, message, stall).await {
+            return closed;
+        }
+    }
+}
+
+async fn send(
+    sink: &mut SplitSink<WebSocket, Message>,
+    message: Message,
+    stall: Duration,
+) -> Result<(), Closed> {
+    match tokio::time::timeout(stall, sink.send(message)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(Closed::Gone),
+        Err(_) => {
+            tracing::info!("dropping stream client: socket blocked for {stall:?}");
+            Err(Closed::Gone)
+        }
+    }
+}
+
+/// Reads client messages until the client goes, misbehaves, or stays silent (no pong)
+/// for the idle timeout.
+async fn read_loop(mut stream: SplitStream<WebSocket>, shared: &Shared) -> Closed {
+    let idle = shared.config.idle_timeout;
+    loop {
+        let message = match tokio::time::timeout(idle, stream.next()).await {
+            Err(_) => {
+                let why = format!("nothing received for {idle:?}");
+                return Closed::Error(ErrorCode::IdleTimeout, why);
+            }
+            Ok(None) => return Closed::Gone,
+            Ok(Some(Err(e))) => {
+                return Closed::Error(ErrorCode::Malformed, format!("WebSocket read failed: {e}"));
+            }
+            Ok(Some(Ok(message))) => message,
+        };
+        match message {
+            Message::Binary(bytes) => {
+                if let Err((code, why)) = handle_client_message(&bytes, shared) {
+                    return Closed::Error(code, why);
+                }
+            }
+            Message::Text(_) => {
+                let why = "text message; the palpa protocol is binary only".into();
+                return Closed::Error(ErrorCode::UnexpectedText, why);
+            }
+            Message::Ping(_) | Message::Pong(_) => {}
+            Message::Close(_) => return Closed::Gone,
+        }
+    }
+}
+
+/// Checks size, decoding and token of one client message and forwards its command.
+fn handle_client_message(bytes: &[u8], shared: &Shared) -> Result<(), (ErrorCode, String)> {
+    let limit = shared.config.max_message_bytes;
+    if bytes.len() > limit {
+        let why = format!(
+            "message of {} bytes exceeds the limit of {limit} bytes",
+            bytes.len()
+        );
+        return Err((ErrorCode::TooLarge, why));
+    }
+    let wire::ClientMessage::Control(control) =
+        wire::decode_client(bytes).map_err(|e| (ErrorCode::Malformed, e.to_string()))?;
+    let Some((token, sender)) = &shared.control else {
+        return Err((
+            ErrorCode::Unauthorized,
+            "control is disabled on this server".into(),
+        ));
+    };
+    if !constant_time_eq(control.token.as_bytes(), token.as_bytes()) {
+        return Err((ErrorCode::Unauthorized, "wrong control token".into()));
+    }
+    let command = match control.command {
+        wire::ControlCommand::MoveProbe { position } => {
+            if !position.iter().all(|x| x.is_finite()) {
+                let why = format!("probe position {position:?} is not finite");
+                return Err((ErrorCode::Malformed, why));
+            }
+            ProbeControl::MoveTo(Vec3::from(position))
+        }
+        wire::ControlCommand::ReleaseProbe => ProbeControl::Release,
+        wire::ControlCommand::ResetTissue => ProbeControl::ResetTissue,
+    };
+    if sender.try_send(command).is_err() {
+        tracing::warn!("probe control channel full or closed; command dropped");
+    }
+    Ok(())
+}
+
+/// Token comparison whose time does not depend on where the first difference is.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn send_error(
+    sink: &mut SplitSink<WebSocket, Message>,
+    shared: &Shared,
+    code: ErrorCode,
+    message: String,
+) {
+    let error = wire::encode_server(&wire::ServerMessage::Error(wire::ErrorMessage {
+        code,
+        message,
+    }));
+    let stall = shared.config.send_stall_timeout.min(Duration::from_secs(1));
+    let _ = tokio::time::timeout(stall, async {
+        sink.send(Message::Binary(Bytes::from(error))).await?;
+        sink.send(Message::Close(None)).await
+    })
+    .await;
+}

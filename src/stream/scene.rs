@@ -1,0 +1,262 @@
+//! The scene as the stream describes it to clients (surface, rest positions, modal
+//! basis), and the conversion of snapshots into wire frames.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use palpa_protocol as wire;
+
+use super::snapshot::{SnapshotDeformation, VisualSnapshot};
+use crate::mesh::TetMesh;
+use crate::Vec3;
+
+/// The surface a stream shows and how its frames carry the deformation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamScene {
+    /// Scene name shown by viewers.
+    pub name: String,
+    /// Surface triangles as surface-vertex indices, counter-clockwise seen from outside.
+    pub triangles: Vec<[u32; 3]>,
+    /// Rest position of every surface vertex (m).
+    pub rest_positions: Vec<Vec3>,
+    /// The modal basis restricted to the surface; `None` streams vertex positions.
+    pub modal_basis: Option<SurfaceModalBasis>,
+    /// Model thread rate (Hz), told to clients.
+    pub model_rate_hz: f64,
+    /// Haptic loop rate (Hz), told to clients.
+    pub haptic_rate_hz: f64,
+}
+
+/// Modal displacement vectors of the surface vertices: vertex `v` moves by
+/// `Σ_j q_j · vectors[v · mode_count + j]` (m per unit modal coordinate).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SurfaceModalBasis {
+    /// Number of modes k.
+    pub mode_count: usize,
+    /// `vertex_count · mode_count` vectors, vertex-major.
+    pub vectors: Vec<Vec3>,
+}
+
+/// A scene whose surface is a tet mesh's boundary, with the map from surface vertices
+/// back to mesh nodes (to restrict a full-mesh modal basis to the surface).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeshSurface {
+    /// The scene (without a modal basis).
+    pub scene: StreamScene,
+    /// Mesh node index of every surface vertex.
+    pub mesh_nodes: Vec<usize>,
+}
+
+impl StreamScene {
+    /// The boundary surface of `mesh`, streamed as positions until a basis is attached
+    /// with [`StreamScene::with_modal_basis`].
+    pub fn from_mesh_surface(name: &str, mesh: &TetMesh) -> MeshSurface {
+        let boundary = mesh.boundary();
+        let mut surface_index = vec![u32::MAX; mesh.nodes.len()];
+        for (i, &node) in boundary.nodes.iter().enumerate() {
+            surface_index[node] = i as u32;
+        }
+        let triangles = boundary
+            .triangles
+            .iter()
+            .map(|t| t.map(|node| surface_index[node]))
+            .collect();
+        let rest_positions = boundary.nodes.iter().map(|&n| mesh.nodes[n]).collect();
+        MeshSurface {
+            scene: StreamScene {
+                name: name.to_owned(),
+                triangles,
+                rest_positions,
+                modal_basis: None,
+                model_rate_hz: 200.0,
+                haptic_rate_hz: 1000.0,
+            },
+            mesh_nodes: boundary.nodes,
+        }
+    }
+
+    /// Attaches a modal basis given per (surface vertex, mode) by `shape` (m per unit
+    /// modal coordinate).
+    pub fn with_modal_basis(
+        mut self,
+        mode_count: usize,
+        shape: impl Fn(usize, usize) -> Vec3,
+    ) -> Self {
+        let n = self.rest_positions.len();
+        let mut vectors = Vec::with_capacity(n * mode_count);
+        for v in 0..n {
+            for j in 0..mode_count {
+                vectors.push(shape(v, j));
+            }
+        }
+        self.modal_basis = Some(SurfaceModalBasis {
+            mode_count,
+            vectors,
+        });
+        self
+    }
+
+    /// Number of modes the frames carry, or `None` for a positions scene.
+    pub fn mode_count(&self) -> Option<usize> {
+        self.modal_basis.as_ref().map(|b| b.mode_count)
+    }
+
+    /// Surface positions for a snapshot, computed in f64 on the server side (m): the
+    /// reference that clients' f32 reconstructions are compared with.
+    pub fn positions(&self, snapshot: &VisualSnapshot) -> Vec<Vec3> {
+        match (&snapshot.deformation, &self.modal_basis) {
+            (SnapshotDeformation::Positions(p), _) => p.clone(),
+            (
+                SnapshotDeformation::Modal {
+                    coordinates,
+                    corrections,
+                },
+                Some(basis),
+            ) => {
+                let k = basis.mode_count;
+                let mut out: Vec<Vec3> = self
+                    .rest_positions
+                    .iter()
+                    .enumerate()
+                    .map(|(v, rest)| {
+                        let row = &basis.vectors[v * k..(v + 1) * k];
+                        rest + row
+                            .iter()
+                            .zip(coordinates)
+                            .map(|(phi, q)| phi * *q)
+                            .sum::<Vec3>()
+                    })
+                    .collect();
+                for (v, d) in corrections {
+                    out[*v as usize] += d;
+                }
+                out
+            }
+            (SnapshotDeformation::Modal { .. }, None) => self.rest_positions.clone(),
+        }
+    }
+
+    /// The hello message every client gets first.
+    pub fn hello(&self, frame_rate_hz: f64, control_allowed: bool) -> wire::ServerMessage {
+        wire::ServerMessage::Hello(wire::ServerHello {
+            protocol_version: wire::PROTOCOL_VERSION,
+            scene_name: self.name.clone(),
+            frame_rate_hz: frame_rate_hz as f32,
+            model_rate_hz: self.model_rate_hz as f32,
+            haptic_rate_hz: self.haptic_rate_hz as f32,
+            units: wire::Units::si(),
+            control_allowed,
+        })
+    }
+
+    /// The scene init message (surface, rest positions, basis in f32).
+    pub fn scene_init(&self) -> wire::ServerMessage {
+        wire::ServerMessage::SceneInit(wire::SceneInit {
+            triangles: self.triangles.clone(),
+            rest_positions: self.rest_positions.iter().map(f32x3).collect(),
+            modal_basis: self.modal_basis.as_ref().map(|b| wire::ModalBasis {
+                mode_count: b.mode_count as u32,
+                vectors: b.vectors.iter().map(f32x3).collect(),
+            }),
+        })
+    }
+
+    /// Checks that a snapshot fits the scene (mode or vertex count, correction indices),
+    /// naming what is wrong.
+    pub fn check(&self, snapshot: &VisualSnapshot) -> Result<(), String> {
+        let n = self.rest_positions.len();
+        match (&snapshot.deformation, self.mode_count()) {
+            (
+                SnapshotDeformation::Modal {
+                    coordinates,
+                    corrections,
+                },
+                Some(k),
+            ) => {
+                if coordinates.len() != k {
+                    return Err(format!(
+                        "snapshot has {} modal coordinates, scene has {k} modes",
+                        coordinates.len()
+                    ));
+                }
+                if let Some((v, _)) = corrections.iter().find(|(v, _)| *v as usize >= n) {
+                    return Err(format!("correction for surface vertex {v} of {n}"));
+                }
+                Ok(())
+            }
+            (SnapshotDeformation::Positions(p), None) if p.len() == n => Ok(()),
+            (SnapshotDeformation::Positions(p), None) => Err(format!(
+                "snapshot has {} positions, scene has {n} surface vertices",
+                p.len()
+            )),
+            (SnapshotDeformation::Positions(_), Some(_)) => {
+                Err("positions snapshot for a modal scene".into())
+            }
+            (SnapshotDeformation::Modal { .. }, None) => {
+                Err("modal snapshot for a scene without a modal basis".into())
+            }
+        }
+    }
+}
+
+fn f32x3(v: &Vec3) -> [f32; 3] {
+    [v.x as f32, v.y as f32, v.z as f32]
+}
+
+fn f64x3(v: &Vec3) -> [f64; 3] {
+    [v.x, v.y, v.z]
+}
+
+/// Microseconds since the Unix epoch, for `Frame::sent_unix_us`.
+pub fn unix_now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// Writes `snapshot` into `frame` in place, reusing its vectors.
+pub fn fill_frame(frame: &mut wire::Frame, sequence: u64, snapshot: &VisualSnapshot) {
+    frame.sequence = sequence;
+    frame.scene_time = snapshot.time;
+    frame.sent_unix_us = unix_now_us();
+    frame.probe = f64x3(&snapshot.probe);
+    frame.proxy = f64x3(&snapshot.proxy);
+    frame.force = f64x3(&snapshot.force);
+    frame.in_contact = snapshot.in_contact;
+    match (&snapshot.deformation, &mut frame.deformation) {
+        (
+            SnapshotDeformation::Modal {
+                coordinates,
+                corrections,
+            },
+            wire::Deformation::Modal {
+                coordinates: q,
+                corrections: c,
+            },
+        ) => {
+            q.clear();
+            q.extend(coordinates.iter().map(|&x| x as f32));
+            c.clear();
+            c.extend(corrections.iter().map(|(v, d)| wire::VertexCorrection {
+                vertex: *v,
+                displacement: f32x3(d),
+            }));
+        }
+        (SnapshotDeformation::Positions(p), wire::Deformation::Positions { positions }) => {
+            positions.clear();
+            positions.extend(p.iter().map(f32x3));
+        }
+        (SnapshotDeformation::Modal { .. }, _) => {
+            frame.deformation = wire::Deformation::Modal {
+                coordinates: Vec::new(),
+                corrections: Vec::new(),
+            };
+            fill_frame(frame, sequence, snapshot);
+        }
+        (SnapshotDeformation::Positions(_), _) => {
+            frame.deformation = wire::Deformation::Positions {
+                positions: Vec::new(),
+            };
+            fill_frame(frame, sequence, snapshot);
+        }
+    }
+}

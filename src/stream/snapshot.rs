@@ -1,0 +1,122 @@
+//! What the model thread hands to the stream: the visual snapshot through a wait-free
+//! latest-value slot, and the control commands a viewer sends back to the virtual probe.
+
+use crate::Vec3;
+
+/// The tissue as a viewer should see it after one model step (SI units).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VisualSnapshot {
+    /// Scene time of the model step (s).
+    pub time: f64,
+    /// Probe tip (m).
+    pub probe: Vec3,
+    /// Proxy (god-object) on the deformed surface (m).
+    pub proxy: Vec3,
+    /// Force on the user's hand (N).
+    pub force: Vec3,
+    /// Whether the probe touches the tissue.
+    pub in_contact: bool,
+    /// The deformed surface.
+    pub deformation: SnapshotDeformation,
+}
+
+/// The deformed surface, in the form the scene streams it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SnapshotDeformation {
+    /// Modal coordinates q (one per mode of the scene's surface basis) and residual
+    /// per-vertex corrections near the contact (surface vertex index, displacement in m).
+    Modal {
+        /// Modal coordinates q.
+        coordinates: Vec<f64>,
+        /// Residual displacements (surface vertex index, m) added after the modal sum.
+        corrections: Vec<(u32, Vec3)>,
+    },
+    /// Every surface vertex's position (m).
+    Positions(Vec<Vec3>),
+}
+
+impl VisualSnapshot {
+    /// The tissue at rest at time 0 with the probe at `probe`: zero modal coordinates
+    /// for a modal scene of `mode_count` modes, or the rest positions otherwise.
+    pub fn at_rest(probe: Vec3, mode_count: Option<usize>, rest_positions: &[Vec3]) -> Self {
+        let deformation = match mode_count {
+            Some(k) => SnapshotDeformation::Modal {
+                coordinates: vec![0.0; k],
+                corrections: Vec::new(),
+            },
+            None => SnapshotDeformation::Positions(rest_positions.to_vec()),
+        };
+        Self {
+            time: 0.0,
+            probe,
+            proxy: probe,
+            force: Vec3::zeros(),
+            in_contact: false,
+            deformation,
+        }
+    }
+}
+
+/// Creates the latest-value slot between the model thread (writer) and the stream's
+/// publisher (reader), holding `initial` until the first publish.
+pub fn snapshot_slot(initial: VisualSnapshot) -> (SnapshotWriter, SnapshotReader) {
+    let (input, output) = triple_buffer::triple_buffer(&initial);
+    (SnapshotWriter { input }, SnapshotReader { output })
+}
+
+/// Model-thread end of the snapshot slot. Publishing never blocks and never waits for
+/// the reader (a triple buffer); once the buffers' vectors have grown to size it does not
+/// allocate either.
+pub struct SnapshotWriter {
+    input: triple_buffer::Input<VisualSnapshot>,
+}
+
+impl SnapshotWriter {
+    /// Publishes a copy of `snapshot` as the newest state.
+    pub fn publish(&mut self, snapshot: &VisualSnapshot) {
+        self.input.input_buffer_mut().clone_from(snapshot);
+        self.input.publish();
+    }
+
+    /// Lets `fill` overwrite the back buffer in place, then publishes it. The buffer holds
+    /// an older snapshot on entry: `fill` must set every field.
+    pub fn publish_with(&mut self, fill: impl FnOnce(&mut VisualSnapshot)) {
+        fill(self.input.input_buffer_mut());
+        self.input.publish();
+    }
+}
+
+/// Stream end of the snapshot slot.
+pub struct SnapshotReader {
+    output: triple_buffer::Output<VisualSnapshot>,
+}
+
+impl SnapshotReader {
+    /// The newest published snapshot, and whether it is new since the last call.
+    pub fn latest(&mut self) -> (&VisualSnapshot, bool) {
+        let fresh = self.output.update();
+        (self.output.peek_output_buffer(), fresh)
+    }
+}
+
+/// What an authorised viewer asks of the virtual probe (the sim device consumes these).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ProbeControl {
+    /// Move the virtual probe tip to a scene position (m).
+    MoveTo(Vec3),
+    /// Let go of the probe.
+    Release,
+    /// Put the tissue back to rest.
+    ResetTissue,
+}
+
+/// Stream end of the control channel: the server only ever `try_send`s.
+pub type ControlSender = crossbeam::channel::Sender<ProbeControl>;
+/// Device end of the control channel: drain it with `try_recv` each tick.
+pub type ControlReceiver = crossbeam::channel::Receiver<ProbeControl>;
+
+/// A bounded channel for probe commands: a full channel drops new commands rather than
+/// blocking the server, and the consumer never waits on it.
+pub fn control_channel(capacity: usize) -> (ControlSender, ControlReceiver) {
+    crossbeam::channel::bounded(capacity)
+}

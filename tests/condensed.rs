@@ -1,0 +1,360 @@
+//! Condensed static FEM backend against an independent dense solve of K u = f, and
+//! probe contact through the backend.
+
+use std::sync::Arc;
+
+use faer::{Mat, Par};
+use nalgebra::{DMatrix, DVector};
+use palpa::condensed::{ComplianceColumns, CondensedModel};
+use palpa::contact::SurfaceBvh;
+use palpa::fem::{
+    assemble, fixed_nodes, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap, Ordering,
+    Shape,
+};
+use palpa::mesh::generate::box_mesh;
+use palpa::mesh::TetMesh;
+use palpa::model::{ModelStep, PointConstraint, Simulation, TissueModel};
+use palpa::{Mat3, Vec3};
+
+const SIZE: Vec3 = Vec3::new(0.06, 0.06, 0.03);
+
+struct Block {
+    mesh: TetMesh,
+    system: FemSystem,
+    triangles: Vec<[usize; 3]>,
+    surface_nodes: Vec<usize>,
+}
+
+fn block() -> Block {
+    let mesh = box_mesh(SIZE, [6, 6, 3]).unwrap();
+    let materials = MaterialMap::uniform(Material::new(5e3, 0.45, 1000.0).unwrap())
+        .per_tet(&mesh)
+        .unwrap();
+    let fixed = fixed_nodes(
+        &mesh,
+        &[Fix::Below {
+            axis: Axis::Z,
+            dist: 1e-9,
+        }],
+    )
+    .unwrap();
+    let system = assemble(&mesh, &materials, DofMap::new(&fixed).unwrap()).unwrap();
+    let b = mesh.boundary();
+    Block {
+        mesh,
+        system,
+        triangles: b.triangles,
+        surface_nodes: b.nodes,
+    }
+}
+
+fn condensed(b: &Block, cap: usize, cache: usize) -> CondensedModel {
+    let factor =
+        Arc::new(Factor::for_system(&b.system, 0.0, Ordering::default(), Par::Seq).unwrap());
+    let columns = ComplianceColumns::new(factor, b.system.dofs.clone(), cache).unwrap();
+    CondensedModel::new(
+        b.mesh.nodes.clone(),
+        b.triangles.clone(),
+        b.surface_nodes.clone(),
+        columns,
+        cap,
+        16,
+    )
+    .unwrap()
+}
+
+/// Independent reference: dense K (from K·I) factorised by nalgebra's Cholesky.
+fn direct(b: &Block, loads: &[(usize, Vec3)]) -> Vec<Vec3> {
+    let n = b.system.n_free();
+    let mut k = Mat::<f64>::zeros(n, n);
+    b.system
+        .apply_k(k.as_mut(), Mat::<f64>::identity(n, n).as_ref());
+    let kd = DMatrix::from_fn(n, n, |i, j| k[(i, j)]);
+    let mut f = DVector::zeros(n);
+    for &(v, load) in loads {
+        if let Some(d) = b.system.dofs.node_dofs(v) {
+            for a in 0..3 {
+                f[d[a]] += load[a];
+            }
+        }
+    }
+    let u = kd.cholesky().expect("K is SPD").solve(&f);
+    let mut out = vec![Vec3::zeros(); b.mesh.nodes.len()];
+    for (j, &v) in b.system.dofs.free_nodes().iter().enumerate() {
+        out[v] = Vec3::new(u[3 * j], u[3 * j + 1], u[3 * j + 2]);
+    }
+    out
+}
+
+/// The top-surface point above (x, y): triangle nodes and barycentric weights.
+fn top_point(b: &Block, x: f64, y: f64) -> ([usize; 3], [f64; 3], Vec3) {
+    let bvh = SurfaceBvh::build(b.triangles.clone(), &b.mesh.nodes);
+    let c = bvh
+        .closest_point(&Vec3::new(x, y, SIZE.z), 1e-6, &b.mesh.nodes)
+        .unwrap();
+    (b.triangles[c.triangle], c.bary, c.point)
+}
+
+fn max_norm(u: &[Vec3]) -> f64 {
+    u.iter().map(|v| v.norm()).fold(0.0, f64::max)
+}
+
+#[test]
+fn held_point_matches_the_direct_solve() {
+    let b = block();
+    let mut model = condensed(&b, 0, 8);
+    let (nodes, w, x) = top_point(&b, 0.031, 0.027);
+    let target = x + Vec3::new(3e-4, -2e-4, -1e-3);
+    let mut f = [Vec3::zeros()];
+    model
+        .advance(5e-3, &[PointConstraint::hold(nodes, w, target)], &mut f)
+        .unwrap();
+    let loads: Vec<(usize, Vec3)> = nodes
+        .iter()
+        .zip(&w)
+        .map(|(&v, &wv)| (v, f[0] * wv))
+        .collect();
+    let u = direct(&b, &loads);
+    let at: Vec3 = nodes.iter().zip(&w).map(|(&v, &wv)| u[v] * wv).sum();
+    assert!(
+        (at - (target - x)).norm() <= 1e-8 * (target - x).norm(),
+        "point moved {at:?}"
+    );
+    let mut got = vec![Vec3::zeros(); b.surface_nodes.len()];
+    model.displacements(&b.surface_nodes, &mut got);
+    let want: Vec<Vec3> = b.surface_nodes.iter().map(|&v| u[v]).collect();
+    let err = got
+        .iter()
+        .zip(&want)
+        .map(|(g, w)| (g - w).norm())
+        .fold(0.0, f64::max);
+    assert!(err <= 1e-8 * max_norm(&want), "surface error {err:e}");
+    // Compliance at the point agrees with the force it produced.
+    let c = model.point_compliance(&nodes, &w).unwrap();
+    assert!((c * f[0] - (target - x)).norm() <= 1e-8 * (target - x).norm());
+}
+
+#[test]
+fn two_simultaneous_loads_equal_one_full_solve() {
+    let b = block();
+    let mut model = condensed(&b, 0, 8);
+    let (n1, w1, x1) = top_point(&b, 0.021, 0.017);
+    let (n2, w2, x2) = top_point(&b, 0.038, 0.041);
+    let cons = [
+        PointConstraint::hold(n1, w1, x1 + Vec3::new(0.0, 0.0, -1e-3)),
+        PointConstraint::hold(n2, w2, x2 + Vec3::new(2e-4, 0.0, -5e-4)),
+    ];
+    let mut f = [Vec3::zeros(); 2];
+    model.advance(5e-3, &cons, &mut f).unwrap();
+    let mut loads = Vec::new();
+    for (c, fc) in cons.iter().zip(&f) {
+        for (&v, &wv) in c.nodes.iter().zip(&c.weights) {
+            loads.push((v, fc * wv));
+        }
+    }
+    let u = direct(&b, &loads);
+    for c in &cons {
+        let x: Vec3 = c
+            .nodes
+            .iter()
+            .zip(&c.weights)
+            .map(|(&v, &wv)| b.mesh.nodes[v] * wv)
+            .sum();
+        let at: Vec3 = c
+            .nodes
+            .iter()
+            .zip(&c.weights)
+            .map(|(&v, &wv)| u[v] * wv)
+            .sum();
+        assert!(
+            (at - (c.target - x)).norm() <= 1e-8 * (c.target - x).norm(),
+            "{at:?} vs {:?}, f {f:?}",
+            c.target - x
+        );
+    }
+    let mut got = vec![Vec3::zeros(); b.surface_nodes.len()];
+    model.displacements(&b.surface_nodes, &mut got);
+    let want: Vec<Vec3> = b.surface_nodes.iter().map(|&v| u[v]).collect();
+    let err = got
+        .iter()
+        .zip(&want)
+        .map(|(g, w)| (g - w).norm())
+        .fold(0.0, f64::max);
+    assert!(err <= 1e-8 * max_norm(&want), "superposition error {err:e}");
+}
+
+#[test]
+fn column_cache_stays_bounded_and_recomputes_evicted_nodes() {
+    let b = block();
+    let mut model = condensed(&b, 0, 3);
+    let top: Vec<usize> = b
+        .surface_nodes
+        .iter()
+        .copied()
+        .filter(|&v| b.mesh.nodes[v].z == SIZE.z)
+        .take(5)
+        .collect();
+    let first = model.columns().block(top[0], top[0]).unwrap();
+    for &v in &top[1..] {
+        model.columns().block(v, v).unwrap();
+    }
+    assert!(!model.columns().is_cached(top[0]));
+    assert!(model.columns().is_cached(top[4]));
+    let solves = model.columns().solves();
+    assert_eq!(model.columns().block(top[0], top[0]).unwrap(), first);
+    assert_eq!(model.columns().solves(), solves + 3);
+}
+
+fn probe_sim(b: &Block) -> Simulation<CondensedModel> {
+    Simulation::new(condensed(b, usize::MAX, 8), 0.0)
+}
+
+#[test]
+fn contact_force_is_normal_monotonic_and_released_on_pull() {
+    let b = block();
+    let mut sim = probe_sim(&b);
+    let dt = 5e-3;
+    let xy = (0.031, 0.027);
+    let above = sim.step(0.0, dt, Vec3::new(xy.0, xy.1, SIZE.z + 0.002));
+    assert!(!above.in_contact && above.f0 == Vec3::zeros());
+    let mut last = 0.0;
+    for i in 1..=10 {
+        let depth = 2e-4 * i as f64;
+        let lfm = sim.step(i as f64 * dt, dt, Vec3::new(xy.0, xy.1, SIZE.z - depth));
+        assert!(lfm.in_contact, "depth {depth}");
+        // Along the contact normal, which is the dented surface's and close to +z.
+        let f = lfm.f0;
+        assert!(
+            (f - lfm.normal * f.norm()).norm() <= 1e-9 * f.norm(),
+            "force {f:?} not along the normal"
+        );
+        assert!(lfm.normal.z > 0.95, "normal {:?}", lfm.normal);
+        assert!(f.norm() > last, "force not increasing at depth {depth}");
+        last = f.norm();
+        // The local model's stiffness predicts the force from the contact point.
+        assert!(lfm.stiffness[(2, 2)] < 0.0);
+    }
+    let pulled = sim.step(11.0 * dt, dt, Vec3::new(xy.0, xy.1, SIZE.z + 1e-4));
+    assert!(!pulled.in_contact && pulled.f0 == Vec3::zeros());
+    // Released: the tissue is back at rest.
+    let mut u = vec![Vec3::zeros(); b.surface_nodes.len()];
+    sim.model_mut().displacements(&b.surface_nodes, &mut u);
+    assert_eq!(max_norm(&u), 0.0);
+}
+
+#[test]
+fn sliding_while_pressed_has_no_force_jumps() {
+    let b = block();
+    let mut sim = probe_sim(&b);
+    let dt = 5e-3;
+    sim.step(0.0, dt, Vec3::new(0.012, 0.027, SIZE.z + 0.001));
+    let mut prev = sim.step(dt, dt, Vec3::new(0.012, 0.027, SIZE.z - 0.0015));
+    let step = 2e-4;
+    for i in 1..=180 {
+        let probe = Vec3::new(0.012 + step * i as f64, 0.027, SIZE.z - 0.0015);
+        let lfm = sim.step((i + 1) as f64 * dt, dt, probe);
+        assert!(lfm.in_contact, "lost contact at step {i}");
+        let k_loc = prev.stiffness.norm().max(lfm.stiffness.norm());
+        let jump = (lfm.f0 - prev.f0).norm();
+        assert!(
+            jump <= k_loc * step,
+            "step {i}: force jump {jump:e} N > {:e}",
+            k_loc * step
+        );
+        assert!(
+            (probe - lfm.contact_point).norm() < 2e-3,
+            "contact point far from the probe"
+        );
+        prev = lfm;
+    }
+}
+
+#[test]
+fn degenerate_queries_do_not_panic() {
+    let b = block();
+    let mut sim = probe_sim(&b);
+    let dt = 5e-3;
+    // NaN probe: rejected, zero force.
+    sim.step(0.0, dt, Vec3::new(0.03, 0.03, SIZE.z + 0.001));
+    sim.step(dt, dt, Vec3::new(0.03, 0.03, SIZE.z - 0.001));
+    let nan = sim.step(2.0 * dt, dt, Vec3::new(f64::NAN, 0.03, 0.02));
+    assert!(!nan.in_contact && nan.f0 == Vec3::zeros());
+    // Exactly on a mesh node of the top face, then on an edge.
+    for p in [
+        Vec3::new(0.03, 0.03, SIZE.z - 0.001),
+        Vec3::new(0.025, 0.03, SIZE.z - 0.001),
+    ] {
+        let mut sim = probe_sim(&b);
+        sim.step(0.0, dt, p + Vec3::new(0.0, 0.0, 0.002));
+        let lfm = sim.step(dt, dt, p);
+        assert!(lfm.in_contact && lfm.f0.z > 0.0 && lfm.f0.iter().all(|x| x.is_finite()));
+    }
+    // Pressing up into the clamped bottom face: every node is fixed, so the tissue
+    // cannot be moved there; the constraint is unenforceable and gives zero force.
+    let mut sim = probe_sim(&b);
+    sim.step(0.0, dt, Vec3::new(0.03, 0.03, -0.002));
+    let lfm = sim.step(dt, dt, Vec3::new(0.03, 0.03, 0.001));
+    assert!(!lfm.in_contact && lfm.f0 == Vec3::zeros() && lfm.stiffness == Mat3::zeros());
+    // Invalid step size: zero force.
+    let bad = sim.step(2.0 * dt, f64::NAN, Vec3::new(0.03, 0.03, 0.001));
+    assert_eq!(bad.f0, Vec3::zeros());
+}
+
+/// Force for pressing `depth` straight down at (x, y) of a block of `materials`.
+fn press(mesh: &TetMesh, materials: &MaterialMap, x: f64, y: f64, depth: f64) -> f64 {
+    let per_tet = materials.per_tet(mesh).unwrap();
+    let fixed = fixed_nodes(
+        mesh,
+        &[Fix::Below {
+            axis: Axis::Z,
+            dist: 1e-9,
+        }],
+    )
+    .unwrap();
+    let system = assemble(mesh, &per_tet, DofMap::new(&fixed).unwrap()).unwrap();
+    let b = mesh.boundary();
+    let blk = Block {
+        mesh: mesh.clone(),
+        system,
+        triangles: b.triangles,
+        surface_nodes: b.nodes,
+    };
+    let mut sim = Simulation::new(condensed(&blk, 0, 8), 0.0);
+    sim.step(0.0, 5e-3, Vec3::new(x, y, SIZE.z + 1e-3));
+    let mut f = 0.0;
+    for i in 1..=5 {
+        f = sim
+            .step(
+                i as f64 * 5e-3,
+                5e-3,
+                Vec3::new(x, y, SIZE.z - depth * i as f64 / 5.0),
+            )
+            .f0
+            .norm();
+    }
+    f
+}
+
+#[test]
+fn stiff_inclusion_is_found_by_palpation() {
+    let mesh = box_mesh(SIZE, [12, 12, 6]).unwrap();
+    let soft = Material::new(5e3, 0.45, 1000.0).unwrap();
+    let stiff = Material::new(8.0 * 5e3, 0.45, 1000.0).unwrap();
+    let lump = Shape::Sphere {
+        center: Vec3::new(0.03, 0.03, 0.019),
+        radius: 0.007,
+    };
+    let with_lump = MaterialMap::uniform(soft).with_override(lump, stiff);
+    let plain = MaterialMap::uniform(soft);
+    let above = (0.03, 0.03);
+    let beside = (0.03, 0.015);
+    let ratio_lump = press(&mesh, &with_lump, above.0, above.1, 1e-3)
+        / press(&mesh, &with_lump, beside.0, beside.1, 1e-3);
+    let ratio_plain = press(&mesh, &plain, above.0, above.1, 1e-3)
+        / press(&mesh, &plain, beside.0, beside.1, 1e-3);
+    println!("force above / beside at 1 mm: with inclusion {ratio_lump:.3}, homogeneous {ratio_plain:.3}");
+    assert!(
+        ratio_lump > 1.25 * ratio_plain,
+        "inclusion not felt: {ratio_lump:.3} vs {ratio_plain:.3}"
+    );
+}

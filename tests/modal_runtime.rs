@@ -1,0 +1,635 @@
+//! Modal runtime: exact oscillator stepping against analytic solutions, and
+//! constraints.
+
+use palpa::modal::{ModeTransition, Oscillators};
+
+/// Analytic response of z̈ + c ż + λ z = g (g constant) from (z0, v0) at time t,
+/// by the closed form of each damping regime (independent of the matrix exponential).
+fn analytic(lambda: f64, c: f64, g: f64, z0: f64, v0: f64, t: f64) -> (f64, f64) {
+    if lambda == 0.0 {
+        if c == 0.0 {
+            return (z0 + v0 * t + 0.5 * g * t * t, v0 + g * t);
+        }
+        let e = (-c * t).exp();
+        let vinf = g / c;
+        return (
+            z0 + vinf * t + (v0 - vinf) * (1.0 - e) / c,
+            vinf + (v0 - vinf) * e,
+        );
+    }
+    let zs = g / lambda;
+    let (y0, v0) = (z0 - zs, v0);
+    let disc = c * c - 4.0 * lambda;
+    let (y, v) = if disc < 0.0 {
+        let wd = (-disc).sqrt() / 2.0;
+        let s = -c / 2.0;
+        let a = y0;
+        let b = (v0 - s * y0) / wd;
+        let e = (s * t).exp();
+        let (sn, cs) = (wd * t).sin_cos();
+        (
+            e * (a * cs + b * sn),
+            e * (s * (a * cs + b * sn) + wd * (-a * sn + b * cs)),
+        )
+    } else if disc == 0.0 {
+        let s = -c / 2.0;
+        let b = v0 - s * y0;
+        let e = (s * t).exp();
+        (e * (y0 + b * t), e * (s * (y0 + b * t) + b))
+    } else {
+        let r1 = (-c + disc.sqrt()) / 2.0;
+        let r2 = (-c - disc.sqrt()) / 2.0;
+        let a1 = (v0 - r2 * y0) / (r1 - r2);
+        let a2 = (r1 * y0 - v0) / (r1 - r2);
+        (
+            a1 * (r1 * t).exp() + a2 * (r2 * t).exp(),
+            a1 * r1 * (r1 * t).exp() + a2 * r2 * (r2 * t).exp(),
+        )
+    };
+    (y + zs, v)
+}
+
+#[test]
+fn transition_matches_closed_form_in_every_damping_regime() {
+    let h = 1e-3;
+    // (λ, c): rigid, rigid damped, under-, critically-, over-damped, stiff
+    // under-damped, stiff over-damped.
+    let lambda_crit: f64 = 400.0;
+    let cases = [
+        (0.0, 0.0),
+        (0.0, 3.0),
+        (1.0e4, 2.0),
+        (lambda_crit, 2.0 * lambda_crit.sqrt()),
+        (100.0, 50.0),
+        (4.0e7, 10.0),
+        (1.0e6, 1.0e5),
+    ];
+    for (lambda, c) in cases {
+        let tr = ModeTransition::new(lambda, c, h);
+        for (z0, v0, g) in [
+            (1.0, 0.0, 0.0),
+            (0.0, 1.0, 0.0),
+            (0.0, 0.0, 1.0),
+            (0.3, -2.0, 5.0),
+        ] {
+            let (z, v) = tr.apply(z0, v0, g);
+            let (za, va) = analytic(lambda, c, g, z0, v0, h);
+            let scale_z = za
+                .abs()
+                .max(z0.abs() + v0.abs() * h + g.abs() * h * h)
+                .max(1e-300);
+            let scale_v = va
+                .abs()
+                .max(v0.abs() + lambda.sqrt() * z0.abs() + g.abs() * h)
+                .max(1e-300);
+            assert!(
+                (z - za).abs() <= 1e-11 * scale_z,
+                "λ={lambda} c={c}: z {z} vs {za}"
+            );
+            assert!(
+                (v - va).abs() <= 1e-11 * scale_v,
+                "λ={lambda} c={c}: v {v} vs {va}"
+            );
+        }
+    }
+}
+
+#[test]
+fn transition_is_continuous_through_critical_damping() {
+    // The closed forms are ill-conditioned next to c² = 4λ; the exponential is not.
+    let (lambda, h) = (400.0f64, 1e-3);
+    let crit = 2.0 * lambda.sqrt();
+    for rel in [-1e-6, -1e-9, -1e-12, 1e-12, 1e-9, 1e-6] {
+        let tr = ModeTransition::new(lambda, crit * (1.0 + rel), h);
+        for (z0, v0, g) in [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)] {
+            let (z, v) = tr.apply(z0, v0, g);
+            let (za, va) = analytic(lambda, crit, g, z0, v0, h);
+            // d(z, ż)/dc is O(h·scale): the change must be of order rel, no larger.
+            assert!(
+                (z - za).abs() <= (10.0 * rel.abs() + 1e-13) * (za.abs() + h * h),
+                "rel {rel}: z {z} vs {za}"
+            );
+            assert!(
+                (v - va).abs() <= (10.0 * rel.abs() + 1e-13) * (va.abs() + h),
+                "rel {rel}: v {v} vs {va}"
+            );
+        }
+    }
+}
+
+#[test]
+fn undamped_free_vibration_conserves_energy_over_a_million_steps() {
+    let lambda: Vec<f64> = [0.5, 7.0, 60.0, 300.0]
+        .iter()
+        .map(|f| (2.0 * std::f64::consts::PI * f).powi(2))
+        .collect();
+    let mut osc = Oscillators::new(&lambda, 0.0, 0.0, 1e-3);
+    osc.set_state(&[1e-3, -2e-3, 5e-4, 1e-4], &[0.1, 0.0, -0.3, 2.0]);
+    let e0 = osc.energy();
+    let g = vec![0.0; lambda.len()];
+    let mut worst: f64 = 0.0;
+    for n in 0..1_000_000 {
+        osc.step(&g);
+        if n % 1000 == 999 {
+            worst = worst.max((osc.energy() - e0).abs() / e0);
+        }
+    }
+    println!("relative energy drift after 1e6 steps of 1 ms: {worst:.3e}");
+    assert!(worst < 1e-9, "energy drift {worst:e}");
+}
+
+#[test]
+fn damped_envelope_matches_analytic_decay_of_each_mode() {
+    let lambda: Vec<f64> = [2.0, 15.0, 80.0]
+        .iter()
+        .map(|f| (2.0 * std::f64::consts::PI * f).powi(2))
+        .collect();
+    let (alpha1, alpha2) = (2e-4, 0.5);
+    let dt = 1e-3;
+    let mut osc = Oscillators::new(&lambda, alpha1, alpha2, dt);
+    let z0 = [1e-3, 1e-3, 1e-3];
+    osc.set_state(&z0, &[0.0; 3]);
+    let g = [0.0; 3];
+    for n in 1..=3000 {
+        osc.step(&g);
+        let t = n as f64 * dt;
+        for i in 0..3 {
+            let c = alpha1 * lambda[i] + alpha2;
+            // Envelope √(z² + (ż + c z/2)²/ω_d²) of an under-damped mode decays as e^{−ct/2}.
+            let wd = (lambda[i] - c * c / 4.0).sqrt();
+            let (z, v) = (osc.z()[i], osc.zd()[i]);
+            let env = (z * z + ((v + c * z / 2.0) / wd).powi(2)).sqrt();
+            let env0 = (z0[i] * z0[i] + (c * z0[i] / 2.0 / wd).powi(2)).sqrt();
+            let want = env0 * (-c * t / 2.0).exp();
+            assert!(
+                (env - want).abs() <= 1e-9 * env0,
+                "mode {i} t={t}: {env} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn ten_small_steps_equal_one_large_step() {
+    let lambda = [0.0, 3.0e3, 1.0e5, 4.0e6];
+    let (alpha1, alpha2) = (1e-4, 2.0);
+    let g = [1.0, -2.0, 30.0, 400.0];
+    let mut fine = Oscillators::new(&lambda, alpha1, alpha2, 1e-4);
+    let mut coarse = Oscillators::new(&lambda, alpha1, alpha2, 1e-3);
+    let z0 = [1e-3, 2e-3, -1e-3, 1e-4];
+    let v0 = [0.1, -0.2, 0.3, 0.5];
+    fine.set_state(&z0, &v0);
+    coarse.set_state(&z0, &v0);
+    for _ in 0..10 {
+        fine.step(&g);
+    }
+    coarse.step(&g);
+    let mut any = coarse.clone();
+    any.set_state(&z0, &v0);
+    any.step_by(1e-3, &g);
+    for i in 0..lambda.len() {
+        let sz = coarse.z()[i].abs().max(1e-12);
+        let sv = coarse.zd()[i].abs().max(1e-9);
+        assert!(
+            (fine.z()[i] - coarse.z()[i]).abs() / sz <= 1e-12,
+            "mode {i} z: {} vs {}",
+            fine.z()[i],
+            coarse.z()[i]
+        );
+        assert!(
+            (fine.zd()[i] - coarse.zd()[i]).abs() / sv <= 1e-12,
+            "mode {i} ż: {} vs {}",
+            fine.zd()[i],
+            coarse.zd()[i]
+        );
+        assert_eq!(any.z()[i], coarse.z()[i]);
+    }
+}
+
+mod with_fem {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use faer::{Mat, Par};
+    use palpa::condensed::ComplianceColumns;
+    use palpa::contact::SurfaceBvh;
+    use palpa::fem::{
+        assemble, fixed_nodes, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap,
+        Ordering,
+    };
+    use palpa::mesh::generate::box_mesh;
+    use palpa::mesh::TetMesh;
+    use palpa::modal::{
+        compute_modes, ModalBasis, ModalParams, ModalRuntime, Oscillators, Timings,
+    };
+    use palpa::model::{PointConstraint, TissueModel};
+    use palpa::Vec3;
+
+    struct Fixture {
+        mesh: TetMesh,
+        system: FemSystem,
+        basis: ModalBasis,
+        factor: Arc<Factor>,
+        triangles: Vec<[usize; 3]>,
+        surface: Vec<usize>,
+    }
+
+    fn fixture(mesh: TetMesh, fix: Fix, young: f64, k: usize) -> Fixture {
+        let materials = MaterialMap::uniform(Material::new(young, 0.45, 1000.0).unwrap())
+            .per_tet(&mesh)
+            .unwrap();
+        let fixed = fixed_nodes(&mesh, &[fix]).unwrap();
+        let system = assemble(&mesh, &materials, DofMap::new(&fixed).unwrap()).unwrap();
+        let (basis, _, _) =
+            compute_modes(&system, k, Ordering::default(), &mut Timings::default()).unwrap();
+        let factor =
+            Arc::new(Factor::for_system(&system, 0.0, Ordering::default(), Par::Seq).unwrap());
+        let b = mesh.boundary();
+        Fixture {
+            mesh,
+            system,
+            basis,
+            factor,
+            triangles: b.triangles,
+            surface: b.nodes,
+        }
+    }
+
+    fn runtime(fx: &Fixture, params: ModalParams, residual: bool) -> ModalRuntime {
+        let columns = residual.then(|| {
+            ComplianceColumns::new(fx.factor.clone(), fx.system.dofs.clone(), 32).unwrap()
+        });
+        ModalRuntime::new(
+            fx.mesh.nodes.clone(),
+            fx.triangles.clone(),
+            fx.surface.clone(),
+            &fx.basis.eigenvalues,
+            fx.basis.shapes.as_ref(),
+            params,
+            columns,
+        )
+        .unwrap()
+    }
+
+    fn point_displacement(model: &mut ModalRuntime, nodes: &[usize; 3], w: &[f64; 3]) -> Vec3 {
+        let mut u = [Vec3::zeros(); 3];
+        model.displacements(nodes, &mut u);
+        u[0] * w[0] + u[1] * w[1] + u[2] * w[2]
+    }
+
+    #[test]
+    fn position_constraint_holds_every_step_and_release_gives_free_vibration() {
+        let size = Vec3::new(0.06, 0.06, 0.03);
+        let fx = fixture(
+            box_mesh(size, [6, 6, 3]).unwrap(),
+            Fix::Below {
+                axis: Axis::Z,
+                dist: 1e-9,
+            },
+            5e3,
+            20,
+        );
+        for residual in [false, true] {
+            let params = ModalParams {
+                alpha1: 0.0,
+                alpha2: 0.0,
+                dt: 5e-3,
+                max_rows: 12,
+            };
+            let mut model = runtime(&fx, params, residual);
+            let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
+            let c = bvh
+                .closest_point(&Vec3::new(0.031, 0.027, size.z), 1e-6, &fx.mesh.nodes)
+                .unwrap();
+            let nodes = fx.triangles[c.triangle];
+            let mut f = [Vec3::zeros()];
+            for n in 0..200 {
+                // The held point is dragged along a path; it must be on it after every step.
+                let s = n as f64 * 5e-3;
+                let offset = Vec3::new(
+                    5e-4 * s.sin(),
+                    3e-4 * (2.0 * s).sin(),
+                    -1e-3 * (1.0 - (-3.0 * s).exp()),
+                );
+                let hold = PointConstraint::hold(nodes, c.bary, c.point + offset);
+                model.advance(5e-3, &[hold], &mut f).unwrap();
+                let u = point_displacement(&mut model, &nodes, &c.bary);
+                assert!(
+                    (u - offset).norm() <= 1e-9 * offset.norm().max(1e-4),
+                    "residual {residual}, step {n}: {u:?} vs {offset:?}"
+                );
+            }
+            // Released: undamped free vibration of the modes, exactly as the bare
+            // oscillators evolve it, with constant energy.
+            let mut free = Oscillators::new(&fx.basis.eigenvalues, 0.0, 0.0, 5e-3);
+            model.advance(5e-3, &[], &mut []).unwrap();
+            free.set_state(model.oscillators().z(), model.oscillators().zd());
+            let e0 = free.energy();
+            assert!(e0 > 0.0);
+            let zero = vec![0.0; free.len()];
+            for _ in 0..1000 {
+                model.advance(5e-3, &[], &mut []).unwrap();
+                free.step(&zero);
+            }
+            assert_eq!(model.oscillators().z(), free.z());
+            assert!((model.oscillators().energy() - e0).abs() <= 1e-9 * e0);
+        }
+    }
+
+    #[test]
+    fn velocity_and_acceleration_constraints_hit_their_targets() {
+        use palpa::model::{ConstraintKind, Directions};
+        let size = Vec3::new(0.06, 0.06, 0.03);
+        let fx = fixture(
+            box_mesh(size, [6, 6, 3]).unwrap(),
+            Fix::Below {
+                axis: Axis::Z,
+                dist: 1e-9,
+            },
+            5e3,
+            20,
+        );
+        let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
+        let c = bvh
+            .closest_point(&Vec3::new(0.031, 0.027, size.z), 1e-6, &fx.mesh.nodes)
+            .unwrap();
+        let nodes = fx.triangles[c.triangle];
+        let k = fx.basis.n_modes();
+        // Point row of mode m along axis a: Σ_v w_v W̄[(v, a), m].
+        let row = |a: usize, m: usize| -> f64 {
+            (0..3)
+                .map(|i| c.bary[i] * fx.basis.shapes[(3 * nodes[i] + a, m)])
+                .sum()
+        };
+        let point = |q: &[f64]| Vec3::from_fn(|a, _| (0..k).map(|m| row(a, m) * q[m]).sum());
+        let params = ModalParams {
+            alpha1: 1e-3,
+            alpha2: 2.0,
+            dt: 5e-3,
+            max_rows: 3,
+        };
+        let target_v = Vec3::new(2e-3, 0.0, -1e-2);
+        let target_a = Vec3::new(0.0, 0.5, -1.0);
+        for (kind, target) in [
+            (ConstraintKind::Velocity, target_v),
+            (ConstraintKind::Acceleration, target_a),
+        ] {
+            let mut model = runtime(&fx, params, false);
+            let con = PointConstraint {
+                nodes,
+                weights: c.bary,
+                kind,
+                directions: Directions::All,
+                target,
+                unilateral: false,
+            };
+            let mut f = [Vec3::zeros()];
+            for n in 0..50 {
+                model.advance(5e-3, &[con], &mut f).unwrap();
+                let osc = model.oscillators();
+                // Round-off scale of the constrained quantity (cancellation in
+                // g − c ż − λ z grows as the point accelerates away).
+                let scale: f64 = (0..k)
+                    .map(|m| {
+                        let w = Vec3::from_fn(|a, _| row(a, m)).norm();
+                        w * (osc.zd()[m].abs() * (1.0 + osc.damping()[m])
+                            + osc.lambda()[m] * osc.z()[m].abs())
+                    })
+                    .sum();
+                let got = match kind {
+                    ConstraintKind::Velocity => point(osc.zd()),
+                    _ => {
+                        // z̈ = g − c ż − λ z with g = W̄ᵀ F at the point.
+                        let acc: Vec<f64> = (0..k)
+                            .map(|m| {
+                                let g: f64 = (0..3).map(|a| row(a, m) * f[0][a]).sum();
+                                g - osc.damping()[m] * osc.zd()[m] - osc.lambda()[m] * osc.z()[m]
+                            })
+                            .collect();
+                        point(&acc)
+                    }
+                };
+                let tol = 1e-9 * target.norm() + 1e-12 * scale;
+                assert!(
+                    (got - target).norm() <= tol,
+                    "{kind:?} step {n}: {got:?} vs {target:?}"
+                );
+            }
+        }
+    }
+
+    /// Direct sparse solve: displacement of `node` along `n` per unit force along `n`
+    /// there (m/N), K u = n e_node by the Cholesky factor.
+    fn direct_compliance(fx: &Fixture, node: usize, n: &Vec3) -> f64 {
+        let d = fx.system.dofs.node_dofs(node).unwrap();
+        let mut rhs = Mat::<f64>::zeros(fx.system.n_free(), 1);
+        for a in 0..3 {
+            rhs[(d[a], 0)] = n[a];
+        }
+        fx.factor.solve_in_place(rhs.as_mut()).unwrap();
+        (0..3).map(|a| rhs[(d[a], 0)] * n[a]).sum()
+    }
+
+    #[test]
+    fn bunny_static_stiffness_with_residual_flexibility_matches_full_fem() {
+        let mut mesh = palpa::mesh::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/bunny.msh"
+        )))
+        .unwrap();
+        mesh.scale(0.01);
+        let fx = fixture(
+            mesh,
+            Fix::Below {
+                axis: Axis::Y,
+                dist: 0.005,
+            },
+            50e3,
+            40,
+        );
+        let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
+        let (lo, hi) = fx.mesh.bounds();
+        // Free surface nodes spread over the body (top, sides), one per probe.
+        let picks: Vec<usize> = [
+            (0.5, 1.0, 0.5),
+            (0.0, 0.6, 0.5),
+            (1.0, 0.5, 0.5),
+            (0.5, 0.5, 0.0),
+            (0.3, 0.8, 1.0),
+        ]
+        .iter()
+        .map(|&(a, b, c)| {
+            let p = lo + (hi - lo).component_mul(&Vec3::new(a, b, c));
+            let near = bvh
+                .closest_point(&p, f64::INFINITY, &fx.mesh.nodes)
+                .unwrap();
+            let t = fx.triangles[near.triangle];
+            *t.iter()
+                .max_by(|&&x, &&y| {
+                    near.bary[t.iter().position(|&v| v == x).unwrap()]
+                        .total_cmp(&near.bary[t.iter().position(|&v| v == y).unwrap()])
+                })
+                .unwrap()
+        })
+        .filter(|&v| !fx.system.dofs.is_fixed(v))
+        .collect();
+        assert!(picks.len() >= 4);
+        let depth = 1e-3;
+        let dt = 5e-3;
+        let mut worst = [0.0f64; 2];
+        for &node in &picks {
+            // Triangle holding the node, with the point exactly on it.
+            let t = (0..fx.triangles.len())
+                .find(|&t| fx.triangles[t].contains(&node))
+                .unwrap();
+            let nodes = fx.triangles[t];
+            let w = nodes.map(|v| if v == node { 1.0 } else { 0.0 });
+            let normal = bvh.shaded_normal(t, &w, &fx.mesh.nodes);
+            let want = 1.0 / direct_compliance(&fx, node, &normal);
+            for (r, residual) in [false, true].into_iter().enumerate() {
+                let params = ModalParams {
+                    alpha1: 2e-3,
+                    alpha2: 20.0,
+                    dt,
+                    max_rows: 3,
+                };
+                let mut model = runtime(&fx, params, residual);
+                let mut f = [Vec3::zeros()];
+                // Press slowly (1 s ramp) and hold until the modes settle.
+                for n in 0..800 {
+                    let d = depth * (n as f64 / 200.0).min(1.0);
+                    let c = PointConstraint::contact(
+                        nodes,
+                        w,
+                        normal,
+                        fx.mesh.nodes[node] - normal * d,
+                    );
+                    model.advance(dt, &[c], &mut f).unwrap();
+                }
+                let got = -f[0].dot(&normal) / depth;
+                let err = (got - want).abs() / want;
+                println!("node {node}: stiffness {got:.4} N/m vs direct {want:.4} N/m, residual {residual}: error {:.2}%", 100.0 * err);
+                worst[r] = worst[r].max(err);
+            }
+        }
+        println!("bunny k=40, worst static stiffness error: without residual {:.1}%, with residual {:.4}%", 100.0 * worst[0], 100.0 * worst[1]);
+        assert!(
+            worst[1] < 0.02,
+            "with residual flexibility: {:.3}%",
+            100.0 * worst[1]
+        );
+        assert!(worst[0] > worst[1]);
+    }
+}
+
+mod contact_through_modal {
+    use faer::Par;
+    use palpa::condensed::ComplianceColumns;
+    use palpa::fem::{
+        assemble, fixed_nodes, Axis, DofMap, Factor, Fix, Material, MaterialMap, Ordering,
+    };
+    use palpa::mesh::generate::box_mesh;
+    use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
+    use palpa::model::{ModelStep, Simulation, TissueModel};
+    use palpa::Vec3;
+    use std::sync::Arc;
+
+    const SIZE: Vec3 = Vec3::new(0.06, 0.06, 0.03);
+
+    fn sim() -> Simulation<ModalRuntime> {
+        let mesh = box_mesh(SIZE, [6, 6, 3]).unwrap();
+        let materials = MaterialMap::uniform(Material::new(5e3, 0.45, 1000.0).unwrap())
+            .per_tet(&mesh)
+            .unwrap();
+        let fixed = fixed_nodes(
+            &mesh,
+            &[Fix::Below {
+                axis: Axis::Z,
+                dist: 1e-9,
+            }],
+        )
+        .unwrap();
+        let system = assemble(&mesh, &materials, DofMap::new(&fixed).unwrap()).unwrap();
+        let (basis, _, _) =
+            compute_modes(&system, 20, Ordering::default(), &mut Timings::default()).unwrap();
+        let factor =
+            Arc::new(Factor::for_system(&system, 0.0, Ordering::default(), Par::Seq).unwrap());
+        let columns = ComplianceColumns::new(factor, system.dofs.clone(), 32).unwrap();
+        let b = mesh.boundary();
+        let params = ModalParams {
+            alpha1: 2e-3,
+            alpha2: 20.0,
+            dt: 5e-3,
+            max_rows: 3,
+        };
+        let model = ModalRuntime::new(
+            mesh.nodes.clone(),
+            b.triangles,
+            b.nodes,
+            &basis.eigenvalues,
+            basis.shapes.as_ref(),
+            params,
+            Some(columns),
+        )
+        .unwrap();
+        Simulation::new(model, 0.0)
+    }
+
+    #[test]
+    fn pressing_pulling_and_sliding_on_the_modal_backend() {
+        let mut sim = sim();
+        let dt = 5e-3;
+        let (x, y) = (0.031, 0.027);
+        let above = sim.step(0.0, dt, Vec3::new(x, y, SIZE.z + 2e-3));
+        assert!(!above.in_contact && above.f0 == Vec3::zeros());
+        // Slow press: force along the normal, growing with depth.
+        let mut last = 0.0;
+        let mut t = 0.0;
+        for i in 1..=100 {
+            t += dt;
+            let lfm = sim.step(t, dt, Vec3::new(x, y, SIZE.z - 1.5e-3 * i as f64 / 100.0));
+            assert!(lfm.in_contact, "step {i}");
+            let f = lfm.f0;
+            assert!((f - lfm.normal * f.norm()).norm() <= 1e-9 * f.norm());
+            assert!(lfm.normal.z > 0.95);
+            if i % 10 == 0 {
+                assert!(f.norm() > last, "force not increasing at step {i}");
+                last = f.norm();
+            }
+        }
+        // The drawn surface follows the probe tip: contact point at the probe depth.
+        let c = sim.contact().unwrap();
+        let nodes = palpa::contact::SurfaceBvh::build(
+            sim.model().surface_triangles().to_vec(),
+            sim.model().rest_positions(),
+        )
+        .triangles()[c.triangle];
+        let mut u = [Vec3::zeros(); 3];
+        sim.model_mut().displacements(&nodes, &mut u);
+        let rest = sim.model().rest_positions();
+        let at: Vec3 = (0..3).map(|k| (rest[nodes[k]] + u[k]) * c.bary[k]).sum();
+        assert!((at.z - (SIZE.z - 1.5e-3)).abs() < 2e-5, "surface at {at:?}");
+        // Slide 6 mm at 4 mm/s while pressed: no force jump beyond local stiffness × motion.
+        let mut prev = sim.step(t, dt, Vec3::new(x, y, SIZE.z - 1.5e-3));
+        for i in 1..=300 {
+            t += dt;
+            let lfm = sim.step(t, dt, Vec3::new(x + 2e-5 * i as f64, y, SIZE.z - 1.5e-3));
+            assert!(lfm.in_contact, "lost contact sliding, step {i}");
+            let k_loc = prev.stiffness.norm().max(lfm.stiffness.norm());
+            let jump = (lfm.f0 - prev.f0).norm();
+            assert!(
+                jump <= k_loc * 2e-5,
+                "step {i}: force jump {jump:e} N > {:e}",
+                k_loc * 2e-5
+            );
+            prev = lfm;
+        }
+        // Pull away: released, zero force.
+        t += dt;
+        let pulled = sim.step(t, dt, Vec3::new(x + 6e-3, y, SIZE.z + 2e-3));
+        assert!(!pulled.in_contact && pulled.f0 == Vec3::zeros());
+        // NaN probe: zero force, no panic.
+        let nan = sim.step(t + dt, dt, Vec3::new(f64::NAN, y, 0.0));
+        assert!(!nan.in_contact && nan.f0 == Vec3::zeros());
+    }
+}
