@@ -16,6 +16,10 @@ enum Command {
     Devices(palpa::device::cli::DevicesArgs),
     /// Record a device's trajectory to CSV (Ctrl-C leaves a complete file).
     Record(palpa::device::cli::RecordArgs),
+    /// Precompute a scene's modes and write them to the cache.
+    Precompute(palpa::cli::precompute::PrecomputeArgs),
+    /// Replay a trajectory through a scene in lock-step; write forces (and a plot).
+    Replay(palpa::cli::replay::ReplayArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,8 +31,17 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    match cli.command {
-        Command::Devices(args) => palpa::device::cli::devices(&args),
-        Command::Record(args) => palpa::device::cli::record(&args),
+    let result = match &cli.command {
+        Command::Devices(args) => return palpa::device::cli::devices(args),
+        Command::Record(args) => return palpa::device::cli::record(args),
+        Command::Precompute(args) => palpa::cli::precompute::run(args),
+        Command::Replay(args) => palpa::cli::replay::run(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            std::process::ExitCode::FAILURE
+        }
     }
 }

@@ -9,6 +9,7 @@
 //! Lengths are in m, moduli in Pa, densities in kg/m³, rates in Hz, times in s.
 
 pub mod build;
+pub mod model;
 pub mod workspace;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,5 @@
+//! Implementations of the `palpa` subcommands (`src/main.rs` only dispatches).
+
+pub mod plot;
+pub mod precompute;
+pub mod replay;

@@ -1,0 +1,121 @@
+//! `palpa precompute`: build a scene's modal basis and write it to the cache, so the
+//! next `serve` or `replay` of the scene starts from the cache.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::scene::model::{self, PrecomputeOutcome};
+use crate::scene::{BackendKind, Scene};
+
+/// Which scene, and where its precompute cache lives (shared by the scene commands).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SceneArgs {
+    /// Scene file (TOML, see docs/scenes.md); default: the built-in tissue block.
+    #[arg(long, value_name = "FILE")]
+    pub scene: Option<PathBuf>,
+    /// Precompute cache directory; default: $PALPA_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/palpa, else ~/.cache/palpa.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl SceneArgs {
+    /// The scene file, or the embedded default scene.
+    pub fn load(&self) -> Result<Scene, String> {
+        match &self.scene {
+            Some(path) => Scene::load(path).map_err(|e| e.to_string()),
+            None => Ok(Scene::embedded_default()),
+        }
+    }
+
+    /// The cache directory.
+    pub fn cache_dir(&self) -> PathBuf {
+        model::cache_dir(self.cache_dir.as_deref())
+    }
+}
+
+/// Arguments of `palpa precompute`.
+#[derive(Args, Debug, Clone)]
+pub struct PrecomputeArgs {
+    /// Scene and cache.
+    #[command(flatten)]
+    pub scene: SceneArgs,
+}
+
+/// A spinner on stderr while `what` runs (the precompute reports no finer stages).
+pub fn spinner(what: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("valid template"),
+    );
+    bar.set_message(what.to_string());
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+/// Describes a precompute outcome in one line.
+pub fn describe(outcome: &PrecomputeOutcome) -> String {
+    match outcome {
+        PrecomputeOutcome::Loaded { path } => format!("loaded from cache {}", path.display()),
+        PrecomputeOutcome::Computed {
+            path,
+            reason,
+            seconds,
+        } => format!(
+            "computed in {seconds:.2} s ({reason}), cache written to {}",
+            path.display()
+        ),
+        PrecomputeOutcome::NotModal => "condensed backend: nothing to precompute".into(),
+    }
+}
+
+/// Runs `palpa precompute`; errors are messages for the user.
+pub fn run(args: &PrecomputeArgs) -> Result<(), String> {
+    let start = Instant::now();
+    let scene = args.scene.load()?;
+    let inputs = model::fem_inputs(&scene).map_err(|e| e.to_string())?;
+    let mesh = &inputs.mesh.mesh;
+    println!(
+        "scene {}: {} nodes, {} tetrahedra, volume {:.4e} m³",
+        scene.source,
+        mesh.nodes.len(),
+        mesh.tets.len(),
+        mesh.volume()
+    );
+    if scene.backend.kind == BackendKind::Condensed {
+        println!("{}", describe(&PrecomputeOutcome::NotModal));
+        return Ok(());
+    }
+    let dir = args.scene.cache_dir();
+    let bar = spinner("precomputing modes (first run of this scene; cached afterwards)");
+    let result = model::modal_precompute(&scene, &inputs, &dir);
+    bar.finish_and_clear();
+    let (pre, outcome) = result.map_err(|e| e.to_string())?;
+    println!(
+        "kept {} of {} modes ({:.2}–{:.2} Hz)",
+        pre.basis.n_modes(),
+        pre.reports.len(),
+        lowest(&pre, true),
+        lowest(&pre, false),
+    );
+    println!("{}", describe(&outcome));
+    println!("total {:.2} s", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Lowest (or highest) kept frequency (Hz).
+fn lowest(pre: &crate::modal::Precomputed, low: bool) -> f64 {
+    let kept = pre
+        .reports
+        .iter()
+        .filter(|r| r.fate.kept())
+        .map(|r| r.freq_hz);
+    if low {
+        kept.fold(f64::INFINITY, f64::min)
+    } else {
+        kept.fold(f64::NEG_INFINITY, f64::max)
+    }
+}

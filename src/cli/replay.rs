@@ -1,0 +1,161 @@
+//! `palpa replay`: a recorded trajectory through a scene in deterministic lock-step
+//! (one model step every haptic/model ticks on a virtual clock), writing the force the
+//! user's hand would get at every haptic tick, and optionally a plot.
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::plot;
+use super::precompute::{describe, spinner, SceneArgs};
+use crate::device::replay::{ReplayDevice, Trajectory};
+use crate::device::HapticDevice;
+use crate::haptic::LockStep;
+use crate::scene::model::{self, BuiltScene};
+use crate::scene::workspace::{MappedDevice, Workspace};
+
+/// Header of the replay output.
+pub const HEADER: &str = "t,x,y,z,fx,fy,fz,depth,contact";
+
+/// Arguments of `palpa replay`.
+#[derive(Args, Debug, Clone)]
+pub struct ReplayArgs {
+    /// Trajectory CSV (`t,x,y,z,buttons`, s and m, device frame; see
+    /// tests/data/trajectories/README.md).
+    pub trajectory: PathBuf,
+    /// Scene and cache.
+    #[command(flatten)]
+    pub scene: SceneArgs,
+    /// Output CSV: t (s), probe x,y,z (m, scene frame), force fx,fy,fz on the user's
+    /// hand (N, scene frame), indentation depth (m), contact (0/1); one row per tick.
+    #[arg(long, value_name = "OUT.csv")]
+    pub out: PathBuf,
+    /// Also plot force and depth over time to this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+/// One row of the replay output.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReplayRow {
+    /// Virtual time (s).
+    pub t: f64,
+    /// Probe tip (m, scene frame).
+    pub probe: crate::Vec3,
+    /// Force on the user's hand (N, scene frame).
+    pub force: crate::Vec3,
+    /// Indentation (m) below the undeformed surface at the contact.
+    pub depth: f64,
+    /// Whether the model in use reported contact.
+    pub contact: bool,
+}
+
+/// Replays `trajectory` through the built scene in lock-step: one row per haptic tick
+/// from t = 0 to the trajectory's last sample.
+pub fn replay(built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
+    let map = Workspace::from_spec(&built.scene.device.workspace);
+    let device = MappedDevice::new(ReplayDevice::new(trajectory.clone()), map);
+    let config = built.haptic_config(device.rating());
+    let radius = built.scene.contact.probe_radius;
+    let ticks = (trajectory.duration() / config.tick_period).floor() as usize + 1;
+    let mut lock = LockStep::new(device, built.model, config);
+    let mut rows = Vec::with_capacity(ticks);
+    for _ in 0..ticks {
+        let r = lock.step();
+        let depth = lock.model_mut().indentation(&r.probe, radius);
+        rows.push(ReplayRow {
+            t: r.t,
+            probe: r.probe,
+            force: r.force,
+            depth,
+            contact: r.model_in_contact,
+        });
+    }
+    lock.finish();
+    rows
+}
+
+/// Writes rows as CSV with [`HEADER`]; floats in shortest round-trip form, so reading
+/// the file back gives the same numbers bit for bit.
+pub fn write_csv(rows: &[ReplayRow], w: &mut impl Write) -> std::io::Result<()> {
+    writeln!(w, "{HEADER}")?;
+    for r in rows {
+        writeln!(
+            w,
+            "{},{},{},{},{},{},{},{},{}",
+            r.t,
+            r.probe.x,
+            r.probe.y,
+            r.probe.z,
+            r.force.x,
+            r.force.y,
+            r.force.z,
+            r.depth,
+            u8::from(r.contact)
+        )?;
+    }
+    Ok(())
+}
+
+fn write_file(
+    path: &Path,
+    f: impl FnOnce(&mut BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<(), String> {
+    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut w = BufWriter::new(file);
+    f(&mut w)
+        .and_then(|_| w.flush())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Runs `palpa replay`; errors are messages for the user.
+pub fn run(args: &ReplayArgs) -> Result<(), String> {
+    let trajectory = Trajectory::load(&args.trajectory).map_err(|e| e.to_string())?;
+    let scene = args.scene.load()?;
+    let bar = spinner("building the scene (modes are cached after the first run)");
+    let built = model::build(scene, &args.scene.cache_dir());
+    bar.finish_and_clear();
+    let built = built.map_err(|e| e.to_string())?;
+    eprintln!("precompute: {}", describe(&built.precompute));
+    let title = format!(
+        "{} through {}",
+        args.trajectory.display(),
+        built.scene.name.as_deref().unwrap_or(&built.scene.source)
+    );
+    let rows = replay(built, trajectory);
+    write_file(&args.out, |w| write_csv(&rows, w))?;
+    let peak = rows.iter().map(|r| r.force.norm()).fold(0.0, f64::max);
+    let deepest = rows.iter().map(|r| r.depth).fold(0.0, f64::max);
+    eprintln!(
+        "{} ticks written to {}; peak force {peak:.3} N, deepest indentation {:.2} mm",
+        rows.len(),
+        args.out.display(),
+        deepest * 1e3
+    );
+    if let Some(path) = &args.plot {
+        let t: Vec<f64> = rows.iter().map(|r| r.t).collect();
+        let series = [
+            plot::Series {
+                label: "|f| (N)",
+                values: rows.iter().map(|r| r.force.norm()).collect(),
+            },
+            plot::Series {
+                label: "fz (N)",
+                values: rows.iter().map(|r| r.force.z).collect(),
+            },
+        ];
+        let depth = [plot::Series {
+            label: "depth (mm)",
+            values: rows.iter().map(|r| r.depth * 1e3).collect(),
+        }];
+        let svg = plot::svg(
+            &title,
+            &t,
+            &[("force (N)", &series[..]), ("indentation (mm)", &depth[..])],
+        );
+        std::fs::write(path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("plot written to {}", path.display());
+    }
+    Ok(())
+}
