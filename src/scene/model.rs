@@ -93,10 +93,11 @@ pub struct FemInputs {
     pub fixes: Vec<Fix>,
 }
 
-/// The tissue model a scene runs: a [`Simulation`] over one of the two backends.
+/// The tissue model a scene runs: a [`Simulation`] over one of the two backends
+/// (boxed: the modal runtime's inline scratch makes it much larger than the condensed).
 pub enum SceneModel {
     /// Modal dynamics.
-    Modal(Simulation<ModalRuntime>),
+    Modal(Box<Simulation<ModalRuntime>>),
     /// Condensed static FEM.
     Condensed(Simulation<CondensedModel>),
 }
@@ -377,7 +378,7 @@ pub fn build(scene: Scene, cache_dir: &Path) -> Result<BuiltScene, BuildError> {
             )
             .map_err(|e| stage(&scene, "modal runtime", e))?;
             (
-                SceneModel::Modal(Simulation::new(runtime, radius)),
+                SceneModel::Modal(Box::new(Simulation::new(runtime, radius))),
                 outcome,
                 n_modes,
             )
