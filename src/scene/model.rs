@@ -94,12 +94,12 @@ pub struct FemInputs {
 }
 
 /// The tissue model a scene runs: a [`Simulation`] over one of the two backends
-/// (boxed: the modal runtime's inline scratch makes it much larger than the condensed).
+/// (boxed: both carry kilobytes of inline state and are built once per scene).
 pub enum SceneModel {
     /// Modal dynamics.
     Modal(Box<Simulation<ModalRuntime>>),
     /// Condensed static FEM.
-    Condensed(Simulation<CondensedModel>),
+    Condensed(Box<Simulation<CondensedModel>>),
 }
 
 impl SceneModel {
@@ -399,7 +399,7 @@ pub fn build(scene: Scene, cache_dir: &Path) -> Result<BuiltScene, BuildError> {
             )
             .map_err(|e| stage(&scene, "condensed model", e))?;
             (
-                SceneModel::Condensed(Simulation::new(model, radius)),
+                SceneModel::Condensed(Box::new(Simulation::new(model, radius))),
                 PrecomputeOutcome::NotModal,
                 0,
             )
