@@ -118,7 +118,8 @@ mod tests {
         let (lambda, mu) = m.lame();
         let uv = SMatrix::<f64, 12, 1>::from_iterator(u.iter().flat_map(|d| [d.x, d.y, d.z]));
         let energy = 0.5 * (uv.transpose() * el.stiffness(&m) * uv)[0];
-        let exact = el.volume * (mu * eps.component_mul(&eps).sum() + 0.5 * lambda * eps.trace().powi(2));
+        let exact =
+            el.volume * (mu * eps.component_mul(&eps).sum() + 0.5 * lambda * eps.trace().powi(2));
         assert!((energy - exact).abs() < 1e-10 * exact);
     }
 }

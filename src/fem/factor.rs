@@ -192,8 +192,11 @@ fn node_amd(system: &FemSystem) -> Result<Vec<usize>, FemError> {
     let pattern = faer::sparse::SymbolicSparseColMatRef::new_checked(n, n, &col_ptr, None, &rows);
     let mut fwd = vec![0usize; n];
     let mut inv = vec![0usize; n];
-    let mut mem = MemBuffer::try_new(faer::sparse::linalg::amd::order_scratch::<usize>(n, rows.len()))
-        .map_err(|_| FemError::Sparse("AMD ordering: out of memory".into()))?;
+    let mut mem = MemBuffer::try_new(faer::sparse::linalg::amd::order_scratch::<usize>(
+        n,
+        rows.len(),
+    ))
+    .map_err(|_| FemError::Sparse("AMD ordering: out of memory".into()))?;
     faer::sparse::linalg::amd::order(
         &mut fwd,
         &mut inv,

@@ -84,7 +84,12 @@ pub fn fixed_nodes(mesh: &TetMesh, rules: &[Fix]) -> Result<Vec<bool>, FemError>
             }
             Fix::Region(id) => {
                 let mut found = false;
-                for (tet, _) in mesh.tets.iter().zip(&mesh.regions).filter(|(_, r)| *r == id) {
+                for (tet, _) in mesh
+                    .tets
+                    .iter()
+                    .zip(&mesh.regions)
+                    .filter(|(_, r)| *r == id)
+                {
                     found = true;
                     for &n in tet {
                         fixed[n] = true;
@@ -197,19 +202,35 @@ mod tests {
     #[test]
     fn rules_select_the_right_nodes() {
         let mesh = box_mesh(Vec3::new(1.0, 2.0, 1.0), [2, 4, 2]).unwrap();
-        let below = fixed_nodes(&mesh, &[Fix::Below { axis: Axis::Y, dist: 0.6 }]).unwrap();
+        let below = fixed_nodes(
+            &mesh,
+            &[Fix::Below {
+                axis: Axis::Y,
+                dist: 0.6,
+            }],
+        )
+        .unwrap();
         // Layers y = 0 and y = 0.5 of a 3×5×3 grid.
         assert_eq!(below.iter().filter(|&&f| f).count(), 18);
         let boxed = fixed_nodes(
             &mesh,
-            &[Fix::InBox { min: Vec3::new(-1.0, 1.9, -1.0), max: Vec3::new(2.0, 3.0, 0.1) }],
+            &[Fix::InBox {
+                min: Vec3::new(-1.0, 1.9, -1.0),
+                max: Vec3::new(2.0, 3.0, 0.1),
+            }],
         )
         .unwrap();
         assert_eq!(boxed.iter().filter(|&&f| f).count(), 3);
         let listed = fixed_nodes(&mesh, &[Fix::Nodes(vec![4, 7])]).unwrap();
         assert!(listed[4] && listed[7] && listed.iter().filter(|&&f| f).count() == 2);
-        assert!(fixed_nodes(&mesh, &[Fix::Nodes(vec![999])]).unwrap_err().to_string().contains("999"));
-        assert!(fixed_nodes(&mesh, &[Fix::Region(5)]).unwrap_err().to_string().contains("5"));
+        assert!(fixed_nodes(&mesh, &[Fix::Nodes(vec![999])])
+            .unwrap_err()
+            .to_string()
+            .contains("999"));
+        assert!(fixed_nodes(&mesh, &[Fix::Region(5)])
+            .unwrap_err()
+            .to_string()
+            .contains("5"));
         let all_region = fixed_nodes(&mesh, &[Fix::Region(0)]).unwrap();
         assert!(all_region.iter().all(|&f| f));
     }
@@ -221,6 +242,9 @@ mod tests {
         assert_eq!(map.dof(2, 1), Some(4));
         assert_eq!(map.node_dofs(1), None);
         assert_eq!(map.free_nodes(), &[0, 2]);
-        assert!(matches!(DofMap::new(&[true, true]), Err(FemError::AllFixed(2))));
+        assert!(matches!(
+            DofMap::new(&[true, true]),
+            Err(FemError::AllFixed(2))
+        ));
     }
 }

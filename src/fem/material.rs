@@ -45,13 +45,25 @@ impl Material {
             reason,
         };
         if !(self.young.is_finite() && self.young > 0.0) {
-            return Err(err("young", self.young, "Young's modulus must be finite and > 0 Pa"));
+            return Err(err(
+                "young",
+                self.young,
+                "Young's modulus must be finite and > 0 Pa",
+            ));
         }
         if !(self.poisson.is_finite() && self.poisson > -1.0 && self.poisson < 0.5) {
-            return Err(err("poisson", self.poisson, "Poisson ratio must lie in (-1, 0.5)"));
+            return Err(err(
+                "poisson",
+                self.poisson,
+                "Poisson ratio must lie in (-1, 0.5)",
+            ));
         }
         if !(self.density.is_finite() && self.density > 0.0) {
-            return Err(err("density", self.density, "density must be finite and > 0 kg/m³"));
+            return Err(err(
+                "density",
+                self.density,
+                "density must be finite and > 0 kg/m³",
+            ));
         }
         if self.poisson >= LOCKING_POISSON {
             tracing::warn!(
@@ -199,18 +211,30 @@ mod tests {
         let soft = Material::new(1.0, 0.3, 1.0).unwrap();
         let hard = Material::new(10.0, 0.3, 1.0).unwrap();
         let lump = Material::new(100.0, 0.3, 1.0).unwrap();
-        let map = MaterialMap::uniform(soft).with_region(2, hard).with_override(
-            Shape::Sphere {
-                center: Vec3::new(0.5, 0.5, 0.5),
-                radius: 0.4,
-            },
-            lump,
-        );
+        let map = MaterialMap::uniform(soft)
+            .with_region(2, hard)
+            .with_override(
+                Shape::Sphere {
+                    center: Vec3::new(0.5, 0.5, 0.5),
+                    radius: 0.4,
+                },
+                lump,
+            );
         let per = map.per_tet(&mesh).unwrap();
         assert!(per[6..].iter().all(|m| *m == hard));
         // Cell 0's tets have centroids within 0.36 of the cell centre.
         assert!(per[..6].iter().all(|m| *m == lump));
-        let bad = MaterialMap::uniform(soft).with_region(3, Material { young: -1.0, ..soft });
-        assert!(bad.per_tet(&mesh).unwrap_err().to_string().contains("region 3"));
+        let bad = MaterialMap::uniform(soft).with_region(
+            3,
+            Material {
+                young: -1.0,
+                ..soft
+            },
+        );
+        assert!(bad
+            .per_tet(&mesh)
+            .unwrap_err()
+            .to_string()
+            .contains("region 3"));
     }
 }

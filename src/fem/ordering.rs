@@ -74,7 +74,14 @@ pub fn nested_dissection(pos: &[Vec3], graph: &NodeGraph) -> Vec<usize> {
     let mut stamp = vec![0u32; pos.len()];
     let mut next_stamp = 0u32;
     let mut all: Vec<usize> = (0..pos.len()).collect();
-    dissect(&mut all, pos, graph, &mut stamp, &mut next_stamp, &mut order);
+    dissect(
+        &mut all,
+        pos,
+        graph,
+        &mut stamp,
+        &mut next_stamp,
+        &mut order,
+    );
     order
 }
 
@@ -124,7 +131,10 @@ fn dissect(
 /// Expands a free-node order (`order[new] = old`) to the DOF order that keeps each node's
 /// x, y, z together.
 pub fn expand_node_permutation(order: &[usize]) -> Vec<usize> {
-    order.iter().flat_map(|&j| [3 * j, 3 * j + 1, 3 * j + 2]).collect()
+    order
+        .iter()
+        .flat_map(|&j| [3 * j, 3 * j + 1, 3 * j + 2])
+        .collect()
 }
 
 #[cfg(test)]

@@ -20,8 +20,7 @@ use faer::Mat;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    EigenInfo, ModalBasis, ModeReport, PrecomputeParams, Precomputed, ResidualFlexibility,
-    Timings,
+    EigenInfo, ModalBasis, ModeReport, PrecomputeParams, Precomputed, ResidualFlexibility, Timings,
 };
 use crate::fem::Material;
 use crate::mesh::TetMesh;
@@ -63,7 +62,9 @@ pub enum CacheError {
     #[error("cache checksum mismatch: the file is corrupt")]
     Checksum,
     /// The inputs (mesh, materials, fixed nodes, parameters) changed since it was written.
-    #[error("cache is stale: it was computed from different inputs (hash {found}, expected {expected})")]
+    #[error(
+        "cache is stale: it was computed from different inputs (hash {found}, expected {expected})"
+    )]
     Stale {
         /// Hash stored in the file (hex).
         found: String,

@@ -127,6 +127,11 @@ const DENSE_MAX_DOFS: usize = 600;
 const GUARD_VECTORS: usize = 8;
 /// Target relative residual ‖Kx − λMx‖ / ‖Kx‖ of elastic modes.
 const RESIDUAL_TARGET: f64 = 1e-10;
+/// Lanczos stops when Ritz residuals fall below this fraction of the largest θ; the
+/// polishing sweeps take the vectors the rest of the way.
+const LANCZOS_TOLERANCE: f64 = 1e-9;
+/// Krylov–Schur restarts at most (each adds max_dim − min_dim operator applications).
+const MAX_RESTARTS: usize = 100;
 /// Block inverse-iteration sweeps at most.
 const MAX_POLISH_SWEEPS: usize = 4;
 
@@ -201,7 +206,8 @@ pub fn compute_modes(
         sqrt_m: &sqrt_m,
     };
     let theta_max = estimate_largest(&op, par);
-    let params = PartialEigenParams::default();
+    let mut params = PartialEigenParams::default();
+    params.max_restarts = MAX_RESTARTS;
     let mut y = Mat::<f64>::zeros(n, nev);
     let mut theta = vec![0.0; nev];
     let v0 = Col::<f64>::from_fn(n, |i| 1.0 + 0.5 * ((i as f64) * 0.618_033_988_75).fract());
@@ -212,12 +218,16 @@ pub fn compute_modes(
         &mut theta,
         &op,
         v0.as_ref(),
-        1e-12 * theta_max,
+        LANCZOS_TOLERANCE * theta_max,
         par,
         MemStack::new(&mut mem),
         params,
     );
     drop(mem);
+    tracing::debug!(
+        "Lanczos: {} of {nev} Ritz pairs converged, theta_max ~ {theta_max:.3e}",
+        info.n_converged_eigen
+    );
     if info.n_converged_eigen == 0 {
         return Err(ModalError::NotConverged(
             "Lanczos found no converged eigenpair".into(),
@@ -291,7 +301,10 @@ fn free_shift_scale(system: &FemSystem) -> f64 {
     for j in 0..system.n_free() {
         let rows = k.row_idx_of_col_raw(j);
         let vals = k.val_of_col(j);
-        let p = rows.iter().position(|&r| r == j).expect("K stores its diagonal");
+        let p = rows
+            .iter()
+            .position(|&r| r == j)
+            .expect("K stores its diagonal");
         sum += vals[p] / system.mass[j];
     }
     let mean = sum / system.n_free() as f64;
@@ -386,12 +399,13 @@ fn polish(
     let m_r = y.transpose() * &my;
     let a_r = nalgebra::DMatrix::from_fn(k, k, |i, j| 0.5 * (a_r[(i, j)] + a_r[(j, i)]));
     let m_r = nalgebra::DMatrix::from_fn(k, k, |i, j| 0.5 * (m_r[(i, j)] + m_r[(j, i)]));
-    let chol = nalgebra::Cholesky::new(m_r).ok_or_else(|| {
-        ModalError::NotConverged("Ritz vectors became linearly dependent".into())
-    })?;
+    let chol = nalgebra::Cholesky::new(m_r)
+        .ok_or_else(|| ModalError::NotConverged("Ritz vectors became linearly dependent".into()))?;
     let l = chol.l();
     // C = L⁻¹ A_r L⁻ᵀ, eigenvectors V, Ritz vectors Y L⁻ᵀ V.
-    let linv_a = l.solve_lower_triangular(&a_r).expect("Cholesky factor is invertible");
+    let linv_a = l
+        .solve_lower_triangular(&a_r)
+        .expect("Cholesky factor is invertible");
     let c = l
         .solve_lower_triangular(&linv_a.transpose())
         .expect("Cholesky factor is invertible");
@@ -416,7 +430,12 @@ fn sort_and_truncate(x: Mat<f64>, lambda: Vec<f64>, k: usize) -> (Mat<f64>, Vec<
 }
 
 /// ‖K xᵢ − λᵢ M xᵢ‖ / ‖K xᵢ‖ for the `k` lowest-λ columns (in column order).
-fn relative_residuals(system: &FemSystem, x: MatRef<'_, f64>, lambda: &[f64], k: usize) -> Vec<f64> {
+fn relative_residuals(
+    system: &FemSystem,
+    x: MatRef<'_, f64>,
+    lambda: &[f64],
+    k: usize,
+) -> Vec<f64> {
     let kx = system.k_times(x);
     let scale = lambda.iter().fold(0.0f64, |m, l| m.max(l.abs()));
     let mut order: Vec<usize> = (0..lambda.len()).collect();
@@ -512,7 +531,9 @@ mod ordering_serde {
         match String::deserialize(d)?.as_str() {
             "amd" => Ok(Ordering::Amd),
             "nested-dissection" => Ok(Ordering::NestedDissection),
-            other => Err(serde::de::Error::custom(format!("unknown ordering {other:?}"))),
+            other => Err(serde::de::Error::custom(format!(
+                "unknown ordering {other:?}"
+            ))),
         }
     }
 }
@@ -547,16 +568,26 @@ pub fn precompute(
     let fixed = fem::fixed_nodes(mesh, fixes)?;
     let system = fem::assemble(mesh, &per_tet, DofMap::new(&fixed)?)?;
     timings.assembly = t.elapsed().as_secs_f64();
-    let (all, factor, eigen) = compute_modes(&system, params.n_modes, params.ordering, &mut timings)?;
+    let (all, factor, eigen) =
+        compute_modes(&system, params.n_modes, params.ordering, &mut timings)?;
     let reports = select_modes(&all, &params.selection);
-    let keep: Vec<usize> = reports.iter().filter(|r| r.fate.kept()).map(|r| r.index).collect();
+    let keep: Vec<usize> = reports
+        .iter()
+        .filter(|r| r.fate.kept())
+        .map(|r| r.index)
+        .collect();
     let basis = all.select(&keep);
     let residual = if params.residual {
         let t = Instant::now();
         let factor = match factor {
             Some(f) => f,
-            None => Factor::for_system(&system, 0.0, params.ordering, faer::get_global_parallelism())
-                .map_err(|e| ModalError::NotClamped(e.to_string()))?,
+            None => Factor::for_system(
+                &system,
+                0.0,
+                params.ordering,
+                faer::get_global_parallelism(),
+            )
+            .map_err(|e| ModalError::NotClamped(e.to_string()))?,
         };
         let surface = mesh.boundary().nodes;
         let r = residual_flexibility(&system, &factor, &basis, &surface, progress)?;

@@ -26,7 +26,10 @@ pub struct ResidualFlexibility {
 impl ResidualFlexibility {
     /// The block of mesh node `node`, if it is covered.
     pub fn block(&self, node: usize) -> Option<&Mat3> {
-        self.nodes.binary_search(&node).ok().map(|i| &self.blocks[i])
+        self.nodes
+            .binary_search(&node)
+            .ok()
+            .map(|i| &self.blocks[i])
     }
 }
 
