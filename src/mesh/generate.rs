@@ -1,13 +1,97 @@
-//! Mesh generators: boxes and beams of tetrahedra.
+//! Mesh generators: boxes and beams of tetrahedra, and the lattice cell splits shared with
+//! the lattice tetrahedraliser.
 
-use super::{signed_volume, MeshError, TetMesh};
+use super::{MeshError, TetMesh};
 use crate::Vec3;
 
+/// How each hexahedral cell of a lattice is split into tetrahedra.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CubeSplit {
+    /// Six tetrahedra around the main diagonal (Kuhn/Freudenthal). Every cell is split the
+    /// same way, so neighbours share face diagonals. All tetrahedra are congruent.
+    #[default]
+    Six,
+    /// Five tetrahedra: four corner tetrahedra and a central regular one. The central
+    /// tetrahedron uses the cell corners whose lattice coordinates sum to an even number, so
+    /// neighbouring cells alternate orientation and still share face diagonals. Fewer, but
+    /// less uniform, elements.
+    Five,
+}
+
+/// Calls `f` with the tetrahedra of lattice cell `cell` (corner (i, j, k) to
+/// (i+1, j+1, k+1)) as lattice points, positively oriented.
+pub(crate) fn for_each_cell_tet(
+    cell: [usize; 3],
+    split: CubeSplit,
+    mut f: impl FnMut([[usize; 3]; 4]),
+) {
+    let corner = |bits: [usize; 3]| [cell[0] + bits[0], cell[1] + bits[1], cell[2] + bits[2]];
+    let mut emit = |mut tet: [[usize; 3]; 4]| {
+        let d = |p: [usize; 3], q: [usize; 3]| [0, 1, 2].map(|a| p[a] as i64 - q[a] as i64);
+        let (u, v, w) = (d(tet[1], tet[0]), d(tet[2], tet[0]), d(tet[3], tet[0]));
+        let det = u[0] * (v[1] * w[2] - v[2] * w[1]) - u[1] * (v[0] * w[2] - v[2] * w[0])
+            + u[2] * (v[0] * w[1] - v[1] * w[0]);
+        if det < 0 {
+            tet.swap(2, 3);
+        }
+        f(tet);
+    };
+    match split {
+        CubeSplit::Six => {
+            // Paths from corner (0,0,0) to (1,1,1) along the axes in each of the 6 orders.
+            const ORDERS: [[usize; 3]; 6] = [
+                [0, 1, 2],
+                [0, 2, 1],
+                [1, 0, 2],
+                [1, 2, 0],
+                [2, 0, 1],
+                [2, 1, 0],
+            ];
+            for order in ORDERS {
+                let mut bits = [0; 3];
+                let mut tet = [corner(bits); 4];
+                for (step, &axis) in order.iter().enumerate() {
+                    bits[axis] = 1;
+                    tet[step + 1] = corner(bits);
+                }
+                emit(tet);
+            }
+        }
+        CubeSplit::Five => {
+            let mut central = Vec::with_capacity(4);
+            for n in 0..8 {
+                let bits = [n & 1, (n >> 1) & 1, (n >> 2) & 1];
+                let p = corner(bits);
+                if (p[0] + p[1] + p[2]) % 2 == 0 {
+                    central.push(p);
+                } else {
+                    // A cut-off corner and its three neighbours along the cell edges.
+                    let flip = |a: usize| {
+                        let mut b = bits;
+                        b[a] ^= 1;
+                        corner(b)
+                    };
+                    emit([p, flip(0), flip(1), flip(2)]);
+                }
+            }
+            emit([central[0], central[1], central[2], central[3]]);
+        }
+    }
+}
+
 /// A box [0, size.x] × [0, size.y] × [0, size.z] of `cells` hexahedral cells, each split
-/// into six tetrahedra along its main diagonal (Kuhn/Freudenthal subdivision). Every cell
-/// is split the same way, so neighbouring cells share face diagonals and the mesh is
-/// conforming.
+/// into six tetrahedra (see [`CubeSplit::Six`]).
 pub fn box_mesh(size: Vec3, cells: [usize; 3]) -> Result<TetMesh, MeshError> {
+    box_mesh_split(size, cells, CubeSplit::Six)
+}
+
+/// A box [0, size.x] × [0, size.y] × [0, size.z] (m) of `cells` hexahedral cells, each
+/// split into tetrahedra as `split` says. Region 0 everywhere.
+pub fn box_mesh_split(
+    size: Vec3,
+    cells: [usize; 3],
+    split: CubeSplit,
+) -> Result<TetMesh, MeshError> {
     let source = format!("box {}x{}x{}", cells[0], cells[1], cells[2]);
     if cells.contains(&0) || !size.iter().all(|s| s.is_finite() && *s > 0.0) {
         return Err(MeshError::Invalid {
@@ -16,7 +100,7 @@ pub fn box_mesh(size: Vec3, cells: [usize; 3]) -> Result<TetMesh, MeshError> {
         });
     }
     let [nx, ny, nz] = cells;
-    let id = |i: usize, j: usize, k: usize| i + (nx + 1) * (j + (ny + 1) * k);
+    let id = |p: [usize; 3]| p[0] + (nx + 1) * (p[1] + (ny + 1) * p[2]);
     let mut nodes = Vec::with_capacity((nx + 1) * (ny + 1) * (nz + 1));
     for k in 0..=nz {
         for j in 0..=ny {
@@ -29,32 +113,11 @@ pub fn box_mesh(size: Vec3, cells: [usize; 3]) -> Result<TetMesh, MeshError> {
             }
         }
     }
-    // Paths from corner (0,0,0) to (1,1,1) along the axes in each of the 6 orders.
-    const ORDERS: [[usize; 3]; 6] = [
-        [0, 1, 2],
-        [0, 2, 1],
-        [1, 0, 2],
-        [1, 2, 0],
-        [2, 0, 1],
-        [2, 1, 0],
-    ];
     let mut tets = Vec::with_capacity(6 * nx * ny * nz);
     for k in 0..nz {
         for j in 0..ny {
             for i in 0..nx {
-                for order in ORDERS {
-                    let mut c = [i, j, k];
-                    let mut tet = [id(c[0], c[1], c[2]); 4];
-                    for (step, &axis) in order.iter().enumerate() {
-                        c[axis] += 1;
-                        tet[step + 1] = id(c[0], c[1], c[2]);
-                    }
-                    let [a, b, cc, d] = tet.map(|n| nodes[n]);
-                    if signed_volume(&a, &b, &cc, &d) < 0.0 {
-                        tet.swap(2, 3);
-                    }
-                    tets.push(tet);
-                }
+                for_each_cell_tet([i, j, k], split, |t| tets.push(t.map(id)));
             }
         }
     }
@@ -78,6 +141,32 @@ mod tests {
         assert!((b.enclosed_volume(&m.nodes) - 1.0).abs() < 1e-12);
         // Every node of a 5x4x3 grid except the 3x2x1 interior ones is on the surface.
         assert_eq!(b.nodes.len(), 60 - 6);
+    }
+
+    #[test]
+    fn both_splits_conform_with_exact_volume() {
+        let size = Vec3::new(0.3, 0.2, 0.1);
+        for (split, per_cell) in [(CubeSplit::Six, 6), (CubeSplit::Five, 5)] {
+            let m = box_mesh_split(size, [3, 4, 5], split).unwrap();
+            assert_eq!(m.tets.len(), per_cell * 60, "{split:?}");
+            assert!(m.notes.is_empty(), "{split:?}: {:?}", m.notes);
+            assert!((m.volume() - 0.006).abs() < 1e-15, "{split:?}");
+            let b = m.boundary();
+            assert!(b.is_closed(), "{split:?}");
+            // Conforming: no interior face is left unmatched, so the boundary is exactly
+            // two triangles per outer cell face.
+            assert_eq!(b.triangles.len(), 2 * 2 * (12 + 20 + 15), "{split:?}");
+            assert!(
+                (b.enclosed_volume(&m.nodes) - 0.006).abs() < 1e-15,
+                "{split:?}"
+            );
+            // Every tetrahedron is positively oriented and the same size within a split.
+            let v0 = m.tet_volume(0);
+            assert!(v0 > 0.0);
+            if split == CubeSplit::Six {
+                assert!((0..m.tets.len()).all(|e| (m.tet_volume(e) - v0).abs() < 1e-18));
+            }
+        }
     }
 
     #[test]

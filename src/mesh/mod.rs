@@ -6,11 +6,41 @@
 //! repeated node indices and degenerate tetrahedra are errors naming the element;
 //! inverted tetrahedra are reoriented and reported in [`TetMesh::notes`].
 
+pub mod embed;
 pub mod generate;
+pub mod lattice;
+pub mod msh;
+pub mod surface;
+pub mod tetgen;
+mod text;
+pub mod vtk;
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 
 use crate::Vec3;
+
+/// Reads a tetrahedral mesh, choosing the reader by extension: `.msh` (Gmsh 4.1/2.2 ASCII),
+/// `.node` or `.ele` (TetGen; the other file of the pair is found by extension), `.vtk`
+/// (legacy unstructured grid).
+pub fn load(path: &Path) -> Result<TetMesh, MeshError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("msh") => msh::read_msh(path),
+        Some("node" | "ele") => tetgen::read_tetgen(path),
+        Some("vtk") => vtk::read_vtk(path),
+        other => Err(MeshError::Invalid {
+            file: path.display().to_string(),
+            msg: format!(
+                "unknown mesh extension {}; expected .msh, .node/.ele or .vtk",
+                other.map_or("(none)".to_string(), |e| format!(".{e}"))
+            ),
+        }),
+    }
+}
 
 /// Relative volume below which a tetrahedron is degenerate: |vol| < `DEGENERATE_RATIO`
 /// · (longest edge)³. A regular tetrahedron has vol/edge³ ≈ 0.118.
