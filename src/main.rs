@@ -11,7 +11,10 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Compute, select and print the vibration modes of a tetrahedral mesh.
+    Modes(palpa::cli::modes::ModesArgs),
+}
 
 fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
@@ -22,5 +25,14 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    match cli.command {}
+    let result = match &cli.command {
+        Command::Modes(args) => palpa::cli::modes::run(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }

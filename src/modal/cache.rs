@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     EigenInfo, ModalBasis, ModeReport, PrecomputeParams, Precomputed, ResidualFlexibility, Timings,
 };
-use crate::fem::Material;
+use crate::fem::{self, FemError, Fix, Material, MaterialMap};
 use crate::mesh::TetMesh;
 
 const MAGIC: &[u8; 8] = b"PALPAMOD";
@@ -76,6 +76,18 @@ pub enum CacheError {
     Decode(String),
 }
 
+/// [`input_hash`] of what [`precompute`](super::precompute) would be given.
+pub fn precompute_hash(
+    mesh: &TetMesh,
+    materials: &MaterialMap,
+    fixes: &[Fix],
+    params: &PrecomputeParams,
+) -> Result<[u8; 32], FemError> {
+    let per_tet = materials.per_tet(mesh)?;
+    let fixed = fem::fixed_nodes(mesh, fixes)?;
+    Ok(input_hash(mesh, &per_tet, &fixed, params))
+}
+
 /// Hash of everything that determines a precompute result: mesh nodes, tetrahedra and
 /// regions, the material of every tetrahedron, the fixed nodes and the parameters.
 pub fn input_hash(
@@ -122,6 +134,8 @@ struct Payload {
     reports: Vec<ModeReport>,
     residual: Option<ResidualFlexibility>,
     eigen: EigenInfo,
+    n_free_dofs: u64,
+    n_fixed_nodes: u64,
     timings: Timings,
 }
 
@@ -148,6 +162,8 @@ impl ModalCache {
             reports: self.data.reports.clone(),
             residual: self.data.residual.clone(),
             eigen: self.data.eigen.clone(),
+            n_free_dofs: self.data.n_free_dofs as u64,
+            n_fixed_nodes: self.data.n_fixed_nodes as u64,
             timings: self.data.timings,
         };
         let payload = bincode::serde::encode_to_vec(&payload, bincode::config::standard())
@@ -246,6 +262,8 @@ impl ModalCache {
                 reports: p.reports,
                 residual: p.residual,
                 eigen: p.eigen,
+                n_free_dofs: p.n_free_dofs as usize,
+                n_fixed_nodes: p.n_fixed_nodes as usize,
                 timings: p.timings,
             },
         })

@@ -5,10 +5,10 @@ pub mod precompute;
 pub mod residual;
 pub mod select;
 
-pub use cache::{input_hash, CacheError, ModalCache};
+pub use cache::{input_hash, precompute_hash, CacheError, ModalCache};
 pub use precompute::{
     compute_modes, precompute, EigenInfo, ModalBasis, ModalError, PrecomputeParams, Precomputed,
-    Timings,
+    Progress, Timings,
 };
 pub use residual::{residual_flexibility, ResidualFlexibility};
 pub use select::{select_modes, ModeFate, ModeReport, SelectionParams};

@@ -549,25 +549,46 @@ pub struct Precomputed {
     pub residual: Option<ResidualFlexibility>,
     /// How the eigenpairs were obtained.
     pub eigen: EigenInfo,
-    /// Stage times (s); not part of the cache's identity.
+    /// Free DOFs of the system.
+    pub n_free_dofs: usize,
+    /// Fixed nodes.
+    pub n_fixed_nodes: usize,
+    /// Stage times (s); informational, not part of the cache's identity.
     pub timings: Timings,
 }
 
+/// Where [`precompute`] is, for progress displays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Resolving materials and fixed nodes, assembling K and M.
+    Assembling,
+    /// Factorising and solving the eigenproblem.
+    SolvingModes,
+    /// Residual-flexibility blocks: `done` of `total` free surface nodes.
+    Residual {
+        /// Nodes finished.
+        done: usize,
+        /// Nodes in total.
+        total: usize,
+    },
+}
+
 /// Mesh + materials + fixed nodes → kept modes, reports and residual flexibility.
-/// `progress(done, total)` reports residual-flexibility progress in surface nodes.
 pub fn precompute(
     mesh: &TetMesh,
     materials: &MaterialMap,
     fixes: &[Fix],
     params: &PrecomputeParams,
-    progress: &mut dyn FnMut(usize, usize),
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<Precomputed, ModalError> {
     let mut timings = Timings::default();
+    progress(Progress::Assembling);
     let t = Instant::now();
     let per_tet = materials.per_tet(mesh)?;
     let fixed = fem::fixed_nodes(mesh, fixes)?;
     let system = fem::assemble(mesh, &per_tet, DofMap::new(&fixed)?)?;
     timings.assembly = t.elapsed().as_secs_f64();
+    progress(Progress::SolvingModes);
     let (all, factor, eigen) =
         compute_modes(&system, params.n_modes, params.ordering, &mut timings)?;
     let reports = select_modes(&all, &params.selection);
@@ -590,7 +611,9 @@ pub fn precompute(
             .map_err(|e| ModalError::NotClamped(e.to_string()))?,
         };
         let surface = mesh.boundary().nodes;
-        let r = residual_flexibility(&system, &factor, &basis, &surface, progress)?;
+        let r = residual_flexibility(&system, &factor, &basis, &surface, &mut |done, total| {
+            progress(Progress::Residual { done, total })
+        })?;
         timings.residual = t.elapsed().as_secs_f64();
         Some(r)
     } else {
@@ -601,6 +624,8 @@ pub fn precompute(
         reports,
         residual,
         eigen,
+        n_free_dofs: system.n_free(),
+        n_fixed_nodes: system.dofs.n_fixed_nodes(),
         timings,
     })
 }
