@@ -66,7 +66,7 @@ fn stiffness_is_symmetric_and_mass_sums_to_rho_v() {
         lump,
     );
     let per_tet = map.per_tet(&mesh).unwrap();
-    assert!(per_tet.iter().any(|m| *m == lump) && per_tet.iter().any(|m| *m == soft()));
+    assert!(per_tet.contains(&lump) && per_tet.contains(&soft()));
     let expected: f64 = (0..mesh.tets.len())
         .map(|e| per_tet[e].density * mesh.tet_volume(e))
         .sum();
@@ -126,7 +126,7 @@ fn fixed_dofs_are_removed_and_the_factor_solves_many_right_hand_sides() {
 fn bad_inputs_are_errors_not_panics() {
     let mesh = box_mesh(Vec3::new(1.0, 1.0, 1.0), [1, 1, 1]).unwrap();
     let per_tet = MaterialMap::uniform(soft()).per_tet(&mesh).unwrap();
-    let dofs = DofMap::new(&vec![false; 8]).unwrap();
+    let dofs = DofMap::new(&[false; 8]).unwrap();
     let err = fem::assemble(&mesh, &per_tet[..3], dofs.clone()).unwrap_err();
     assert!(
         err.to_string().contains("3 materials for 6 tetrahedra"),

@@ -51,8 +51,8 @@ pub struct ModesArgs {
     /// Rayleigh mass damping α₂ (1/s).
     #[arg(long, default_value_t = SelectionParams::default().alpha_mass)]
     pub alpha_m: f64,
-    /// Fill-reducing ordering: `nd` (geometric nested dissection) or `amd`.
-    #[arg(long, default_value = "nd", value_parser = parse_ordering)]
+    /// Fill-reducing ordering: `auto`, `nd` (geometric nested dissection) or `amd`.
+    #[arg(long, default_value = "auto", value_parser = parse_ordering)]
     pub ordering: Ordering,
     /// Also compute residual-flexibility blocks of all surface nodes (clamped bodies).
     #[arg(long)]
@@ -69,7 +69,8 @@ fn parse_ordering(s: &str) -> Result<Ordering, String> {
     match s {
         "nd" | "nested-dissection" => Ok(Ordering::NestedDissection),
         "amd" => Ok(Ordering::Amd),
-        _ => Err(format!("unknown ordering {s:?}; use nd or amd")),
+        "auto" => Ok(Ordering::Auto),
+        _ => Err(format!("unknown ordering {s:?}; use auto, nd or amd")),
     }
 }
 

@@ -50,8 +50,8 @@ pub enum CacheError {
         /// Version found in the file.
         found: u32,
     },
-    /// The file is shorter (or longer) than its header says.
-    #[error("cache truncated or padded: {have} bytes, header says {want}")]
+    /// The file is shorter than its header says.
+    #[error("cache truncated: {have} bytes, header says {want}")]
     Truncated {
         /// Bytes present.
         have: usize,
@@ -213,21 +213,15 @@ impl ModalCache {
             .ok()
             .and_then(|l| l.checked_add(HEADER_LEN))
             .unwrap_or(usize::MAX);
-        if want != bytes.len() {
-            // A damaged length field is corruption, not truncation.
-            if checksum(&bytes[8..12], body).as_bytes() != stored_sum {
-                if want > bytes.len() && bytes.len() < want {
-                    return Err(CacheError::Truncated {
-                        have: bytes.len(),
-                        want,
-                    });
-                }
-                return Err(CacheError::Checksum);
-            }
+        if want > bytes.len() {
             return Err(CacheError::Truncated {
                 have: bytes.len(),
                 want,
             });
+        }
+        // Longer than the header says: corrupt length field or appended bytes.
+        if want < bytes.len() {
+            return Err(CacheError::Checksum);
         }
         if checksum(&bytes[8..12], body).as_bytes() != stored_sum {
             return Err(CacheError::Checksum);

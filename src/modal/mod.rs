@@ -1,6 +1,7 @@
 //! Modal model: precompute of the lowest vibration modes, mode selection, residual flexibility, and the runtime oscillators.
 
 pub mod cache;
+mod lanczos;
 pub mod precompute;
 pub mod residual;
 pub mod select;
