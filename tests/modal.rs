@@ -277,3 +277,52 @@ fn impossible_requests_are_errors() {
         palpa::modal::residual_flexibility(&free, &fake, &basis, &[0], &mut |_, _| {}).unwrap_err();
     assert!(err.to_string().contains("rigid"), "{err}");
 }
+
+#[test]
+fn bunny_modes_are_accurate_and_selected() {
+    let mut mesh = palpa::mesh::load(std::path::Path::new("tests/data/bunny.msh")).unwrap();
+    mesh.scale(0.01);
+    let tissue = Material::new(5.0e4, 0.45, 1000.0).unwrap();
+    let sys = system(
+        &mesh,
+        tissue,
+        &[Fix::Below {
+            axis: fem::Axis::Y,
+            dist: 0.005,
+        }],
+    );
+    let basis = modes(&sys, 20);
+    assert!(basis.rigid.iter().all(|r| !r));
+    check_eigenpairs(&sys, &basis);
+    // Selection: a tiny force makes the stiffer modes unobservable, a low cut-off drops
+    // the fast ones, and every report carries the Rayleigh damping ratio.
+    let params = palpa::modal::SelectionParams {
+        max_force: 1e-3,
+        min_displacement: 1e-5,
+        max_frequency_hz: 30.0,
+        alpha_stiffness: 1e-3,
+        alpha_mass: 1.0,
+    };
+    let reports = palpa::modal::select_modes(&basis, &params);
+    use palpa::modal::ModeFate;
+    for r in &reports {
+        let lambda = basis.eigenvalues[r.index];
+        let zeta = (1e-3 * lambda + 1.0) / (2.0 * lambda.sqrt());
+        assert!((r.damping_ratio.unwrap() - zeta).abs() < 1e-12);
+        let w = basis.shapes.col(r.index);
+        let w_max = (0..mesh.nodes.len())
+            .map(|v| (0..3).map(|a| w[3 * v + a].powi(2)).sum::<f64>())
+            .fold(0.0, f64::max);
+        let response = w_max * 1e-3 / lambda;
+        let expected = if response < 1e-5 {
+            ModeFate::Unobservable
+        } else if r.freq_hz > 30.0 {
+            ModeFate::AboveCutoff
+        } else {
+            ModeFate::Kept
+        };
+        assert_eq!(r.fate, expected, "mode {}", r.index);
+    }
+    assert!(reports.iter().any(|r| r.fate == ModeFate::Kept));
+    assert!(reports.iter().any(|r| r.fate != ModeFate::Kept));
+}
