@@ -218,11 +218,14 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
         );
     }
     let t = pre.timings;
-    println!(
-        "kept {} of {} modes",
-        pre.basis.n_modes(),
-        pre.reports.len()
-    );
+    println!("kept {} of {} modes", pre.basis.n_modes(), pre.reports.len());
+    if let Some(r) = &pre.residual {
+        println!(
+            "residual flexibility: {} surface nodes ({} fixed, zero blocks)",
+            r.nodes.len(),
+            r.nodes.iter().filter(|b| r.block(**b) == Some(&crate::Mat3::zeros())).count()
+        );
+    }
     println!(
         "timings: assembly {:.3} s, factorisation {:.3} s, eigen solve {:.3} s (sum {:.3} s){}; total wall {:.3} s",
         t.assembly,
