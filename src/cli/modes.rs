@@ -218,12 +218,19 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
         );
     }
     let t = pre.timings;
-    println!("kept {} of {} modes", pre.basis.n_modes(), pre.reports.len());
+    println!(
+        "kept {} of {} modes",
+        pre.basis.n_modes(),
+        pre.reports.len()
+    );
     if let Some(r) = &pre.residual {
         println!(
             "residual flexibility: {} surface nodes ({} fixed, zero blocks)",
             r.nodes.len(),
-            r.nodes.iter().filter(|b| r.block(**b) == Some(&crate::Mat3::zeros())).count()
+            r.nodes
+                .iter()
+                .filter(|b| r.block(**b) == Some(&crate::Mat3::zeros()))
+                .count()
         );
     }
     println!(

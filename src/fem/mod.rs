@@ -25,9 +25,9 @@ pub use ordering::{expand_node_permutation, nested_dissection, node_graph, NodeG
 #[derive(Debug, thiserror::Error)]
 pub enum FemError {
     /// A material parameter is out of its physical range.
-    #[error("material {what}: {field} = {value} is invalid: {reason}")]
+    #[error("{what}: {field} = {value} is invalid: {reason}")]
     Material {
-        /// Which material (e.g. "region 2", "default", "override 0").
+        /// Which material (e.g. "material of region 2", "default material").
         what: String,
         /// Field name (`young`, `poisson`, `density`).
         field: &'static str,
