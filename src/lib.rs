@@ -7,6 +7,7 @@
 //! evaluates the local force model the model thread published, and writes the force back.
 //! The [`stream`] sends 30 Hz visual frames to render clients.
 
+pub mod cli;
 pub mod condensed;
 pub mod contact;
 pub mod device;

@@ -16,6 +16,8 @@ enum Command {
     Devices(palpa::device::cli::DevicesArgs),
     /// Record a device's trajectory to CSV (Ctrl-C leaves a complete file).
     Record(palpa::device::cli::RecordArgs),
+    /// Compute, select and print the vibration modes of a tetrahedral mesh.
+    Modes(palpa::cli::modes::ModesArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,8 +29,20 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    match cli.command {
-        Command::Devices(args) => palpa::device::cli::devices(&args),
-        Command::Record(args) => palpa::device::cli::record(&args),
+    match &cli.command {
+        Command::Devices(args) => palpa::device::cli::devices(args),
+        Command::Record(args) => palpa::device::cli::record(args),
+        Command::Modes(args) => exit_code(palpa::cli::modes::run(args)),
+    }
+}
+
+/// Prints a command's error and turns its result into the process exit status.
+fn exit_code(result: Result<(), String>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            std::process::ExitCode::FAILURE
+        }
     }
 }

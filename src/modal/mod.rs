@@ -2,16 +2,17 @@
 
 pub mod cache;
 pub mod oscillator;
+mod lanczos;
 pub mod precompute;
 pub mod residual;
 pub mod runtime;
 pub mod select;
 
-pub use cache::{input_hash, CacheError, ModalCache};
+pub use cache::{input_hash, precompute_hash, CacheError, ModalCache};
 pub use oscillator::{ModeTransition, Oscillators};
 pub use precompute::{
     compute_modes, precompute, EigenInfo, ModalBasis, ModalError, PrecomputeParams, Precomputed,
-    Timings,
+    Progress, Timings,
 };
 pub use residual::{residual_flexibility, ResidualFlexibility};
 pub use runtime::{ModalParams, ModalRuntime};

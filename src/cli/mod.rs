@@ -1,0 +1,3 @@
+//! Implementations of the `palpa` subcommands (`src/main.rs` only dispatches).
+
+pub mod modes;
