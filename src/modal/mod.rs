@@ -1,8 +1,8 @@
 //! Modal model: precompute of the lowest vibration modes, mode selection, residual flexibility, and the runtime oscillators.
 
 pub mod cache;
-pub mod oscillator;
 mod lanczos;
+pub mod oscillator;
 pub mod precompute;
 pub mod residual;
 pub mod runtime;
