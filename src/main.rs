@@ -16,6 +16,8 @@ enum Command {
     Devices(palpa::device::cli::DevicesArgs),
     /// Record a device's trajectory to CSV (Ctrl-C leaves a complete file).
     Record(palpa::device::cli::RecordArgs),
+    /// Compute, select and print the vibration modes of a tetrahedral mesh.
+    Modes(palpa::cli::modes::ModesArgs),
     /// Precompute a scene's modes and write them to the cache.
     Precompute(palpa::cli::precompute::PrecomputeArgs),
     /// Replay a trajectory through a scene in lock-step; write forces (and a plot).
@@ -31,12 +33,17 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let result = match &cli.command {
-        Command::Devices(args) => return palpa::device::cli::devices(args),
-        Command::Record(args) => return palpa::device::cli::record(args),
-        Command::Precompute(args) => palpa::cli::precompute::run(args),
-        Command::Replay(args) => palpa::cli::replay::run(args),
-    };
+    match &cli.command {
+        Command::Devices(args) => palpa::device::cli::devices(args),
+        Command::Record(args) => palpa::device::cli::record(args),
+        Command::Modes(args) => exit_code(palpa::cli::modes::run(args)),
+        Command::Precompute(args) => exit_code(palpa::cli::precompute::run(args)),
+        Command::Replay(args) => exit_code(palpa::cli::replay::run(args)),
+    }
+}
+
+/// Prints a command's error and turns its result into the process exit status.
+fn exit_code(result: Result<(), String>) -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(msg) => {

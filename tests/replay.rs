@@ -133,7 +133,7 @@ fn replay_writes_the_lock_step_forces_and_a_valid_plot() {
     // The same scene and trajectory in lock-step, in this process; its build must load
     // the precompute the binary cached.
     let traj = Trajectory::load(&traj_path).unwrap();
-    let built = build(Scene::load(&scene_path).unwrap(), &cache).unwrap();
+    let built = build(Scene::load(&scene_path).unwrap(), &cache, &mut |_| {}).unwrap();
     assert!(
         matches!(built.precompute, PrecomputeOutcome::Loaded { .. }),
         "{:?}",

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::modal::Progress;
 use crate::scene::model::{self, PrecomputeOutcome};
 use crate::scene::{BackendKind, Scene};
 
@@ -45,15 +46,33 @@ pub struct PrecomputeArgs {
     pub scene: SceneArgs,
 }
 
-/// A spinner on stderr while `what` runs (the precompute reports no finer stages).
-pub fn spinner(what: &str) -> ProgressBar {
+/// A progress display on stderr and the callback that drives it from the precompute's
+/// stages (a spinner while assembling and solving, a bar over the surface nodes for
+/// residual flexibility).
+pub fn progress_bar(what: &str) -> (ProgressBar, impl FnMut(Progress)) {
     let bar = ProgressBar::new_spinner();
     bar.set_style(
         ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("valid template"),
     );
     bar.set_message(what.to_string());
     bar.enable_steady_tick(Duration::from_millis(120));
-    bar
+    let b = bar.clone();
+    let on_progress = move |p: Progress| match p {
+        Progress::Assembling => b.set_message("precompute: assembling K and M"),
+        Progress::SolvingModes => b.set_message("precompute: factorising and solving for modes"),
+        Progress::Residual { done, total } => {
+            if b.length() != Some(total as u64) {
+                b.set_style(
+                    ProgressStyle::with_template("{bar:40} {pos}/{len} surface nodes {msg}")
+                        .expect("valid template"),
+                );
+                b.set_length(total as u64);
+                b.set_message("residual flexibility");
+            }
+            b.set_position(done as u64);
+        }
+    };
+    (bar, on_progress)
 }
 
 /// Describes a precompute outcome in one line.
@@ -90,12 +109,14 @@ pub fn run(args: &PrecomputeArgs) -> Result<(), String> {
         return Ok(());
     }
     let dir = args.scene.cache_dir();
-    let bar = spinner("precomputing modes (first run of this scene; cached afterwards)");
-    let result = model::modal_precompute(&scene, &inputs, &dir);
+    let (bar, mut on_progress) = progress_bar("loading the precompute cache");
+    let result = model::modal_precompute(&scene, &inputs, &dir, &mut on_progress);
     bar.finish_and_clear();
     let (pre, outcome) = result.map_err(|e| e.to_string())?;
     println!(
-        "kept {} of {} modes ({:.2}–{:.2} Hz)",
+        "{} free DOFs, {} fixed nodes; kept {} of {} modes ({:.2}–{:.2} Hz)",
+        pre.n_free_dofs,
+        pre.n_fixed_nodes,
         pre.basis.n_modes(),
         pre.reports.len(),
         lowest(&pre, true),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::plot;
-use super::precompute::{describe, spinner, SceneArgs};
+use super::precompute::{describe, progress_bar, SceneArgs};
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::HapticDevice;
 use crate::haptic::LockStep;
@@ -113,8 +113,8 @@ fn write_file(
 pub fn run(args: &ReplayArgs) -> Result<(), String> {
     let trajectory = Trajectory::load(&args.trajectory).map_err(|e| e.to_string())?;
     let scene = args.scene.load()?;
-    let bar = spinner("building the scene (modes are cached after the first run)");
-    let built = model::build(scene, &args.scene.cache_dir());
+    let (bar, mut on_progress) = progress_bar("building the scene");
+    let built = model::build(scene, &args.scene.cache_dir(), &mut on_progress);
     bar.finish_and_clear();
     let built = built.map_err(|e| e.to_string())?;
     eprintln!("precompute: {}", describe(&built.precompute));

@@ -16,7 +16,7 @@
 use crate::Vec3;
 
 use super::geometry::{
-    at_barycentric, closest_barycentric, plane_barycentric, plane_entry, unit_normal,
+    at_barycentric, closest_on_triangle, plane_barycentric, plane_entry, unit_normal,
 };
 
 /// Triangles per leaf.
@@ -326,7 +326,7 @@ impl SurfaceBvh {
             if node.count > 0 {
                 for &t in &self.order[node.first as usize..(node.first + node.count) as usize] {
                     let [a, b, c] = self.vertices(t as usize, positions);
-                    let w = closest_barycentric(p, &a, &b, &c);
+                    let w = closest_on_triangle(p, &a, &b, &c);
                     let q = at_barycentric(&w, &a, &b, &c);
                     let d2 = (q - p).norm_squared();
                     if d2 <= best_d2 {
@@ -481,7 +481,7 @@ mod tests {
             let brute = (0..surface.triangles.len())
                 .map(|t| {
                     let [a, b, c] = bvh.vertices(t, &positions);
-                    (at_barycentric(&closest_barycentric(&q, &a, &b, &c), &a, &b, &c) - q).norm()
+                    (at_barycentric(&closest_on_triangle(&q, &a, &b, &c), &a, &b, &c) - q).norm()
                 })
                 .fold(f64::INFINITY, f64::min);
             assert!(

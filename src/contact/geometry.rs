@@ -3,50 +3,7 @@
 
 use crate::Vec3;
 
-/// Closest point of triangle (a, b, c) to `p`, returned as barycentric weights
-/// (w_a, w_b, w_c), each ≥ 0 and summing to 1. Region classification after Ericson,
-/// "Real-Time Collision Detection" §5.1.5; exact on edges and vertices.
-pub fn closest_barycentric(p: &Vec3, a: &Vec3, b: &Vec3, c: &Vec3) -> [f64; 3] {
-    let ab = b - a;
-    let ac = c - a;
-    let ap = p - a;
-    let d1 = ab.dot(&ap);
-    let d2 = ac.dot(&ap);
-    if d1 <= 0.0 && d2 <= 0.0 {
-        return [1.0, 0.0, 0.0];
-    }
-    let bp = p - b;
-    let d3 = ab.dot(&bp);
-    let d4 = ac.dot(&bp);
-    if d3 >= 0.0 && d4 <= d3 {
-        return [0.0, 1.0, 0.0];
-    }
-    let vc = d1 * d4 - d3 * d2;
-    if vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0 {
-        let v = d1 / (d1 - d3);
-        return [1.0 - v, v, 0.0];
-    }
-    let cp = p - c;
-    let d5 = ab.dot(&cp);
-    let d6 = ac.dot(&cp);
-    if d6 >= 0.0 && d5 <= d6 {
-        return [0.0, 0.0, 1.0];
-    }
-    let vb = d5 * d2 - d1 * d6;
-    if vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0 {
-        let w = d2 / (d2 - d6);
-        return [1.0 - w, 0.0, w];
-    }
-    let va = d3 * d6 - d5 * d4;
-    if va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0 {
-        let w = (d4 - d3) / ((d4 - d3) + (d5 - d6));
-        return [0.0, 1.0 - w, w];
-    }
-    let denom = 1.0 / (va + vb + vc);
-    let v = vb * denom;
-    let w = vc * denom;
-    [1.0 - v - w, v, w]
-}
+pub use crate::mesh::surface::closest_on_triangle;
 
 /// Point with barycentric weights `w` on triangle (a, b, c).
 pub fn at_barycentric(w: &[f64; 3], a: &Vec3, b: &Vec3, c: &Vec3) -> Vec3 {
@@ -111,50 +68,6 @@ pub fn plane_barycentric(p: &Vec3, a: &Vec3, b: &Vec3, c: &Vec3) -> Option<[f64;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn tri() -> (Vec3, Vec3, Vec3) {
-        (
-            Vec3::new(0.0, 0.0, 0.0),
-            Vec3::new(1.0, 0.0, 0.0),
-            Vec3::new(0.0, 1.0, 0.0),
-        )
-    }
-
-    #[test]
-    fn closest_point_regions() {
-        let (a, b, c) = tri();
-        let cases = [
-            (Vec3::new(0.2, 0.2, 1.0), [0.6, 0.2, 0.2]),
-            (Vec3::new(-1.0, -1.0, 0.5), [1.0, 0.0, 0.0]),
-            (Vec3::new(2.0, -0.5, 0.0), [0.0, 1.0, 0.0]),
-            (Vec3::new(0.5, -1.0, 0.0), [0.5, 0.5, 0.0]),
-            (Vec3::new(1.0, 1.0, 0.0), [0.0, 0.5, 0.5]),
-            (Vec3::new(-1.0, 0.25, 3.0), [0.75, 0.0, 0.25]),
-        ];
-        for (p, want) in cases {
-            let w = closest_barycentric(&p, &a, &b, &c);
-            for k in 0..3 {
-                assert!((w[k] - want[k]).abs() < 1e-12, "{p:?}: {w:?} vs {want:?}");
-            }
-            // Independent check: no sampled triangle point is closer.
-            let q = at_barycentric(&w, &a, &b, &c);
-            for i in 0..=20 {
-                for j in 0..=(20 - i) {
-                    let s = at_barycentric(
-                        &[
-                            1.0 - (i + j) as f64 / 20.0,
-                            i as f64 / 20.0,
-                            j as f64 / 20.0,
-                        ],
-                        &a,
-                        &b,
-                        &c,
-                    );
-                    assert!((p - q).norm() <= (p - s).norm() + 1e-12);
-                }
-            }
-        }
-    }
 
     #[test]
     fn plane_entry_only_front_to_back() {

@@ -16,14 +16,20 @@ use super::{expand_node_permutation, nested_dissection, FemError, FemSystem};
 /// Fill-reducing ordering for [`Factor::for_system`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Ordering {
+    /// [`Ordering::Amd`] below [`AUTO_ND_NODES`] free nodes, otherwise
+    /// [`Ordering::NestedDissection`] (measured: AMD wins on the 3.4k-node bunny, nested
+    /// dissection on a 35k-node box; see docs/benchmarks.md).
+    #[default]
+    Auto,
     /// Approximate minimum degree on the node graph (SuiteSparse AMD as ported by faer),
     /// expanded to DOFs.
     Amd,
-    /// Geometric nested dissection from node coordinates, expanded to DOFs. Less fill
-    /// than AMD on 3-D meshes beyond a few thousand nodes.
-    #[default]
+    /// Geometric nested dissection from node coordinates, expanded to DOFs.
     NestedDissection,
 }
+
+/// Free-node count from which [`Ordering::Auto`] picks nested dissection.
+pub const AUTO_ND_NODES: usize = 20_000;
 
 /// A sparse LLᵀ factor of a symmetric positive definite matrix A (e.g. K or K − σM),
 /// solving A X = B for many right-hand sides at once: every supernode's dense block
@@ -118,8 +124,13 @@ impl Factor {
         par: Par,
     ) -> Result<Self, FemError> {
         let a = system.shifted(sigma);
+        let ordering = match ordering {
+            Ordering::Auto if system.graph.n() < AUTO_ND_NODES => Ordering::Amd,
+            Ordering::Auto => Ordering::NestedDissection,
+            other => other,
+        };
         let order = match ordering {
-            Ordering::Amd => node_amd(system)?,
+            Ordering::Auto | Ordering::Amd => node_amd(system)?,
             Ordering::NestedDissection => {
                 expand_node_permutation(&nested_dissection(&system.positions, &system.graph))
             }

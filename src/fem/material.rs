@@ -150,12 +150,12 @@ impl MaterialMap {
 
     /// Validates every material and resolves one per tetrahedron of `mesh`.
     pub fn per_tet(&self, mesh: &TetMesh) -> Result<Vec<Material>, FemError> {
-        self.default.validate("default")?;
+        self.default.validate("default material")?;
         for (id, m) in &self.regions {
-            m.validate(&format!("region {id}"))?;
+            m.validate(&format!("material of region {id}"))?;
         }
         for (i, (_, m)) in self.overrides.iter().enumerate() {
-            m.validate(&format!("override {i}"))?;
+            m.validate(&format!("override {i} material"))?;
         }
         Ok(mesh
             .tets
@@ -235,6 +235,6 @@ mod tests {
             .per_tet(&mesh)
             .unwrap_err()
             .to_string()
-            .contains("region 3"));
+            .contains("material of region 3"));
     }
 }

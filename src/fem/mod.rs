@@ -16,7 +16,7 @@ mod ordering;
 
 pub use assemble::{assemble, lumped_mass, FemSystem};
 pub use element::{TetElement, ELEMENT_DOFS};
-pub use factor::{Factor, Ordering};
+pub use factor::{Factor, Ordering, AUTO_ND_NODES};
 pub use fixed::{fixed_nodes, Axis, DofMap, Fix};
 pub use material::{Material, MaterialMap, Shape, LOCKING_POISSON};
 pub use ordering::{expand_node_permutation, nested_dissection, node_graph, NodeGraph};
@@ -25,9 +25,9 @@ pub use ordering::{expand_node_permutation, nested_dissection, node_graph, NodeG
 #[derive(Debug, thiserror::Error)]
 pub enum FemError {
     /// A material parameter is out of its physical range.
-    #[error("material {what}: {field} = {value} is invalid: {reason}")]
+    #[error("{what}: {field} = {value} is invalid: {reason}")]
     Material {
-        /// Which material (e.g. "region 2", "default", "override 0").
+        /// Which material (e.g. "material of region 2", "default material").
         what: String,
         /// Field name (`young`, `poisson`, `density`).
         field: &'static str,

@@ -218,8 +218,10 @@ impl VertexMerger {
 }
 
 /// The point of triangle (a, b, c) closest to `p` (Ericson, Real-Time Collision Detection
-/// §5.1.5), as barycentric weights (u, v, w) with u·a + v·b + w·c the point.
-pub(crate) fn closest_on_triangle(p: &Vec3, a: &Vec3, b: &Vec3, c: &Vec3) -> [f64; 3] {
+/// §5.1.5), as barycentric weights (u, v, w), each ≥ 0 and summing to 1, with
+/// u·a + v·b + w·c the point; exact on edges and vertices. The lattice, the embedding and
+/// the contact proxy all use this one routine.
+pub fn closest_on_triangle(p: &Vec3, a: &Vec3, b: &Vec3, c: &Vec3) -> [f64; 3] {
     let ab = b - a;
     let ac = c - a;
     let ap = p - a;
@@ -268,20 +270,38 @@ mod tests {
     #[test]
     fn closest_point_regions() {
         let [a, b, c] = [Vec3::zeros(), Vec3::x(), Vec3::y()];
-        let at = |p: Vec3| {
-            let w = closest_on_triangle(&p, &a, &b, &c);
-            a * w[0] + b * w[1] + c * w[2]
-        };
+        let at_barycentric =
+            |w: &[f64; 3], a: &Vec3, b: &Vec3, c: &Vec3| a * w[0] + b * w[1] + c * w[2];
         let cases = [
-            (Vec3::new(0.2, 0.3, 5.0), Vec3::new(0.2, 0.3, 0.0)),
-            (Vec3::new(-1.0, -1.0, 0.0), a),
-            (Vec3::new(0.5, -2.0, 1.0), Vec3::new(0.5, 0.0, 0.0)),
-            (Vec3::new(-3.0, 0.4, 0.0), Vec3::new(0.0, 0.4, 0.0)),
-            (Vec3::new(1.0, 1.0, 0.0), Vec3::new(0.5, 0.5, 0.0)),
-            (Vec3::new(3.0, -1.0, 0.0), b),
+            (Vec3::new(0.2, 0.2, 1.0), [0.6, 0.2, 0.2]),
+            (Vec3::new(-1.0, -1.0, 0.5), [1.0, 0.0, 0.0]),
+            (Vec3::new(2.0, -0.5, 0.0), [0.0, 1.0, 0.0]),
+            (Vec3::new(0.5, -1.0, 0.0), [0.5, 0.5, 0.0]),
+            (Vec3::new(1.0, 1.0, 0.0), [0.0, 0.5, 0.5]),
+            (Vec3::new(-1.0, 0.25, 3.0), [0.75, 0.0, 0.25]),
         ];
         for (p, want) in cases {
-            assert!((at(p) - want).norm() < 1e-15, "{p}: {} vs {want}", at(p));
+            let w = closest_on_triangle(&p, &a, &b, &c);
+            for k in 0..3 {
+                assert!((w[k] - want[k]).abs() < 1e-12, "{p:?}: {w:?} vs {want:?}");
+            }
+            // Independent check: no sampled triangle point is closer.
+            let q = at_barycentric(&w, &a, &b, &c);
+            for i in 0..=20 {
+                for j in 0..=(20 - i) {
+                    let s = at_barycentric(
+                        &[
+                            1.0 - (i + j) as f64 / 20.0,
+                            i as f64 / 20.0,
+                            j as f64 / 20.0,
+                        ],
+                        &a,
+                        &b,
+                        &c,
+                    );
+                    assert!((p - q).norm() <= (p - s).norm() + 1e-12);
+                }
+            }
         }
     }
 

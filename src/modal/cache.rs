@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     EigenInfo, ModalBasis, ModeReport, PrecomputeParams, Precomputed, ResidualFlexibility, Timings,
 };
-use crate::fem::Material;
+use crate::fem::{self, FemError, Fix, Material, MaterialMap};
 use crate::mesh::TetMesh;
 
 const MAGIC: &[u8; 8] = b"PALPAMOD";
@@ -50,8 +50,8 @@ pub enum CacheError {
         /// Version found in the file.
         found: u32,
     },
-    /// The file is shorter (or longer) than its header says.
-    #[error("cache truncated or padded: {have} bytes, header says {want}")]
+    /// The file is shorter than its header says.
+    #[error("cache truncated: {have} bytes, header says {want}")]
     Truncated {
         /// Bytes present.
         have: usize,
@@ -74,6 +74,18 @@ pub enum CacheError {
     /// The payload passed the checksum but could not be decoded (a writer bug).
     #[error("cache payload could not be decoded: {0}")]
     Decode(String),
+}
+
+/// [`input_hash`] of what [`precompute`](super::precompute) would be given.
+pub fn precompute_hash(
+    mesh: &TetMesh,
+    materials: &MaterialMap,
+    fixes: &[Fix],
+    params: &PrecomputeParams,
+) -> Result<[u8; 32], FemError> {
+    let per_tet = materials.per_tet(mesh)?;
+    let fixed = fem::fixed_nodes(mesh, fixes)?;
+    Ok(input_hash(mesh, &per_tet, &fixed, params))
 }
 
 /// Hash of everything that determines a precompute result: mesh nodes, tetrahedra and
@@ -122,6 +134,8 @@ struct Payload {
     reports: Vec<ModeReport>,
     residual: Option<ResidualFlexibility>,
     eigen: EigenInfo,
+    n_free_dofs: u64,
+    n_fixed_nodes: u64,
     timings: Timings,
 }
 
@@ -148,6 +162,8 @@ impl ModalCache {
             reports: self.data.reports.clone(),
             residual: self.data.residual.clone(),
             eigen: self.data.eigen.clone(),
+            n_free_dofs: self.data.n_free_dofs as u64,
+            n_fixed_nodes: self.data.n_fixed_nodes as u64,
             timings: self.data.timings,
         };
         let payload = bincode::serde::encode_to_vec(&payload, bincode::config::standard())
@@ -197,21 +213,15 @@ impl ModalCache {
             .ok()
             .and_then(|l| l.checked_add(HEADER_LEN))
             .unwrap_or(usize::MAX);
-        if want != bytes.len() {
-            // A damaged length field is corruption, not truncation.
-            if checksum(&bytes[8..12], body).as_bytes() != stored_sum {
-                if want > bytes.len() && bytes.len() < want {
-                    return Err(CacheError::Truncated {
-                        have: bytes.len(),
-                        want,
-                    });
-                }
-                return Err(CacheError::Checksum);
-            }
+        if want > bytes.len() {
             return Err(CacheError::Truncated {
                 have: bytes.len(),
                 want,
             });
+        }
+        // Longer than the header says: corrupt length field or appended bytes.
+        if want < bytes.len() {
+            return Err(CacheError::Checksum);
         }
         if checksum(&bytes[8..12], body).as_bytes() != stored_sum {
             return Err(CacheError::Checksum);
@@ -246,6 +256,8 @@ impl ModalCache {
                 reports: p.reports,
                 residual: p.residual,
                 eigen: p.eigen,
+                n_free_dofs: p.n_free_dofs as usize,
+                n_fixed_nodes: p.n_fixed_nodes as usize,
                 timings: p.timings,
             },
         })

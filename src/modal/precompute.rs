@@ -2,9 +2,9 @@
 //!
 //! Large problems: shift-invert. With M diagonal, y = M^½ x turns the pencil into the
 //! standard symmetric problem for A = M^½ (K − σM)⁻¹ M^½, whose largest eigenvalues
-//! θ = 1/(λ − σ) belong to the smallest λ. faer's matrix-free Krylov–Schur (Lanczos)
-//! solver finds them; each operator application is one pair of triangular solves with
-//! the sparse Cholesky factor of K − σM. A negative σ keeps K − σM positive definite for
+//! θ = 1/(λ − σ) belong to the smallest λ. A block Lanczos ([`super::lanczos`]) finds
+//! them; each operator application is one pair of block triangular solves with the
+//! sparse Cholesky factor of K − σM. A negative σ keeps K − σM positive definite for
 //! free bodies (λ = 0 rigid modes become θ = 1/|σ|). The Ritz vectors are then polished
 //! by block inverse iteration with Rayleigh–Ritz, which pushes all vectors through each
 //! triangular solve together and drives ‖Kx − λMx‖/‖Kx‖ to round-off.
@@ -14,15 +14,12 @@
 
 use std::time::Instant;
 
-use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
-use faer::matrix_free::eigen::{
-    partial_self_adjoint_eigen, partial_self_adjoint_eigen_scratch, PartialEigenParams,
-};
-use faer::matrix_free::LinOp;
+use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::reborrow::ReborrowMut;
-use faer::{Col, Mat, MatMut, MatRef, Par, Side};
+use faer::{Mat, MatMut, MatRef, Par, Side};
 use serde::{Deserialize, Serialize};
 
+use super::lanczos::block_lanczos;
 use super::{residual_flexibility, select_modes, ModeReport, ResidualFlexibility, SelectionParams};
 use crate::fem::{self, DofMap, Factor, FemError, FemSystem, Fix, MaterialMap, Ordering};
 use crate::mesh::TetMesh;
@@ -126,7 +123,16 @@ const DENSE_MAX_DOFS: usize = 600;
 /// Extra Ritz vectors carried beyond the requested modes (better convergence of the last).
 const GUARD_VECTORS: usize = 8;
 /// Target relative residual ‖Kx − λMx‖ / ‖Kx‖ of elastic modes.
-const RESIDUAL_TARGET: f64 = 1e-10;
+const RESIDUAL_TARGET: f64 = 2e-9;
+/// Lanczos stops when Ritz residuals fall below this fraction of the largest θ; the
+/// polishing sweeps take the vectors the rest of the way.
+const LANCZOS_TOLERANCE: f64 = 1e-10;
+/// Vectors per block of the block Lanczos (columns per triangular solve).
+const LANCZOS_BLOCK: usize = 8;
+/// Relative residual above which a warning is logged.
+const RESIDUAL_WARN: f64 = 1e-8;
+/// Relative residual above which the modes are rejected as unconverged.
+const RESIDUAL_FAIL: f64 = 1e-6;
 /// Block inverse-iteration sweeps at most.
 const MAX_POLISH_SWEEPS: usize = 4;
 
@@ -192,37 +198,51 @@ pub fn compute_modes(
     let t = Instant::now();
     let (factor, shift) = factor_for_modes(system, ordering, par)?;
     timings.factorisation = t.elapsed().as_secs_f64();
+    tracing::debug!(
+        "factorised {n} DOFs, {} entries in L, {:.3} s",
+        factor.nnz_l(),
+        timings.factorisation
+    );
 
     let t = Instant::now();
     let nev = (n_modes + GUARD_VECTORS).min(n);
     let sqrt_m: Vec<f64> = system.mass.iter().map(|m| m.sqrt()).collect();
-    let op = ShiftInvert {
-        factor: &factor,
-        sqrt_m: &sqrt_m,
+    let mut mem = MemBuffer::try_new(factor.solve_scratch(LANCZOS_BLOCK))
+        .map_err(|_| ModalError::Request("out of memory for the solve workspace".into()))?;
+    // A = M^½ (K − σM)⁻¹ M^½, applied to a block.
+    let mut apply = |mut out: MatMut<'_, f64>, rhs: MatRef<'_, f64>| {
+        for c in 0..rhs.ncols() {
+            for (i, s) in sqrt_m.iter().enumerate() {
+                out[(i, c)] = rhs[(i, c)] * s;
+            }
+        }
+        factor.solve_in_place_with_stack(out.rb_mut(), MemStack::new(&mut mem));
+        for c in 0..rhs.ncols() {
+            for (i, s) in sqrt_m.iter().enumerate() {
+                out[(i, c)] *= s;
+            }
+        }
     };
-    let theta_max = estimate_largest(&op, par);
-    let params = PartialEigenParams::default();
-    let mut y = Mat::<f64>::zeros(n, nev);
-    let mut theta = vec![0.0; nev];
-    let v0 = Col::<f64>::from_fn(n, |i| 1.0 + 0.5 * ((i as f64) * 0.618_033_988_75).fract());
-    let mut mem = MemBuffer::try_new(partial_self_adjoint_eigen_scratch(&op, nev, par, params))
-        .map_err(|_| ModalError::Request("out of memory for the Lanczos workspace".into()))?;
-    let info = partial_self_adjoint_eigen(
-        y.as_mut(),
-        &mut theta,
-        &op,
-        v0.as_ref(),
-        1e-12 * theta_max,
+    let max_dim = (6 * nev).max(nev + 128);
+    let pairs = block_lanczos(
+        n,
+        nev,
+        n_modes,
+        LANCZOS_BLOCK,
+        max_dim,
+        LANCZOS_TOLERANCE,
         par,
-        MemStack::new(&mut mem),
-        params,
+        &mut apply,
     );
     drop(mem);
-    if info.n_converged_eigen == 0 {
-        return Err(ModalError::NotConverged(
-            "Lanczos found no converged eigenpair".into(),
-        ));
-    }
+    tracing::debug!(
+        "block Lanczos: basis {} vectors, worst Ritz residual {:.2e} (θ₁ = {:.3e}), {:.3} s",
+        pairs.basis_dim,
+        pairs.residuals.iter().cloned().fold(0.0, f64::max),
+        pairs.theta[0],
+        t.elapsed().as_secs_f64()
+    );
+    let (y, theta) = (pairs.vectors, pairs.theta);
     // Back to the pencil: x = M^-½ y.
     let mut x = y;
     for c in 0..nev {
@@ -238,6 +258,7 @@ pub fn compute_modes(
         if worst <= RESIDUAL_TARGET || sweeps == MAX_POLISH_SWEEPS {
             break;
         }
+        tracing::debug!("polishing sweep {sweeps}: worst residual {worst:.2e}");
         (x, lambda) = polish(system, &factor, shift, x.as_ref())?;
         sweeps += 1;
     }
@@ -245,7 +266,12 @@ pub fn compute_modes(
     timings.eigen = t.elapsed().as_secs_f64();
     let basis = ModalBasis::from_free(&system.dofs, x.as_ref(), lambda);
     let max_residual = max_relative_residual(system, &basis);
-    if !(max_residual <= 1e-8) {
+    if max_residual > RESIDUAL_WARN {
+        tracing::warn!(
+            "largest relative eigen-residual {max_residual:.2e} after {sweeps} polishing sweeps"
+        );
+    }
+    if max_residual.is_nan() || max_residual > RESIDUAL_FAIL {
         return Err(ModalError::NotConverged(format!(
             "largest relative residual {max_residual:.2e} after {sweeps} polishing sweeps"
         )));
@@ -300,75 +326,6 @@ fn free_shift_scale(system: &FemSystem) -> f64 {
     let mean = sum / system.n_free() as f64;
     let nodes = (system.n_free() / 3) as f64;
     1e-2 * mean / nodes.powf(2.0 / 3.0)
-}
-
-/// The shift-inverted operator A = M^½ (K − σM)⁻¹ M^½.
-#[derive(Debug)]
-struct ShiftInvert<'a> {
-    factor: &'a Factor,
-    sqrt_m: &'a [f64],
-}
-
-impl ShiftInvert<'_> {
-    fn apply_into(&self, mut out: MatMut<'_, f64>, rhs: MatRef<'_, f64>, stack: &mut MemStack) {
-        for c in 0..rhs.ncols() {
-            for (i, s) in self.sqrt_m.iter().enumerate() {
-                out[(i, c)] = rhs[(i, c)] * s;
-            }
-        }
-        self.factor.solve_in_place_with_stack(out.rb_mut(), stack);
-        for c in 0..rhs.ncols() {
-            for (i, s) in self.sqrt_m.iter().enumerate() {
-                out[(i, c)] *= s;
-            }
-        }
-    }
-}
-
-impl LinOp<f64> for ShiftInvert<'_> {
-    fn apply_scratch(&self, rhs_ncols: usize, _par: Par) -> StackReq {
-        self.factor.solve_scratch(rhs_ncols)
-    }
-
-    fn nrows(&self) -> usize {
-        self.sqrt_m.len()
-    }
-
-    fn ncols(&self) -> usize {
-        self.sqrt_m.len()
-    }
-
-    fn apply(&self, out: MatMut<'_, f64>, rhs: MatRef<'_, f64>, _par: Par, stack: &mut MemStack) {
-        self.apply_into(out, rhs, stack);
-    }
-
-    fn conj_apply(
-        &self,
-        out: MatMut<'_, f64>,
-        rhs: MatRef<'_, f64>,
-        _par: Par,
-        stack: &mut MemStack,
-    ) {
-        self.apply_into(out, rhs, stack);
-    }
-}
-
-/// A few power iterations: an estimate of the largest θ, to scale the Lanczos tolerance
-/// (which faer applies as an absolute bound on the Ritz residual).
-fn estimate_largest(op: &ShiftInvert<'_>, par: Par) -> f64 {
-    let n = op.nrows();
-    let mut v = Mat::<f64>::from_fn(n, 1, |i, _| 1.0 + ((i as f64) * 0.754_877_666).fract());
-    let mut w = Mat::<f64>::zeros(n, 1);
-    let mut mem = MemBuffer::new(op.apply_scratch(1, par));
-    let mut theta = 0.0;
-    for _ in 0..4 {
-        let norm = v.norm_l2();
-        v /= norm;
-        op.apply_into(w.as_mut(), v.as_ref(), MemStack::new(&mut mem));
-        theta = w.norm_l2();
-        std::mem::swap(&mut v, &mut w);
-    }
-    theta
 }
 
 /// One sweep of block inverse iteration Y = (K − σM)⁻¹ M X followed by Rayleigh–Ritz on
@@ -512,6 +469,7 @@ mod ordering_serde {
 
     pub fn serialize<S: Serializer>(o: &Ordering, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(match o {
+            Ordering::Auto => "auto",
             Ordering::Amd => "amd",
             Ordering::NestedDissection => "nested-dissection",
         })
@@ -519,6 +477,7 @@ mod ordering_serde {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Ordering, D::Error> {
         match String::deserialize(d)?.as_str() {
+            "auto" => Ok(Ordering::Auto),
             "amd" => Ok(Ordering::Amd),
             "nested-dissection" => Ok(Ordering::NestedDissection),
             other => Err(serde::de::Error::custom(format!(
@@ -539,25 +498,46 @@ pub struct Precomputed {
     pub residual: Option<ResidualFlexibility>,
     /// How the eigenpairs were obtained.
     pub eigen: EigenInfo,
-    /// Stage times (s); not part of the cache's identity.
+    /// Free DOFs of the system.
+    pub n_free_dofs: usize,
+    /// Fixed nodes.
+    pub n_fixed_nodes: usize,
+    /// Stage times (s); informational, not part of the cache's identity.
     pub timings: Timings,
 }
 
+/// Where [`precompute`] is, for progress displays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Resolving materials and fixed nodes, assembling K and M.
+    Assembling,
+    /// Factorising and solving the eigenproblem.
+    SolvingModes,
+    /// Residual-flexibility blocks: `done` of `total` free surface nodes.
+    Residual {
+        /// Nodes finished.
+        done: usize,
+        /// Nodes in total.
+        total: usize,
+    },
+}
+
 /// Mesh + materials + fixed nodes → kept modes, reports and residual flexibility.
-/// `progress(done, total)` reports residual-flexibility progress in surface nodes.
 pub fn precompute(
     mesh: &TetMesh,
     materials: &MaterialMap,
     fixes: &[Fix],
     params: &PrecomputeParams,
-    progress: &mut dyn FnMut(usize, usize),
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<Precomputed, ModalError> {
     let mut timings = Timings::default();
+    progress(Progress::Assembling);
     let t = Instant::now();
     let per_tet = materials.per_tet(mesh)?;
     let fixed = fem::fixed_nodes(mesh, fixes)?;
     let system = fem::assemble(mesh, &per_tet, DofMap::new(&fixed)?)?;
     timings.assembly = t.elapsed().as_secs_f64();
+    progress(Progress::SolvingModes);
     let (all, factor, eigen) =
         compute_modes(&system, params.n_modes, params.ordering, &mut timings)?;
     let reports = select_modes(&all, &params.selection);
@@ -580,7 +560,9 @@ pub fn precompute(
             .map_err(|e| ModalError::NotClamped(e.to_string()))?,
         };
         let surface = mesh.boundary().nodes;
-        let r = residual_flexibility(&system, &factor, &basis, &surface, progress)?;
+        let r = residual_flexibility(&system, &factor, &basis, &surface, &mut |done, total| {
+            progress(Progress::Residual { done, total })
+        })?;
         timings.residual = t.elapsed().as_secs_f64();
         Some(r)
     } else {
@@ -591,6 +573,8 @@ pub fn precompute(
         reports,
         residual,
         eigen,
+        n_free_dofs: system.n_free(),
+        n_fixed_nodes: system.dofs.n_fixed_nodes(),
         timings,
     })
 }

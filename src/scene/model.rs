@@ -14,7 +14,7 @@ use crate::fem::{self, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialM
 use crate::haptic::HapticConfig;
 use crate::modal::{
     self, CacheError, ModalCache, ModalParams, ModalRuntime, PrecomputeParams, Precomputed,
-    SelectionParams,
+    Progress, SelectionParams,
 };
 use crate::model::{LocalForceModel, ModelStep, Simulation};
 use crate::Vec3;
@@ -250,11 +250,13 @@ pub fn cache_path(dir: &Path, hash: &[u8; 32]) -> PathBuf {
     dir.join(format!("modal-{hex}.palpa"))
 }
 
-/// Loads the modal precompute from the cache in `dir`, or computes and writes it.
+/// Loads the modal precompute from the cache in `dir`, or computes and writes it;
+/// `progress` sees the precompute's stages when it runs.
 pub fn modal_precompute(
     scene: &Scene,
     inputs: &FemInputs,
     dir: &Path,
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<(Precomputed, PrecomputeOutcome), BuildError> {
     let params = precompute_params(scene);
     let mesh = &inputs.mesh.mesh;
@@ -280,14 +282,8 @@ pub fn modal_precompute(
         }
     };
     let start = Instant::now();
-    let data = modal::precompute(
-        mesh,
-        &inputs.materials,
-        &inputs.fixes,
-        &params,
-        &mut |_, _| {},
-    )
-    .map_err(|e| stage(scene, "modal precompute", e))?;
+    let data = modal::precompute(mesh, &inputs.materials, &inputs.fixes, &params, progress)
+        .map_err(|e| stage(scene, "modal precompute", e))?;
     let seconds = start.elapsed().as_secs_f64();
     std::fs::create_dir_all(dir)
         .map_err(|e| stage(scene, "precompute cache", format!("{}: {e}", dir.display())))?;
@@ -310,7 +306,11 @@ pub fn modal_precompute(
 
 /// Builds the scene's model: precompute (cached in `cache_dir`) or condensed columns,
 /// then the probe simulation.
-pub fn build(scene: Scene, cache_dir: &Path) -> Result<BuiltScene, BuildError> {
+pub fn build(
+    scene: Scene,
+    cache_dir: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<BuiltScene, BuildError> {
     let inputs = fem_inputs(&scene)?;
     let mesh = &inputs.mesh.mesh;
     let boundary = mesh.boundary();
@@ -337,7 +337,7 @@ pub fn build(scene: Scene, cache_dir: &Path) -> Result<BuiltScene, BuildError> {
     let radius = scene.contact.probe_radius;
     let (model, precompute, n_modes) = match scene.backend.kind {
         BackendKind::Modal => {
-            let (pre, outcome) = modal_precompute(&scene, &inputs, cache_dir)?;
+            let (pre, outcome) = modal_precompute(&scene, &inputs, cache_dir, progress)?;
             let clamped = !pre.basis.rigid.iter().any(|&r| r);
             let columns = if scene.backend.modal.residual && clamped {
                 let system = system()?;
