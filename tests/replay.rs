@@ -176,7 +176,10 @@ fn replay_press_hold_release(scene: Option<&str>) {
             assert!(fz > 0.0, "t = {t}: fz {fz}");
             // Frictionless: along the deformed surface's normal, which tilts by a few
             // degrees next to the stiff inclusion, so mostly +z.
-            assert!(row[4].abs() < 0.2 * fz && row[5].abs() < 0.2 * fz, "t = {t}");
+            assert!(
+                row[4].abs() < 0.2 * fz && row[5].abs() < 0.2 * fz,
+                "t = {t}"
+            );
             if t <= 1.3 {
                 assert!(fz >= last_fz - 1e-3, "t = {t}: fz {fz} after {last_fz}");
                 last_fz = fz;
