@@ -202,4 +202,18 @@ mod tests {
         // Interior Kuhn-box node: 14 neighbours.
         assert!((0..graph.n()).map(|i| graph.neighbours(i).len()).max() == Some(14));
     }
+
+    #[test]
+    fn top_separator_of_a_grid_is_one_node_plane() {
+        let mesh = box_mesh(Vec3::new(1.0, 1.0, 1.0), [8, 8, 8]).unwrap();
+        let dofs = DofMap::new(&vec![false; mesh.nodes.len()]).unwrap();
+        let graph = node_graph(&mesh, &dofs);
+        let pos: Vec<Vec3> = dofs.free_nodes().iter().map(|&n| mesh.nodes[n]).collect();
+        let order = nested_dissection(&pos, &graph);
+        // 9 × 9 nodes per plane; the last ones ordered are one plane x = const.
+        let top = &order[order.len() - 81..];
+        let x = pos[top[0]].x;
+        assert!(top.iter().all(|&i| pos[i].x == x));
+        assert!(order[..order.len() - 81].iter().all(|&i| pos[i].x != x));
+    }
 }
