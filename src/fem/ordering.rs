@@ -62,35 +62,37 @@ pub fn node_graph(mesh: &TetMesh, dofs: &DofMap) -> NodeGraph {
 }
 
 /// Subsets at most this large are not split further.
-const LEAF_SIZE: usize = 48;
+const LEAF_SIZE: usize = 8;
 
-/// Geometric nested dissection of the free nodes: split the node set at the median of its
-/// longest bounding-box axis, take the nodes of the lower half that touch the upper half
-/// as the separator, order both halves recursively and the separator last.
+/// Geometric nested dissection of the free nodes: split the node set at the median
+/// coordinate of its longest bounding-box axis (nodes on that median coordinate go to the
+/// upper side, so a grid is cut between two node planes), take as separator the nodes of
+/// whichever side that touch the other side, choosing the smaller layer, order both
+/// remaining parts recursively and the separator last.
 /// Returns the new order as free-node indices (`order[new] = old`).
 /// `pos` holds the position of each free node (m).
 pub fn nested_dissection(pos: &[Vec3], graph: &NodeGraph) -> Vec<usize> {
     let mut order = Vec::with_capacity(pos.len());
-    let mut stamp = vec![0u32; pos.len()];
-    let mut next_stamp = 0u32;
+    let mut side = vec![Side::Done; pos.len()];
     let mut all: Vec<usize> = (0..pos.len()).collect();
-    dissect(
-        &mut all,
-        pos,
-        graph,
-        &mut stamp,
-        &mut next_stamp,
-        &mut order,
-    );
+    dissect(&mut all, pos, graph, &mut side, &mut order);
     order
+}
+
+/// Where a node stands during one bisection step.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// Outside the set being split (ordered already or in another branch).
+    Done,
+    Lower,
+    Upper,
 }
 
 fn dissect(
     set: &mut [usize],
     pos: &[Vec3],
     graph: &NodeGraph,
-    stamp: &mut [u32],
-    next_stamp: &mut u32,
+    side: &mut [Side],
     order: &mut Vec<usize>,
 ) {
     if set.len() <= LEAF_SIZE {
@@ -104,27 +106,70 @@ fn dissect(
         hi = hi.sup(&pos[i]);
     }
     let axis = (hi - lo).imax();
+    let coord = |i: usize| pos[i][axis];
     let mid = set.len() / 2;
-    set.select_nth_unstable_by(mid, |&a, &b| pos[a][axis].total_cmp(&pos[b][axis]));
-    let (left, right) = set.split_at_mut(mid);
-    *next_stamp += 1;
-    let s = *next_stamp;
-    for &i in right.iter() {
-        stamp[i] = s;
-    }
-    // Partition `left` into interior (front) and separator (back).
-    let mut n_interior = 0;
-    for k in 0..left.len() {
-        let i = left[k];
-        if !graph.neighbours(i).iter().any(|&j| stamp[j] == s) {
-            left.swap(n_interior, k);
-            n_interior += 1;
+    set.select_nth_unstable_by(mid, |&a, &b| coord(a).total_cmp(&coord(b)));
+    let median = coord(set[mid]);
+    // Move every node below the median to the front (select_nth only orders around `mid`).
+    let mut n_lower = 0;
+    for k in 0..set.len() {
+        if coord(set[k]) < median {
+            set.swap(n_lower, k);
+            n_lower += 1;
         }
     }
-    let (interior, separator) = left.split_at_mut(n_interior);
-    let separator = separator.to_vec();
-    dissect(interior, pos, graph, stamp, next_stamp, order);
-    dissect(right, pos, graph, stamp, next_stamp, order);
+    if n_lower == 0 {
+        // All of the lower half sits on the median coordinate: split by index instead.
+        n_lower = mid;
+    }
+    for (k, &i) in set.iter().enumerate() {
+        side[i] = if k < n_lower {
+            Side::Lower
+        } else {
+            Side::Upper
+        };
+    }
+    let touches = |i: usize, other: Side, side: &[Side]| {
+        graph.neighbours(i).iter().any(|&j| side[j] == other)
+    };
+    let lower_layer = set[..n_lower]
+        .iter()
+        .filter(|&&i| touches(i, Side::Upper, side))
+        .count();
+    let upper_layer = set[n_lower..]
+        .iter()
+        .filter(|&&i| touches(i, Side::Lower, side))
+        .count();
+    let (cut_side, other) = if lower_layer <= upper_layer {
+        (Side::Lower, Side::Upper)
+    } else {
+        (Side::Upper, Side::Lower)
+    };
+    // Separator nodes to the back, keeping the lower part in front of the upper part.
+    let separator: Vec<usize> = set
+        .iter()
+        .copied()
+        .filter(|&i| side[i] == cut_side && touches(i, other, side))
+        .collect();
+    let mut kept = 0;
+    let mut n_lower_kept = 0;
+    for k in 0..set.len() {
+        let i = set[k];
+        let in_separator = side[i] == cut_side && touches(i, other, side);
+        if !in_separator {
+            if side[i] == Side::Lower {
+                n_lower_kept += 1;
+            }
+            set.swap(kept, k);
+            kept += 1;
+        }
+    }
+    for &i in set.iter() {
+        side[i] = Side::Done;
+    }
+    let (lower, rest) = set[..kept].split_at_mut(n_lower_kept);
+    dissect(lower, pos, graph, side, order);
+    dissect(rest, pos, graph, side, order);
     order.extend_from_slice(&separator);
 }
 
@@ -156,5 +201,19 @@ mod tests {
         assert!(order.iter().enumerate().all(|(i, &o)| i == o));
         // Interior Kuhn-box node: 14 neighbours.
         assert!((0..graph.n()).map(|i| graph.neighbours(i).len()).max() == Some(14));
+    }
+
+    #[test]
+    fn top_separator_of_a_grid_is_one_node_plane() {
+        let mesh = box_mesh(Vec3::new(1.0, 1.0, 1.0), [8, 8, 8]).unwrap();
+        let dofs = DofMap::new(&vec![false; mesh.nodes.len()]).unwrap();
+        let graph = node_graph(&mesh, &dofs);
+        let pos: Vec<Vec3> = dofs.free_nodes().iter().map(|&n| mesh.nodes[n]).collect();
+        let order = nested_dissection(&pos, &graph);
+        // 9 × 9 nodes per plane; the last ones ordered are one plane x = const.
+        let top = &order[order.len() - 81..];
+        let x = pos[top[0]].x;
+        assert!(top.iter().all(|&i| pos[i].x == x));
+        assert!(order[..order.len() - 81].iter().all(|&i| pos[i].x != x));
     }
 }
