@@ -10,8 +10,8 @@ pub mod columns;
 pub use columns::ComplianceColumns;
 
 use crate::model::{
-    add_point_compliance, ConstraintKind, DenseConstraintSolver, ModelError, PointConstraint,
-    TissueModel,
+    add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
+    ModelError, PointConstraint, TissueModel,
 };
 use crate::{Mat3, Vec3};
 
@@ -101,58 +101,27 @@ impl TissueModel for CondensedModel {
         constraints: &[PointConstraint],
         forces: &mut [Vec3],
     ) -> Result<(), ModelError> {
-        if !(dt > 0.0 && dt.is_finite()) {
-            return Err(ModelError::InvalidStep(dt));
-        }
-        if forces.len() < constraints.len() {
-            return Err(ModelError::BadConstraint {
-                index: forces.len(),
-                msg: format!(
-                    "{} constraints but room for {} forces",
-                    constraints.len(),
-                    forces.len()
-                ),
-            });
-        }
-        let mut m = 0;
-        for (i, c) in constraints.iter().enumerate() {
+        let m = validate_step(
+            dt,
+            constraints,
+            forces,
+            self.rest.len(),
+            self.solver.capacity(),
+        )?;
+        if let Some(c) = constraints.first() {
             if c.kind != ConstraintKind::Position {
                 return Err(ModelError::BadConstraint {
-                    index: i,
+                    index: 0,
                     msg: format!(
                         "the static condensed model takes position constraints only, not {:?}",
                         c.kind
                     ),
                 });
             }
-            if !c.is_finite() {
-                return Err(ModelError::BadConstraint {
-                    index: i,
-                    msg: "non-finite weight, target or direction".into(),
-                });
-            }
-            if let Some(&v) = c.nodes.iter().find(|&&v| v >= self.rest.len()) {
-                return Err(ModelError::BadConstraint {
-                    index: i,
-                    msg: format!("node {v} is not in the mesh of {} nodes", self.rest.len()),
-                });
-            }
-            m += c.rows();
-        }
-        if m > self.solver.capacity() {
-            return Err(ModelError::TooManyConstraints {
-                given: m,
-                limit: self.solver.capacity(),
-            });
         }
         let mut row = 0;
         for (ci, c) in constraints.iter().enumerate() {
-            let x_rest: Vec3 = c
-                .nodes
-                .iter()
-                .zip(&c.weights)
-                .map(|(&v, &w)| self.rest[v] * w)
-                .sum();
+            let x_rest = c.rest_point(&self.rest);
             for r in 0..c.rows() {
                 let d = c.direction(r);
                 self.row_dir[row] = d;
@@ -179,15 +148,7 @@ impl TissueModel for CondensedModel {
             forces[self.row_of[i]] += self.row_dir[i] * self.f[i];
         }
         self.loads.clear();
-        for (c, f) in constraints.iter().zip(forces.iter()) {
-            if *f != Vec3::zeros() {
-                for (&v, &w) in c.nodes.iter().zip(&c.weights) {
-                    if w != 0.0 {
-                        self.loads.push((v, f * w));
-                    }
-                }
-            }
-        }
+        push_nodal_loads(constraints, forces, &mut self.loads);
         Ok(())
     }
 

@@ -28,8 +28,8 @@ use faer::MatRef;
 use super::oscillator::{ModeTransition, Oscillators};
 use crate::condensed::ComplianceColumns;
 use crate::model::{
-    add_point_compliance, ConstraintKind, DenseConstraintSolver, ModelError, PointConstraint,
-    TissueModel,
+    add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
+    ModelError, PointConstraint, TissueModel,
 };
 use crate::{Mat3, Vec3};
 
@@ -238,59 +238,6 @@ impl ModalRuntime {
             }
         }
     }
-
-    fn validate(
-        &self,
-        dt: f64,
-        constraints: &[PointConstraint],
-        forces: &[Vec3],
-    ) -> Result<usize, ModelError> {
-        if !(dt > 0.0 && dt.is_finite()) {
-            return Err(ModelError::InvalidStep(dt));
-        }
-        if forces.len() < constraints.len() {
-            return Err(ModelError::BadConstraint {
-                index: forces.len(),
-                msg: format!(
-                    "{} constraints but room for {} forces",
-                    constraints.len(),
-                    forces.len()
-                ),
-            });
-        }
-        let mut m = 0;
-        for (i, c) in constraints.iter().enumerate() {
-            if !c.is_finite() {
-                return Err(ModelError::BadConstraint {
-                    index: i,
-                    msg: "non-finite weight, target or direction".into(),
-                });
-            }
-            if let Some(&v) = c.nodes.iter().find(|&&v| v >= self.rest.len()) {
-                return Err(ModelError::BadConstraint {
-                    index: i,
-                    msg: format!("node {v} is not in the mesh of {} nodes", self.rest.len()),
-                });
-            }
-            if c.kind != constraints[0].kind {
-                return Err(ModelError::BadConstraint {
-                    index: i,
-                    msg: format!(
-                        "{:?} mixed with {:?} in one step",
-                        c.kind, constraints[0].kind
-                    ),
-                });
-            }
-            m += c.rows();
-        }
-        if m > self.solver.capacity() {
-            return Err(ModelError::TooManyConstraints {
-                given: m,
-                limit: self.solver.capacity(),
-            });
-        }
-        Ok(m)
-    }
 }
 
 impl TissueModel for ModalRuntime {
@@ -312,7 +259,13 @@ impl TissueModel for ModalRuntime {
         constraints: &[PointConstraint],
         forces: &mut [Vec3],
     ) -> Result<(), ModelError> {
-        let m = self.validate(dt, constraints, forces)?;
+        let m = validate_step(
+            dt,
+            constraints,
+            forces,
+            self.rest.len(),
+            self.solver.capacity(),
+        )?;
         let k = self.k;
         self.osc.transitions(dt, &mut self.trans);
         let (z, zd) = (self.osc.z(), self.osc.zd());
@@ -355,13 +308,7 @@ impl TissueModel for ModalRuntime {
                     let a = &self.rows[row * k..(row + 1) * k];
                     let free: f64 = match kind {
                         ConstraintKind::Position => {
-                            let x_rest: Vec3 = c
-                                .nodes
-                                .iter()
-                                .zip(&c.weights)
-                                .map(|(&v, &w)| self.rest[v] * w)
-                                .sum();
-                            d.dot(&(c.target - x_rest)) - dot(a, &self.z_free)
+                            d.dot(&(c.target - c.rest_point(&self.rest))) - dot(a, &self.z_free)
                         }
                         ConstraintKind::Velocity => d.dot(&c.target) - dot(a, &self.zd_free),
                         ConstraintKind::Acceleration => {
@@ -422,15 +369,7 @@ impl TissueModel for ModalRuntime {
                 }
             }
             if with_residual {
-                for (c, f) in constraints.iter().zip(forces.iter()) {
-                    if *f != Vec3::zeros() {
-                        for (&v, &w) in c.nodes.iter().zip(&c.weights) {
-                            if w != 0.0 {
-                                self.loads.push((v, f * w));
-                            }
-                        }
-                    }
-                }
+                push_nodal_loads(constraints, forces, &mut self.loads);
             }
         }
         self.osc.step_with(&self.trans, &self.g);

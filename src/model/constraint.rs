@@ -10,6 +10,8 @@
 
 use crate::Vec3;
 
+use super::tissue::ModelError;
+
 /// What a constraint prescribes at the end of the step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConstraintKind {
@@ -101,6 +103,93 @@ impl PointConstraint {
                 Directions::Along(n) => n.iter().all(|x| x.is_finite()) && n.norm() > 0.0,
                 Directions::All => true,
             }
+    }
+}
+
+impl PointConstraint {
+    /// Rest position of the constrained material point, Σ w_v · rest[v] (m).
+    pub fn rest_point(&self, rest: &[Vec3]) -> Vec3 {
+        self.nodes
+            .iter()
+            .zip(&self.weights)
+            .map(|(&v, &w)| rest[v] * w)
+            .sum()
+    }
+}
+
+/// Checks one step's input as every backend needs it: a positive finite `dt` (s), room
+/// for one force per constraint, finite constraints on nodes of a mesh of `n_nodes`, one
+/// constraint kind for the whole step, and at most `capacity` rows. Returns the number
+/// of rows.
+pub fn validate_step(
+    dt: f64,
+    constraints: &[PointConstraint],
+    forces: &[Vec3],
+    n_nodes: usize,
+    capacity: usize,
+) -> Result<usize, ModelError> {
+    if !(dt > 0.0 && dt.is_finite()) {
+        return Err(ModelError::InvalidStep(dt));
+    }
+    if forces.len() < constraints.len() {
+        return Err(ModelError::BadConstraint {
+            index: forces.len(),
+            msg: format!(
+                "{} constraints but room for {} forces",
+                constraints.len(),
+                forces.len()
+            ),
+        });
+    }
+    let mut m = 0;
+    for (i, c) in constraints.iter().enumerate() {
+        if !c.is_finite() {
+            return Err(ModelError::BadConstraint {
+                index: i,
+                msg: "non-finite weight, target or direction".into(),
+            });
+        }
+        if let Some(&v) = c.nodes.iter().find(|&&v| v >= n_nodes) {
+            return Err(ModelError::BadConstraint {
+                index: i,
+                msg: format!("node {v} is not in the mesh of {n_nodes} nodes"),
+            });
+        }
+        if c.kind != constraints[0].kind {
+            return Err(ModelError::BadConstraint {
+                index: i,
+                msg: format!(
+                    "{:?} mixed with {:?} in one step",
+                    c.kind, constraints[0].kind
+                ),
+            });
+        }
+        m += c.rows();
+    }
+    if m > capacity {
+        return Err(ModelError::TooManyConstraints {
+            given: m,
+            limit: capacity,
+        });
+    }
+    Ok(m)
+}
+
+/// Appends the nodal loads (node, N) that the constraint forces put on the mesh: each
+/// constraint's force split over its nodes by the barycentric weights.
+pub fn push_nodal_loads(
+    constraints: &[PointConstraint],
+    forces: &[Vec3],
+    loads: &mut Vec<(usize, Vec3)>,
+) {
+    for (c, f) in constraints.iter().zip(forces) {
+        if *f != Vec3::zeros() {
+            for (&v, &w) in c.nodes.iter().zip(&c.weights) {
+                if w != 0.0 {
+                    loads.push((v, f * w));
+                }
+            }
+        }
     }
 }
 

@@ -56,7 +56,8 @@ pub mod simulation;
 pub mod tissue;
 
 pub use constraint::{
-    add_point_compliance, ConstraintKind, DenseConstraintSolver, Directions, PointConstraint,
+    add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
+    Directions, PointConstraint,
 };
 pub use simulation::Simulation;
 pub use tissue::{ModelError, TissueModel};
