@@ -200,8 +200,6 @@ fn replay_of_the_default_scene_writes_the_lock_step_forces_and_a_valid_plot() {
 }
 
 #[test]
-#[ignore = "runtime bug: on this coarse block the contact is lost 30 ms after the probe \
-            stops 8 mm deep (t = 1.33 s), with both backends"]
 fn replay_of_a_coarse_block_keeps_contact_while_held() {
     replay_press_hold_release(Some(SCENE));
 }
