@@ -217,9 +217,7 @@ impl Proxy {
     /// after a contact, or rests behind the anchored face by less than the sweep
     /// resolves; otherwise no contact.
     fn candidate(&mut self, bvh: &SurfaceBvh, positions: &[Vec3], probe: &Vec3) -> Option<Contact> {
-        let Some((anchored, _)) = self.anchor.take() else {
-            return None;
-        };
+        let (anchored, _) = self.anchor.take()?;
         let near = bvh.closest_point(probe, self.radius + self.margin, positions)?;
         let normal = bvh.shaded_normal(near.triangle, &near.bary, positions);
         let gap = normal.dot(&(probe - near.point)) - self.radius;
