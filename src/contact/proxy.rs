@@ -214,18 +214,19 @@ impl Proxy {
 
 impl Proxy {
     /// The kept candidate when the probe left the surface by less than the margin
-    /// after a contact; otherwise no contact.
+    /// after a contact, or rests behind the anchored face by less than the sweep
+    /// resolves; otherwise no contact.
     fn candidate(&mut self, bvh: &SurfaceBvh, positions: &[Vec3], probe: &Vec3) -> Option<Contact> {
-        let anchored = self.anchor.take().is_some();
-        if !anchored {
-            return None;
-        }
+        let (anchored, _) = self.anchor.take()?;
         let near = bvh.closest_point(probe, self.radius + self.margin, positions)?;
         let normal = bvh.shaded_normal(near.triangle, &near.bary, positions);
         let gap = normal.dot(&(probe - near.point)) - self.radius;
-        if gap < 0.0 {
-            // Behind the face but not caught by the sweep (a sliver at an edge):
-            // no contact rather than a wrong one.
+        if gap < 0.0 && near.triangle != anchored {
+            // Behind another face but not caught by the sweep (a sliver at an edge):
+            // no contact rather than a wrong one. Behind the anchored face itself is
+            // the settled dent of a held probe: the sweep starts on that face, so it
+            // cannot see a penetration of rounding size, and the contact stays for the
+            // model to hold or release by the sign of its force.
             return None;
         }
         self.anchor = Some((near.triangle, near.bary));
