@@ -117,7 +117,20 @@ impl<M: TissueModel> Simulation<M> {
 impl<M: TissueModel> ModelStep for Simulation<M> {
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
         self.refresh_near(&probe);
-        let contact = self.proxy.update(&self.bvh, &self.positions, &probe);
+        // The constraint acts along the reference surface's (shaded) normal at the
+        // contacted material point: linear elasticity measures the gap along the
+        // undeformed normal, and the deformed normal is ill-defined at the apex of the
+        // probe's own dent (it flips from face to face every step when the probe rests
+        // on a mesh vertex). The proxy itself still tracks the deformed surface.
+        let contact = self
+            .proxy
+            .update(&self.bvh, &self.positions, &probe)
+            .map(|mut c| {
+                c.normal = self
+                    .bvh
+                    .shaded_normal(c.triangle, &c.bary, self.model.rest_positions());
+                c
+            });
         self.constraints.clear();
         if let Some(c) = contact {
             let nodes = self.bvh.triangles()[c.triangle];
