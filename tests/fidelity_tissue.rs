@@ -6,7 +6,7 @@
 
 use palpa::device::replay::Trajectory;
 use palpa::haptic::fidelity;
-use palpa::haptic::{ForceStrategy, SafetyLimits};
+use palpa::haptic::ForceStrategy;
 use palpa::scene::model::{build, SceneModel};
 use palpa::scene::Scene;
 use std::path::{Path, PathBuf};
@@ -16,20 +16,6 @@ fn trajectory(name: &str) -> Trajectory {
         .join("tests/data/trajectories")
         .join(format!("{name}.csv"));
     Trajectory::load(&path).unwrap()
-}
-
-/// Limits wide enough that the comparison measures the strategy, not the safety layer.
-fn measuring_limits() -> SafetyLimits {
-    SafetyLimits {
-        max_force: 100.0,
-        max_force_rate: 1e9,
-        ramp_time: 1e-3,
-        max_stiffness: 1e9,
-        stale_sample_timeout: 1.0,
-        model_timeout: 1.0,
-        fade_time: 0.01,
-        passivity_max_damping: None,
-    }
 }
 
 fn default_tissue(cache: &Path) -> SceneModel {
@@ -46,7 +32,7 @@ fn local_stiffness_tracks_the_1khz_tissue_within_2_percent() {
         let reports = fidelity::compare(
             &trajectory(name),
             || default_tissue(cache.path()),
-            measuring_limits(),
+            fidelity::measuring_limits(),
             5,
             &ForceStrategy::ALL,
         );

@@ -266,19 +266,6 @@ fn truth_run_renders_the_analytic_force() {
     }
 }
 
-fn fidelity_limits() -> SafetyLimits {
-    SafetyLimits {
-        max_force: 100.0,
-        max_force_rate: 1e9,
-        ramp_time: 1e-3,
-        max_stiffness: 1e9,
-        stale_sample_timeout: 1.0,
-        model_timeout: 1.0,
-        fade_time: 0.01,
-        passivity_max_damping: None,
-    }
-}
-
 #[test]
 fn local_stiffness_tracks_the_1khz_truth_within_2_percent() {
     for name in [
@@ -290,7 +277,7 @@ fn local_stiffness_tracks_the_1khz_truth_within_2_percent() {
         let reports = fidelity::compare(
             &load(name),
             HertzHalfSpace::default_scene,
-            fidelity_limits(),
+            fidelity::measuring_limits(),
             5,
             &ForceStrategy::ALL,
         );

@@ -51,6 +51,22 @@ fn max_step(records: &[TickRecord]) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// Safety limits wide enough that a comparison measures the force strategy, not the
+/// safety layer: 100 N clamp, no practical rate or stiffness cap, 1 ms ramp-in, 1 s
+/// watchdogs, no passivity controller.
+pub fn measuring_limits() -> SafetyLimits {
+    SafetyLimits {
+        max_force: 100.0,
+        max_force_rate: 1e9,
+        ramp_time: 1e-3,
+        max_stiffness: 1e9,
+        stale_sample_timeout: 1.0,
+        model_timeout: 1.0,
+        fade_time: 0.01,
+        passivity_max_damping: None,
+    }
+}
+
 /// Compares each strategy in `strategies` with the truth on `trajectory`, using models
 /// from `make_model` (a fresh one per run) and `limits` (use generous limits to measure
 /// the strategy rather than the safety layer). The model runs every tick for the truth
