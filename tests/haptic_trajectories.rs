@@ -8,6 +8,9 @@ use palpa::device::HapticDevice;
 use palpa::haptic::analytic::HertzHalfSpace;
 use palpa::haptic::fidelity;
 use palpa::haptic::{ForceStrategy, HapticConfig, LockStep, SafetyLimits, TickRecord};
+use palpa::model::ModelStep;
+use palpa::scene::model::build;
+use palpa::scene::Scene;
 use palpa::Vec3;
 use std::path::PathBuf;
 
@@ -266,6 +269,44 @@ fn truth_run_renders_the_analytic_force() {
     }
 }
 
+/// Runs `name` with the model every tick (truth) and every 5 ticks with each strategy,
+/// prints all three strategies, and returns the hold and local-stiffness reports.
+fn fidelity_of<M: ModelStep>(
+    name: &str,
+    tissue: &str,
+    make_model: impl Fn() -> M,
+) -> (fidelity::FidelityReport, fidelity::FidelityReport) {
+    let reports = fidelity::compare(
+        &load(name),
+        make_model,
+        fidelity::measuring_limits(),
+        5,
+        &ForceStrategy::ALL,
+    );
+    println!("{name} ({tissue}):");
+    for r in &reports {
+        println!("  {r}");
+    }
+    let pick = |s: ForceStrategy| *reports.iter().find(|r| r.strategy == s).unwrap();
+    (
+        pick(ForceStrategy::Hold),
+        pick(ForceStrategy::LocalStiffness),
+    )
+}
+
+fn assert_within_2_percent(name: &str, local: &fidelity::FidelityReport) {
+    assert!(
+        local.peak_force > 0.5,
+        "{name}: the probe presses the tissue"
+    );
+    assert!(
+        local.rms_error <= 0.02 * local.peak_force,
+        "{name}: local-stiffness RMS {} N > 2% of peak {} N",
+        local.rms_error,
+        local.peak_force
+    );
+}
+
 #[test]
 fn local_stiffness_tracks_the_1khz_truth_within_2_percent() {
     for name in [
@@ -274,33 +315,25 @@ fn local_stiffness_tracks_the_1khz_truth_within_2_percent() {
         "fast_tap",
         "leave_workspace",
     ] {
-        let reports = fidelity::compare(
-            &load(name),
-            HertzHalfSpace::default_scene,
-            fidelity::measuring_limits(),
-            5,
-            &ForceStrategy::ALL,
-        );
-        println!("{name}:");
-        for r in &reports {
-            println!("  {r}");
-        }
-        let local = reports
-            .iter()
-            .find(|r| r.strategy == ForceStrategy::LocalStiffness)
-            .unwrap();
-        let hold = reports
-            .iter()
-            .find(|r| r.strategy == ForceStrategy::Hold)
-            .unwrap();
+        let (hold, local) = fidelity_of(name, "Hertz half-space", HertzHalfSpace::default_scene);
         if name == "press_hold_release" || name == "slide_over_inclusion" {
-            assert!(
-                local.rms_error <= 0.02 * local.peak_force,
-                "{name}: local-stiffness RMS {} > 2% of peak {}",
-                local.rms_error,
-                local.peak_force
-            );
+            assert_within_2_percent(name, &local);
             assert!(local.rms_error < hold.rms_error, "{name}: better than hold");
         }
+    }
+}
+
+/// The same acceptance on the real tissue: the embedded default scene (modal FEM block
+/// with a stiff inclusion, probe proxy).
+#[test]
+fn local_stiffness_tracks_the_1khz_fem_tissue_within_2_percent() {
+    let cache = tempfile::tempdir().unwrap();
+    for name in ["press_hold_release", "slide_over_inclusion"] {
+        let (_, local) = fidelity_of(name, "default scene, modal FEM", || {
+            build(Scene::embedded_default(), cache.path(), &mut |_| {})
+                .unwrap()
+                .model
+        });
+        assert_within_2_percent(name, &local);
     }
 }
