@@ -117,26 +117,22 @@ impl<M: TissueModel> Simulation<M> {
 impl<M: TissueModel> ModelStep for Simulation<M> {
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
         self.refresh_near(&probe);
+        let contact = self.proxy.update(&self.bvh, &self.positions, &probe);
         // The constraint acts along the reference surface's (shaded) normal at the
-        // contacted material point: linear elasticity measures the gap along the
-        // undeformed normal, and the deformed normal is ill-defined at the apex of the
-        // probe's own dent (it flips from face to face every step when the probe rests
-        // on a mesh vertex). The proxy itself still tracks the deformed surface.
-        let contact = self
-            .proxy
-            .update(&self.bvh, &self.positions, &probe)
-            .map(|mut c| {
-                c.normal = self
-                    .bvh
-                    .shaded_normal(c.triangle, &c.bary, self.model.rest_positions());
-                c
-            });
+        // contacted material point, not the deformed one the proxy slides on: linear
+        // elasticity measures the gap along the undeformed normal, and the deformed
+        // normal is ill-defined at the apex of the probe's own dent (it flipped from face
+        // to face every step when the probe rested on a mesh vertex).
+        let normal = contact.map(|c| {
+            self.bvh
+                .shaded_normal(c.triangle, &c.bary, self.model.rest_positions())
+        });
         self.constraints.clear();
-        if let Some(c) = contact {
+        if let (Some(c), Some(n)) = (contact, normal) {
             let nodes = self.bvh.triangles()[c.triangle];
-            let target = probe - c.normal * self.proxy.radius();
+            let target = probe - n * self.proxy.radius();
             self.constraints
-                .push(PointConstraint::contact(nodes, c.bary, c.normal, target));
+                .push(PointConstraint::contact(nodes, c.bary, n, target));
         }
         let ok = self
             .model
@@ -163,18 +159,18 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
             out.f_dot = (f0 - self.last_force) / dt;
         }
         self.last_force = f0;
-        if let (true, Some(c)) = (in_contact, contact) {
+        if let (true, Some(c), Some(n)) = (in_contact, contact, normal) {
             let nodes = self.bvh.triangles()[c.triangle];
             let compliance = self
                 .model
                 .point_compliance(&nodes, &c.bary)
                 .unwrap_or(Mat3::zeros());
-            let cn = c.normal.dot(&(compliance * c.normal));
+            let cn = n.dot(&(compliance * n));
             out.in_contact = true;
             out.contact_point = c.point;
-            out.normal = c.normal;
+            out.normal = n;
             if cn > 0.0 {
-                out.stiffness = -(c.normal * c.normal.transpose()) / cn;
+                out.stiffness = -(n * n.transpose()) / cn;
             }
         }
         out
