@@ -8,45 +8,16 @@ use nalgebra::{DMatrix, DVector};
 use palpa::condensed::{ComplianceColumns, CondensedModel};
 use palpa::contact::SurfaceBvh;
 use palpa::fem::{
-    assemble, fixed_nodes, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap, Ordering,
-    Shape,
+    assemble, fixed_nodes, Axis, DofMap, Factor, Fix, Material, MaterialMap, Ordering, Shape,
 };
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
 use palpa::model::{ModelStep, PointConstraint, Simulation, TissueModel};
 use palpa::{Mat3, Vec3};
 
-const SIZE: Vec3 = Vec3::new(0.06, 0.06, 0.03);
+mod tissue_block;
 
-struct Block {
-    mesh: TetMesh,
-    system: FemSystem,
-    triangles: Vec<[usize; 3]>,
-    surface_nodes: Vec<usize>,
-}
-
-fn block() -> Block {
-    let mesh = box_mesh(SIZE, [6, 6, 3]).unwrap();
-    let materials = MaterialMap::uniform(Material::new(5e3, 0.45, 1000.0).unwrap())
-        .per_tet(&mesh)
-        .unwrap();
-    let fixed = fixed_nodes(
-        &mesh,
-        &[Fix::Below {
-            axis: Axis::Z,
-            dist: 1e-9,
-        }],
-    )
-    .unwrap();
-    let system = assemble(&mesh, &materials, DofMap::new(&fixed).unwrap()).unwrap();
-    let b = mesh.boundary();
-    Block {
-        mesh,
-        system,
-        triangles: b.triangles,
-        surface_nodes: b.nodes,
-    }
-}
+use tissue_block::{block, Block, SIZE};
 
 fn condensed(b: &Block, cap: usize, cache: usize) -> CondensedModel {
     let factor =

@@ -522,40 +522,30 @@ mod with_fem {
     }
 }
 
+mod tissue_block;
+
 mod contact_through_modal {
+    use super::tissue_block::{block, Block, SIZE};
     use faer::Par;
     use palpa::condensed::ComplianceColumns;
-    use palpa::fem::{
-        assemble, fixed_nodes, Axis, DofMap, Factor, Fix, Material, MaterialMap, Ordering,
-    };
-    use palpa::mesh::generate::box_mesh;
+    use palpa::fem::{Factor, Ordering};
     use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
     use palpa::model::{ModelStep, Simulation, TissueModel};
     use palpa::Vec3;
     use std::sync::Arc;
 
-    const SIZE: Vec3 = Vec3::new(0.06, 0.06, 0.03);
-
     fn sim() -> Simulation<ModalRuntime> {
-        let mesh = box_mesh(SIZE, [6, 6, 3]).unwrap();
-        let materials = MaterialMap::uniform(Material::new(5e3, 0.45, 1000.0).unwrap())
-            .per_tet(&mesh)
-            .unwrap();
-        let fixed = fixed_nodes(
-            &mesh,
-            &[Fix::Below {
-                axis: Axis::Z,
-                dist: 1e-9,
-            }],
-        )
-        .unwrap();
-        let system = assemble(&mesh, &materials, DofMap::new(&fixed).unwrap()).unwrap();
+        let Block {
+            mesh,
+            system,
+            triangles,
+            surface_nodes,
+        } = block();
         let (basis, _, _) =
             compute_modes(&system, 20, Ordering::default(), &mut Timings::default()).unwrap();
         let factor =
             Arc::new(Factor::for_system(&system, 0.0, Ordering::default(), Par::Seq).unwrap());
         let columns = ComplianceColumns::new(factor, system.dofs.clone(), 32).unwrap();
-        let b = mesh.boundary();
         let params = ModalParams {
             alpha1: 2e-3,
             alpha2: 20.0,
@@ -564,8 +554,8 @@ mod contact_through_modal {
         };
         let model = ModalRuntime::new(
             mesh.nodes.clone(),
-            b.triangles,
-            b.nodes,
+            triangles,
+            surface_nodes,
             &basis.eigenvalues,
             basis.shapes.as_ref(),
             params,
