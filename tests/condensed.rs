@@ -12,7 +12,7 @@ use palpa::fem::{
 };
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
-use palpa::model::{ModelStep, PointConstraint, Simulation, TissueModel};
+use palpa::model::{ModelStep, PointConstraint, Simulation, Support, TissueModel};
 use palpa::{Mat3, Vec3};
 
 mod tissue_block;
@@ -101,7 +101,7 @@ fn held_point_matches_the_direct_solve() {
         .fold(0.0, f64::max);
     assert!(err <= 1e-8 * max_norm(&want), "surface error {err:e}");
     // Compliance at the point agrees with the force it produced.
-    let c = model.point_compliance(&nodes, &w).unwrap();
+    let c = model.point_compliance(&Support::triangle(nodes, w)).unwrap();
     assert!((c * f[0] - (target - x)).norm() <= 1e-8 * (target - x).norm());
 }
 
@@ -119,24 +119,14 @@ fn two_simultaneous_loads_equal_one_full_solve() {
     model.advance(5e-3, &cons, &mut f).unwrap();
     let mut loads = Vec::new();
     for (c, fc) in cons.iter().zip(&f) {
-        for (&v, &wv) in c.nodes.iter().zip(&c.weights) {
+        for (v, wv) in c.support.iter() {
             loads.push((v, fc * wv));
         }
     }
     let u = direct(&b, &loads);
     for c in &cons {
-        let x: Vec3 = c
-            .nodes
-            .iter()
-            .zip(&c.weights)
-            .map(|(&v, &wv)| b.mesh.nodes[v] * wv)
-            .sum();
-        let at: Vec3 = c
-            .nodes
-            .iter()
-            .zip(&c.weights)
-            .map(|(&v, &wv)| u[v] * wv)
-            .sum();
+        let x: Vec3 = c.support.iter().map(|(v, wv)| b.mesh.nodes[v] * wv).sum();
+        let at: Vec3 = c.support.iter().map(|(v, wv)| u[v] * wv).sum();
         assert!(
             (at - (c.target - x)).norm() <= 1e-8 * (c.target - x).norm(),
             "{at:?} vs {:?}, f {f:?}",

@@ -376,8 +376,7 @@ mod with_fem {
         ] {
             let mut model = runtime(&fx, params, false);
             let con = PointConstraint {
-                nodes,
-                weights: c.bary,
+                support: palpa::model::Support::triangle(nodes, c.bary),
                 kind,
                 directions: Directions::All,
                 target,

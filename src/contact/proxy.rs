@@ -65,6 +65,7 @@ struct Plane {
 pub struct Proxy {
     radius: f64,
     margin: f64,
+    hold_offset: f64,
     position: Option<Vec3>,
     anchor: Option<(usize, [f64; 3])>,
 }
@@ -76,6 +77,7 @@ impl Proxy {
         Self {
             radius: radius.max(0.0),
             margin: 5e-4,
+            hold_offset: 0.0,
             position: None,
             anchor: None,
         }
@@ -94,14 +96,27 @@ impl Proxy {
         self.anchor = None;
     }
 
+    /// Tells the proxy how far (m) behind the probe tip the tissue model holds the
+    /// contacted material point: a contact patch puts the *average* of the footprint
+    /// at the tip, and the dent's centre sinks a little deeper. The candidate margin
+    /// widens by it so such a held contact stays a candidate.
+    pub fn set_hold_offset(&mut self, offset: f64) {
+        self.hold_offset = if offset.is_finite() {
+            offset.max(0.0)
+        } else {
+            0.0
+        };
+    }
+
     /// Probe sphere radius (m).
     pub fn radius(&self) -> f64 {
         self.radius
     }
 
-    /// Candidate margin (m): see [`Proxy::with_margin`].
+    /// Candidate margin (m): see [`Proxy::with_margin`], widened by the hold offset
+    /// ([`Proxy::set_hold_offset`]).
     pub fn margin(&self) -> f64 {
-        self.margin
+        self.margin + self.hold_offset
     }
 
     /// Current proxy centre (m), once placed.
@@ -218,7 +233,7 @@ impl Proxy {
     /// resolves; otherwise no contact.
     fn candidate(&mut self, bvh: &SurfaceBvh, positions: &[Vec3], probe: &Vec3) -> Option<Contact> {
         let (anchored, _) = self.anchor.take()?;
-        let near = bvh.closest_point(probe, self.radius + self.margin, positions)?;
+        let near = bvh.closest_point(probe, self.radius + self.margin(), positions)?;
         let normal = bvh.shaded_normal(near.triangle, &near.bary, positions);
         let gap = normal.dot(&(probe - near.point)) - self.radius;
         if gap < 0.0 && near.triangle != anchored {
