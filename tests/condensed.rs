@@ -6,7 +6,7 @@ use std::sync::Arc;
 use faer::{Mat, Par};
 use nalgebra::{DMatrix, DVector};
 use palpa::condensed::{ComplianceColumns, CondensedModel};
-use palpa::contact::SurfaceBvh;
+use palpa::contact::{ContactPatch, SurfaceBvh};
 use palpa::fem::{
     assemble, fixed_nodes, Axis, DofMap, Factor, Fix, Material, MaterialMap, Ordering, Shape,
 };
@@ -101,7 +101,9 @@ fn held_point_matches_the_direct_solve() {
         .fold(0.0, f64::max);
     assert!(err <= 1e-8 * max_norm(&want), "surface error {err:e}");
     // Compliance at the point agrees with the force it produced.
-    let c = model.point_compliance(&Support::triangle(nodes, w)).unwrap();
+    let c = model
+        .point_compliance(&Support::triangle(nodes, w))
+        .unwrap();
     assert!((c * f[0] - (target - x)).norm() <= 1e-8 * (target - x).norm());
 }
 
@@ -142,6 +144,48 @@ fn two_simultaneous_loads_equal_one_full_solve() {
         .map(|(g, w)| (g - w).norm())
         .fold(0.0, f64::max);
     assert!(err <= 1e-8 * max_norm(&want), "superposition error {err:e}");
+}
+
+#[test]
+fn patch_contact_matches_the_direct_solve_with_the_same_load_distribution() {
+    let b = block();
+    let mut model = condensed(&b, 0, 64);
+    let bvh = SurfaceBvh::build(b.triangles.clone(), &b.mesh.nodes);
+    let mut patch = ContactPatch::new(0.02, &bvh, &b.mesh.nodes);
+    let c = bvh
+        .closest_point(&Vec3::new(0.031, 0.027, SIZE.z), 1e-6, &b.mesh.nodes)
+        .unwrap();
+    let n = Vec3::z();
+    let support = patch.support(&bvh, &b.mesh.nodes, c.triangle, &c.bary, &n);
+    assert!(support.nodes().len() > 6, "{} nodes", support.nodes().len());
+    let depth = 1e-3;
+    let mut f = [Vec3::zeros()];
+    model
+        .advance(
+            5e-3,
+            &[PointConstraint::contact_on(support, n, c.point - n * depth)],
+            &mut f,
+        )
+        .unwrap();
+    // Force along the normal, spread with the patch weights: the patch's weighted
+    // displacement along n reaches the probe depth in the direct solve.
+    assert!(f[0].z < 0.0 && f[0].xy().norm() == 0.0);
+    let loads: Vec<(usize, Vec3)> = support.iter().map(|(v, w)| (v, f[0] * w)).collect();
+    let u = direct(&b, &loads);
+    let at: f64 = support.iter().map(|(v, w)| w * u[v].z).sum();
+    assert!((at + depth).abs() <= 1e-8 * depth, "patch moved {at:e}");
+    let mut got = vec![Vec3::zeros(); b.surface_nodes.len()];
+    model.displacements(&b.surface_nodes, &mut got);
+    let err = b
+        .surface_nodes
+        .iter()
+        .zip(&got)
+        .map(|(&v, g)| (g - u[v]).norm())
+        .fold(0.0, f64::max);
+    assert!(err <= 1e-8 * depth, "surface error {err:e}");
+    // The compliance the haptic thread's stiffness comes from: wᵀ K⁻¹ w.
+    let cn = model.point_compliance(&support).unwrap()[(2, 2)];
+    assert!((cn * f[0].z + depth).abs() <= 1e-8 * depth);
 }
 
 #[test]

@@ -1,17 +1,17 @@
 //! Coulomb stick/slip friction for the probe, as a friction-cone god-object (Harwin &
 //! Melder 2004): besides the frictionless proxy, which follows the probe over the
-//! surface and carries the normal constraint, the contact keeps a *stick point* — a
-//! material point of the surface (held in rest coordinates, so it moves with the
-//! tissue). The tangential force pulls the probe back toward the stick point with the
-//! tissue's tangential contact stiffness k_t, f_t = k_t P (a − p) (P the tangent
-//! projector, p the contact's material point). While |f_t| ≤ μ_s f_n the stick point
-//! stays (stick); beyond the cone it slides toward the probe until |f_t| = μ_k f_n
-//! (slip). The friction element is a spring in series with a Coulomb slider: it stores
-//! at most what its spring holds and dissipates the rest, so it injects no energy, and
-//! lift-off (f_n = 0) releases it.
+//! surface and carries the normal constraint, the contact keeps a *stick point* on the
+//! surface. The tangential force pulls the probe back toward it with the tissue's
+//! tangential contact stiffness k_t, f_t = k_t P (a − p) (P the tangent projector, p
+//! the contact point). While |f_t| ≤ μ_s f_n the stick point stays (stick); beyond
+//! the cone it slides toward the probe until |f_t| = μ_k f_n (slip). The friction
+//! element is a spring in series with a Coulomb slider: it gives back at most what its
+//! spring stored and dissipates the rest, so it injects no energy, and lift-off
+//! (f_n = 0) releases it.
 //!
 //! The tissue model itself carries only the normal constraint: the friction force acts
-//! on the probe, and the tissue surface is not dragged sideways.
+//! on the probe and the tissue surface is not dragged sideways, so the stick point is
+//! held in the scene frame.
 
 use crate::{Mat3, Vec3};
 
@@ -80,14 +80,14 @@ pub struct FrictionForce {
     pub phase: FrictionPhase,
 }
 
-/// Stick/slip state of one probe: the stick point in rest coordinates.
+/// Stick/slip state of one probe: the stick point.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StickPoint {
     anchor: Option<Vec3>,
 }
 
 impl StickPoint {
-    /// The stick point (rest frame, m), while in contact with friction.
+    /// The stick point (scene frame, m), while in contact with friction.
     pub fn anchor(&self) -> Option<Vec3> {
         self.anchor
     }
@@ -97,8 +97,7 @@ impl StickPoint {
         self.anchor = None;
     }
 
-    /// Friction of one step with the contact's material point at rest position `at`
-    /// (m), outward unit `normal`, normal force `f_n` (N, ≥ 0 pushing the probe out),
+    /// Friction of one step with the contact point at `at` (m), outward unit `normal`, normal force `f_n` (N, ≥ 0 pushing the probe out),
     /// tangential contact stiffness `k_t` (N/m) and normal compliance `c_n` (m/N).
     /// `None` (and the stick point released) when there is no friction to apply:
     /// frictionless, no normal force, or no finite positive stiffness.

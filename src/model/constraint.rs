@@ -122,7 +122,10 @@ impl Support {
 
     /// `(node, weight)` pairs.
     pub fn iter(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
-        self.nodes().iter().copied().zip(self.weights().iter().copied())
+        self.nodes()
+            .iter()
+            .copied()
+            .zip(self.weights().iter().copied())
     }
 
     /// Rest position of the material point (m): the patch's contact point, or

@@ -9,7 +9,7 @@ use crate::contact::{
 };
 use crate::{Mat3, Vec3};
 
-use super::constraint::{PointConstraint, Support};
+use super::constraint::PointConstraint;
 use super::tissue::TissueModel;
 use super::{LocalForceModel, ModelStep};
 
@@ -97,7 +97,7 @@ impl<M: TissueModel> Simulation<M> {
         self.patch.radius()
     }
 
-    /// The friction stick point (rest frame, m) while the probe is in frictional
+    /// The friction stick point (scene frame, m) while the probe is in frictional
     /// contact.
     pub fn stick_point(&self) -> Option<Vec3> {
         self.stick.anchor()
@@ -234,11 +234,9 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
                 // Tangential contact stiffness of the tissue at the patch: the inverse
                 // of its mean tangential compliance.
                 let k_t = 2.0 / (compliance.trace() - cn);
-                let at = Support::triangle(self.bvh.triangles()[c.triangle], c.bary)
-                    .rest_point(self.model.rest_positions());
                 match self
                     .stick
-                    .update(&self.friction, &at, &n, f0.dot(&n), k_t, cn)
+                    .update(&self.friction, &c.point, &n, f0.dot(&n), k_t, cn)
                 {
                     Some(fr) => {
                         f0 += fr.force;
