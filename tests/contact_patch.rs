@@ -96,6 +96,29 @@ fn patch_contact_removes_the_mesh_ripple_when_sliding() {
     );
 }
 
+#[test]
+fn scene_friction_reaches_the_probe() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut scene = Scene::embedded_default();
+    scene.backend.kind = BackendKind::Condensed;
+    scene.backend.condensed.precompute_cap = 0;
+    scene.contact.friction = 0.5;
+    let mut model = build(scene, cache.path(), &mut |_| {}).unwrap().model;
+    let SceneModel::Condensed(sim) = &model else {
+        panic!("condensed scene");
+    };
+    assert!(
+        (sim.patch_radius() - 11.38e-3).abs() < 0.1e-3,
+        "{}",
+        sim.patch_radius()
+    );
+    let (x, y, dt) = (-0.02, -0.0263, 5e-3);
+    model.step(0.0, dt, Vec3::new(x, y, 1e-3));
+    model.step(dt, dt, Vec3::new(x, y, -2e-3));
+    let dragged = model.step(2.0 * dt, dt, Vec3::new(x + 5e-4, y, -2e-3));
+    assert!(dragged.in_contact && dragged.f0.x < -0.05 * dragged.f0.z);
+}
+
 mod friction {
     use super::tissue_block::{block, Block, SIZE};
     use faer::Par;
