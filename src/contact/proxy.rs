@@ -25,7 +25,7 @@
 use crate::Vec3;
 
 use super::bvh::SurfaceBvh;
-use super::geometry::{at_barycentric, unit_normal};
+use super::geometry::{at_barycentric, closest_on_triangle, unit_normal};
 
 /// Move-stop-project iterations per update; each hit adds a plane or leaves an edge,
 /// so a handful suffices on any tessellation, and the bound keeps the cost fixed.
@@ -236,12 +236,16 @@ impl Proxy {
         let near = bvh.closest_point(probe, self.radius + self.margin(), positions)?;
         let normal = bvh.shaded_normal(near.triangle, &near.bary, positions);
         let gap = normal.dot(&(probe - near.point)) - self.radius;
-        if gap < 0.0 && near.triangle != anchored {
+        if gap < 0.0
+            && near.triangle != anchored
+            && !self.reaches(bvh, positions, probe, anchored, &near)
+        {
             // Behind another face but not caught by the sweep (a sliver at an edge):
             // no contact rather than a wrong one. Behind the anchored face itself is
             // the settled dent of a held probe: the sweep starts on that face, so it
             // cannot see a penetration of rounding size, and the contact stays for the
-            // model to hold or release by the sign of its force.
+            // model to hold or release by the sign of its force. An anchor on an edge
+            // or vertex is the same point as its neighbour's closest point.
             return None;
         }
         self.anchor = Some((near.triangle, near.bary));
@@ -253,6 +257,25 @@ impl Proxy {
             depth: -gap,
             proxy: *probe,
         })
+    }
+}
+
+impl Proxy {
+    /// Whether the anchored triangle comes as close to `probe` as the closest point
+    /// `near` found on another triangle (within the BVH tolerance): the anchor lies on
+    /// their shared edge or vertex.
+    fn reaches(
+        &self,
+        bvh: &SurfaceBvh,
+        positions: &[Vec3],
+        probe: &Vec3,
+        anchored: usize,
+        near: &super::bvh::Closest,
+    ) -> bool {
+        let [a, b, c] = bvh.vertices(anchored, positions);
+        let w = closest_on_triangle(probe, &a, &b, &c);
+        let on_anchored = at_barycentric(&w, &a, &b, &c);
+        (on_anchored - probe).norm() <= (near.point - probe).norm() + bvh.tolerance()
     }
 }
 
