@@ -214,6 +214,11 @@ fn probe_sim(b: &Block) -> Simulation<CondensedModel> {
     Simulation::new(condensed(b, usize::MAX, 8), 0.0)
 }
 
+/// The same with a contact patch of `radius` (m) and a cache large enough for it.
+fn patch_sim(b: &Block, radius: f64) -> Simulation<CondensedModel> {
+    Simulation::new(condensed(b, usize::MAX, 64), 0.0).with_patch_radius(radius)
+}
+
 #[test]
 fn contact_force_is_normal_monotonic_and_released_on_pull() {
     let b = block();
@@ -250,7 +255,13 @@ fn contact_force_is_normal_monotonic_and_released_on_pull() {
 #[test]
 fn sliding_while_pressed_has_no_force_jumps() {
     let b = block();
-    let mut sim = probe_sim(&b);
+    for (name, mut sim) in [("point", probe_sim(&b)), ("patch", patch_sim(&b, 0.02))] {
+        println!("{name} contact");
+        slide_without_jumps(&mut sim);
+    }
+}
+
+fn slide_without_jumps(sim: &mut Simulation<CondensedModel>) {
     let dt = 5e-3;
     sim.step(0.0, dt, Vec3::new(0.012, 0.027, SIZE.z + 0.001));
     let mut prev = sim.step(dt, dt, Vec3::new(0.012, 0.027, SIZE.z - 0.0015));
@@ -305,8 +316,15 @@ fn degenerate_queries_do_not_panic() {
     assert_eq!(bad.f0, Vec3::zeros());
 }
 
-/// Force for pressing `depth` straight down at (x, y) of a block of `materials`.
-fn press(mesh: &TetMesh, materials: &MaterialMap, x: f64, y: f64, depth: f64) -> f64 {
+/// Force for pressing `depth` straight down at (x, y) of a block of `materials`, with a
+/// contact patch of radius `patch` (m; 0: point contact).
+fn press(
+    mesh: &TetMesh,
+    materials: &MaterialMap,
+    (x, y): (f64, f64),
+    depth: f64,
+    patch: f64,
+) -> f64 {
     let per_tet = materials.per_tet(mesh).unwrap();
     let fixed = fixed_nodes(
         mesh,
@@ -324,7 +342,7 @@ fn press(mesh: &TetMesh, materials: &MaterialMap, x: f64, y: f64, depth: f64) ->
         triangles: b.triangles,
         surface_nodes: b.nodes,
     };
-    let mut sim = Simulation::new(condensed(&blk, 0, 8), 0.0);
+    let mut sim = Simulation::new(condensed(&blk, 0, 64), 0.0).with_patch_radius(patch);
     sim.step(0.0, 5e-3, Vec3::new(x, y, SIZE.z + 1e-3));
     let mut f = 0.0;
     for i in 1..=5 {
@@ -353,13 +371,20 @@ fn stiff_inclusion_is_found_by_palpation() {
     let plain = MaterialMap::uniform(soft);
     let above = (0.03, 0.03);
     let beside = (0.03, 0.015);
-    let ratio_lump = press(&mesh, &with_lump, above.0, above.1, 1e-3)
-        / press(&mesh, &with_lump, beside.0, beside.1, 1e-3);
-    let ratio_plain = press(&mesh, &plain, above.0, above.1, 1e-3)
-        / press(&mesh, &plain, beside.0, beside.1, 1e-3);
-    println!("force above / beside at 1 mm: with inclusion {ratio_lump:.3}, homogeneous {ratio_plain:.3}");
-    assert!(
-        ratio_lump > 1.25 * ratio_plain,
-        "inclusion not felt: {ratio_lump:.3} vs {ratio_plain:.3}"
-    );
+    // Point contact, and the scene's default patch (twice the mean surface edge of
+    // these 5 mm cells).
+    for patch in [0.0, 0.0114] {
+        let ratio_lump = press(&mesh, &with_lump, above, 1e-3, patch)
+            / press(&mesh, &with_lump, beside, 1e-3, patch);
+        let ratio_plain =
+            press(&mesh, &plain, above, 1e-3, patch) / press(&mesh, &plain, beside, 1e-3, patch);
+        println!(
+            "patch {patch} m: force above / beside at 1 mm: with inclusion {ratio_lump:.3}, \
+             homogeneous {ratio_plain:.3}"
+        );
+        assert!(
+            ratio_lump > 1.25 * ratio_plain,
+            "patch {patch}: inclusion not felt: {ratio_lump:.3} vs {ratio_plain:.3}"
+        );
+    }
 }

@@ -595,6 +595,10 @@ mod contact_through_modal {
     use std::sync::Arc;
 
     fn sim() -> Simulation<ModalRuntime> {
+        sim_with_patch(0.0)
+    }
+
+    fn sim_with_patch(radius: f64) -> Simulation<ModalRuntime> {
         let Block {
             mesh,
             system,
@@ -605,7 +609,7 @@ mod contact_through_modal {
             compute_modes(&system, 20, Ordering::default(), &mut Timings::default()).unwrap();
         let factor =
             Arc::new(Factor::for_system(&system, 0.0, Ordering::default(), Par::Seq).unwrap());
-        let columns = ComplianceColumns::new(factor, system.dofs.clone(), 32).unwrap();
+        let columns = ComplianceColumns::new(factor, system.dofs.clone(), 64).unwrap();
         let params = ModalParams {
             alpha1: 2e-3,
             alpha2: 20.0,
@@ -622,7 +626,48 @@ mod contact_through_modal {
             Some(columns),
         )
         .unwrap();
-        Simulation::new(model, 0.0)
+        Simulation::new(model, 0.0).with_patch_radius(radius)
+    }
+
+    #[test]
+    fn sliding_with_a_contact_patch_on_the_modal_backend() {
+        let mut sim = sim_with_patch(0.02);
+        let dt = 5e-3;
+        let (x, y) = (0.031, 0.027);
+        sim.step(0.0, dt, Vec3::new(x, y, SIZE.z + 2e-3));
+        let mut t = 0.0;
+        let mut prev = None;
+        for i in 1..=100 {
+            t += dt;
+            let lfm = sim.step(t, dt, Vec3::new(x, y, SIZE.z - 1.5e-3 * i as f64 / 100.0));
+            assert!(lfm.in_contact, "step {i}");
+            prev = Some(lfm);
+        }
+        let mut prev = prev.unwrap();
+        // Slide 6 mm at 4 mm/s: held, no jump beyond local stiffness × motion, and the
+        // dent's centre stays within a fraction of the depth below the tip.
+        for i in 1..=300 {
+            t += dt;
+            let probe = Vec3::new(x + 2e-5 * i as f64, y, SIZE.z - 1.5e-3);
+            let lfm = sim.step(t, dt, probe);
+            assert!(lfm.in_contact, "lost contact sliding, step {i}");
+            let k_loc = prev.stiffness.norm().max(lfm.stiffness.norm());
+            let jump = (lfm.f0 - prev.f0).norm();
+            assert!(
+                jump <= k_loc * 2e-5,
+                "step {i}: force jump {jump:e} N > {:e}",
+                k_loc * 2e-5
+            );
+            let below = probe.z - lfm.contact_point.z;
+            assert!(
+                (-1e-5..0.5e-3).contains(&below),
+                "step {i}: surface {below:e} m below the tip"
+            );
+            prev = lfm;
+        }
+        t += dt;
+        let pulled = sim.step(t, dt, Vec3::new(x + 6e-3, y, SIZE.z + 2e-3));
+        assert!(!pulled.in_contact && pulled.f0 == Vec3::zeros());
     }
 
     #[test]
