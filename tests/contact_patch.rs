@@ -97,6 +97,38 @@ fn patch_contact_removes_the_mesh_ripple_when_sliding() {
 }
 
 #[test]
+fn a_slowly_lifted_patch_contact_unloads_smoothly_and_releases_at_the_surface() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut model = default_block(None, cache.path());
+    let (x, y, dt) = (-0.0213, -0.0263, 5e-3);
+    model.step(0.0, dt, Vec3::new(x, y, 1e-3));
+    for i in 1..=20 {
+        model.step(i as f64 * dt, dt, Vec3::new(x, y, -1e-4 * i as f64));
+    }
+    // Lift from 2 mm deep to 1 mm above in 0.05 mm steps.
+    let mut last = f64::INFINITY;
+    let mut released_at = None;
+    for i in 0..=60 {
+        let z = -2e-3 + 5e-5 * i as f64;
+        let m = model.step((21 + i) as f64 * dt, dt, Vec3::new(x, y, z));
+        let f = m.f0.z;
+        assert!(
+            f >= 0.0 && f <= last + 1e-12,
+            "z {z}: force {f} after {last}"
+        );
+        if m.in_contact {
+            assert!(released_at.is_none(), "contact came back at z {z}");
+        } else if released_at.is_none() {
+            released_at = Some(z);
+        }
+        last = f;
+    }
+    // Static tissue: the force reaches zero where the tip meets the rest surface.
+    let z = released_at.expect("released");
+    assert!(z.abs() <= 5e-5 + 1e-12, "released at z = {z}");
+}
+
+#[test]
 fn scene_friction_reaches_the_probe() {
     let cache = tempfile::tempdir().unwrap();
     let mut scene = Scene::embedded_default();

@@ -348,10 +348,11 @@ fn local_stiffness_tracks_the_1khz_fem_tissue_with_friction() {
     scene.contact.friction = 0.3;
     for name in ["press_hold_release", "slide_over_inclusion"] {
         let (hold, local) = fidelity_of(name, "default scene with friction 0.3", || {
-            build(scene.clone(), cache.path(), &mut |_| {}).unwrap().model
+            build(scene.clone(), cache.path(), &mut |_| {})
+                .unwrap()
+                .model
         });
         assert!(local.rms_error < hold.rms_error, "{name}: better than hold");
         assert_within_2_percent(name, &local);
     }
 }
-

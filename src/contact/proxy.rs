@@ -12,7 +12,8 @@
 //! weights), so it moves with the deforming surface between updates and never ends up
 //! behind it. A sphere probe of radius r is handled by shifting each triangle plane
 //! outward by r (exact on faces; at a sharp convex edge the sphere may graze the edge
-//! by at most r·(1 − cos(θ/2))). Contact is frictionless.
+//! by at most r·(1 − cos(θ/2))). The proxy itself is frictionless: Coulomb friction
+//! is a stick point beside it ([`super::friction`]).
 //!
 //! The surface a probe presses on is dented by that same probe, and the tissue model
 //! puts the contact point exactly at the probe tip, so as the probe slides the geometric
