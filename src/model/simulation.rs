@@ -234,16 +234,13 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
                 // Tangential contact stiffness of the tissue at the patch: the inverse
                 // of its mean tangential compliance.
                 let k_t = 2.0 / (compliance.trace() - cn);
-                match self
-                    .stick
-                    .update(&self.friction, &c.point, &n, f0.dot(&n), k_t, cn)
+                if let Some(fr) =
+                    self.stick
+                        .update(&self.friction, &c.point, &n, f0.dot(&n), k_t, cn)
                 {
-                    Some(fr) => {
-                        f0 += fr.force;
-                        stiffness += fr.stiffness;
-                        self.phase = Some(fr.phase);
-                    }
-                    None => self.stick.release(),
+                    f0 += fr.force;
+                    stiffness += fr.stiffness;
+                    self.phase = Some(fr.phase);
                 }
             }
             local = Some((c.point, n));
