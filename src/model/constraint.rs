@@ -571,6 +571,26 @@ mod tests {
     }
 
     #[test]
+    fn patch_support_normalises_and_keeps_the_largest_weights() {
+        let origin = Vec3::new(1.0, 2.0, 3.0);
+        let s = Support::patch([(4, 1.0), (7, 3.0), (9, 0.0), (2, f64::NAN)], origin).unwrap();
+        assert_eq!(s.nodes(), &[4, 7]);
+        assert_eq!(s.weights(), &[0.25, 0.75]);
+        assert_eq!(s.rest_point(&[]), origin);
+        assert!(Support::patch([(1, 0.0)], origin).is_none());
+        // More nodes than fit: the smallest weights go.
+        let many = (0..MAX_SUPPORT_NODES + 10).map(|v| (v, 1.0 + v as f64));
+        let s = Support::patch(many, origin).unwrap();
+        assert_eq!(s.nodes().len(), MAX_SUPPORT_NODES);
+        assert!(s.nodes().iter().all(|&v| v >= 10));
+        assert!((s.weights().iter().sum::<f64>() - 1.0).abs() < 1e-15);
+        // A triangle point rests at its barycentric point.
+        let rest = [Vec3::zeros(), Vec3::x(), Vec3::y()];
+        let t = Support::triangle([0, 1, 2], [0.5, 0.25, 0.25]);
+        assert_eq!(t.rest_point(&rest), Vec3::new(0.25, 0.25, 0.0));
+    }
+
+    #[test]
     fn pulling_unilateral_row_is_released() {
         let s = [1.0, 0.5, 0.5, 1.0];
         let r = [-1.0, 1.0];
