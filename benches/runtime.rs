@@ -1,7 +1,8 @@
 //! Runtime tissue models on bunny.msh (scale 0.01, y ≤ min + 5 mm fixed, E 50 kPa,
 //! ν 0.45, ρ 1000): proxy update against the deformed surface, one modal step with a
-//! pressed contact (k = 40, 200; advance only and the whole simulation step), the
-//! condensed step with cached and with newly contacted columns, and 64 held points.
+//! pressed contact (k = 40, 200; advance only and the whole simulation step; a
+//! barycentric point contact and the default contact patch), the condensed step with
+//! cached and with newly contacted columns, and 64 held points.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -11,7 +12,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use faer::Par;
 use palpa::condensed::{ComplianceColumns, CondensedModel};
-use palpa::contact::{Proxy, SurfaceBvh};
+use palpa::contact::{ContactPatch, Proxy, SurfaceBvh};
 use palpa::fem::{
     assemble, fixed_nodes, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap, Ordering,
 };
@@ -102,11 +103,33 @@ fn modal(b: &Bunny, k: usize, cache: usize, max_rows: usize) -> ModalRuntime {
     .unwrap()
 }
 
+/// The scene default contact patch radius: twice the mean surface edge (m).
+fn patch_radius(b: &Bunny) -> f64 {
+    let total: f64 = b
+        .triangles
+        .iter()
+        .map(|t| {
+            (0..3)
+                .map(|i| (b.mesh.nodes[t[i]] - b.mesh.nodes[t[(i + 1) % 3]]).norm())
+                .sum::<f64>()
+        })
+        .sum();
+    2.0 * total / (3.0 * b.triangles.len() as f64)
+}
+
 fn benches(c: &mut Criterion) {
     let b = bunny();
     let dt = 5e-3;
     let (t, w, x, n) = top_contact(&b);
     let nodes = b.triangles[t];
+    let radius = patch_radius(&b);
+    let patch =
+        ContactPatch::new(radius, &b.bvh, &b.mesh.nodes).support(&b.bvh, &b.mesh.nodes, t, &w, &n);
+    println!(
+        "contact patch: radius {:.2} mm, {} nodes",
+        radius * 1e3,
+        patch.nodes().len()
+    );
 
     // Proxy against the deformed surface: a 2 mm dent under the probe; the probe
     // presses 1 mm into it and slides back and forth by 0.2 mm.
@@ -147,40 +170,24 @@ fn benches(c: &mut Criterion) {
             &format!("modal k={k}: advance with pressed contact (residual on)"),
             |bch| bch.iter(|| model.advance(dt, black_box(&[press]), &mut f).unwrap()),
         );
-        // Press 1 mm in over 1 s, then slide to and fro along the surface at 4 mm/s
-        // (20 µm a step) while pressed: a palpating hand.
-        let mut sim = Simulation::new(modal(&b, k, 64, 3), 0.0);
-        sim.step(0.0, dt, x + n * 2e-3);
-        let mut time = 0.0;
-        for i in 1..=200 {
-            time += dt;
-            sim.step(time, dt, x - n * (1e-3 * i as f64 / 200.0));
+        let press_patch = PointConstraint::contact_on(patch, n, x - n * 1e-3);
+        let mut model = modal(&b, k, 64, 3);
+        for _ in 0..10 {
+            model.advance(dt, &[press_patch], &mut f).unwrap();
         }
-        let tangent = n.cross(&Vec3::x()).normalize();
-        let mut i = 0u64;
-        let mut in_contact = 0u64;
-        let solves = sim.model_mut().columns().map_or(0, |c| c.solves());
         c.bench_function(
-            &format!(
-                "modal k={k}: simulation step, pressed and sliding (proxy + advance + local model)"
-            ),
+            &format!("modal k={k}: advance with pressed patch contact (residual on)"),
             |bch| {
                 bch.iter(|| {
-                    i += 1;
-                    time += dt;
-                    let phase = (i % 100) as f64;
-                    let s = if phase < 50.0 { phase } else { 100.0 - phase };
-                    let lfm = sim.step(time, dt, x - n * 1e-3 + tangent * (2e-5 * s));
-                    in_contact += lfm.in_contact as u64;
-                    black_box(lfm)
+                    model
+                        .advance(dt, black_box(&[press_patch]), &mut f)
+                        .unwrap()
                 })
             },
         );
-        let after = sim.model_mut().columns().map_or(0, |c| c.solves());
-        println!(
-            "k={k}: {in_contact} of {i} benchmarked steps in contact; {} column solves (newly contacted nodes) among them",
-            after - solves
-        );
+        for r in [0.0, radius] {
+            sliding_step(c, &b, k, r, (x, n));
+        }
     }
 
     {
@@ -200,6 +207,28 @@ fn benches(c: &mut Criterion) {
         c.bench_function(
             "condensed: advance with pressed contact, cached columns",
             |bch| bch.iter(|| model.advance(dt, black_box(&[press]), &mut f).unwrap()),
+        );
+        let press_patch = PointConstraint::contact_on(patch, n, x - n * 1e-3);
+        let columns = ComplianceColumns::new(b.factor.clone(), b.system.dofs.clone(), 64).unwrap();
+        let mut model = CondensedModel::new(
+            b.mesh.nodes.clone(),
+            b.triangles.clone(),
+            b.surface.clone(),
+            columns,
+            0,
+            3,
+        )
+        .unwrap();
+        model.advance(dt, &[press_patch], &mut f).unwrap();
+        c.bench_function(
+            "condensed: advance with pressed patch contact, cached columns",
+            |bch| {
+                bch.iter(|| {
+                    model
+                        .advance(dt, black_box(&[press_patch]), &mut f)
+                        .unwrap()
+                })
+            },
         );
         // Newly contacted node: a one-node cache and a different node every time.
         let columns = ComplianceColumns::new(b.factor.clone(), b.system.dofs.clone(), 1).unwrap();
@@ -256,6 +285,45 @@ fn benches(c: &mut Criterion) {
             |bch| bch.iter(|| model.advance(dt, black_box(&holds), &mut f).unwrap()),
         );
     }
+}
+
+/// Press 1 mm in over 1 s, then slide to and fro along the surface at 4 mm/s (20 µm a
+/// step) while pressed: a palpating hand. `radius`: contact patch radius (m).
+fn sliding_step(c: &mut Criterion, b: &Bunny, k: usize, radius: f64, (x, n): (Vec3, Vec3)) {
+    let dt = 5e-3;
+    let mut sim = Simulation::new(modal(b, k, 64, 3), 0.0).with_patch_radius(radius);
+    sim.step(0.0, dt, x + n * 2e-3);
+    let mut time = 0.0;
+    for i in 1..=200 {
+        time += dt;
+        sim.step(time, dt, x - n * (1e-3 * i as f64 / 200.0));
+    }
+    let tangent = n.cross(&Vec3::x()).normalize();
+    let mut i = 0u64;
+    let mut in_contact = 0u64;
+    let solves = sim.model_mut().columns().map_or(0, |c| c.solves());
+    c.bench_function(
+        &format!(
+            "modal k={k}, patch radius {:.1} mm: simulation step, pressed and sliding (proxy + patch + advance + local model)",
+            radius * 1e3
+        ),
+        |bch| {
+            bch.iter(|| {
+                i += 1;
+                time += dt;
+                let phase = (i % 100) as f64;
+                let s = if phase < 50.0 { phase } else { 100.0 - phase };
+                let lfm = sim.step(time, dt, x - n * 1e-3 + tangent * (2e-5 * s));
+                in_contact += lfm.in_contact as u64;
+                black_box(lfm)
+            })
+        },
+    );
+    let after = sim.model_mut().columns().map_or(0, |c| c.solves());
+    println!(
+        "k={k}, patch {radius:.4}: {in_contact} of {i} benchmarked steps in contact; {} column solves (newly contacted nodes) among them",
+        after - solves
+    );
 }
 
 criterion_group! {

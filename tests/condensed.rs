@@ -6,13 +6,13 @@ use std::sync::Arc;
 use faer::{Mat, Par};
 use nalgebra::{DMatrix, DVector};
 use palpa::condensed::{ComplianceColumns, CondensedModel};
-use palpa::contact::SurfaceBvh;
+use palpa::contact::{ContactPatch, SurfaceBvh};
 use palpa::fem::{
     assemble, fixed_nodes, Axis, DofMap, Factor, Fix, Material, MaterialMap, Ordering, Shape,
 };
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
-use palpa::model::{ModelStep, PointConstraint, Simulation, TissueModel};
+use palpa::model::{ModelStep, PointConstraint, Simulation, Support, TissueModel};
 use palpa::{Mat3, Vec3};
 
 mod tissue_block;
@@ -101,7 +101,9 @@ fn held_point_matches_the_direct_solve() {
         .fold(0.0, f64::max);
     assert!(err <= 1e-8 * max_norm(&want), "surface error {err:e}");
     // Compliance at the point agrees with the force it produced.
-    let c = model.point_compliance(&nodes, &w).unwrap();
+    let c = model
+        .point_compliance(&Support::triangle(nodes, w))
+        .unwrap();
     assert!((c * f[0] - (target - x)).norm() <= 1e-8 * (target - x).norm());
 }
 
@@ -119,24 +121,14 @@ fn two_simultaneous_loads_equal_one_full_solve() {
     model.advance(5e-3, &cons, &mut f).unwrap();
     let mut loads = Vec::new();
     for (c, fc) in cons.iter().zip(&f) {
-        for (&v, &wv) in c.nodes.iter().zip(&c.weights) {
+        for (v, wv) in c.support.iter() {
             loads.push((v, fc * wv));
         }
     }
     let u = direct(&b, &loads);
     for c in &cons {
-        let x: Vec3 = c
-            .nodes
-            .iter()
-            .zip(&c.weights)
-            .map(|(&v, &wv)| b.mesh.nodes[v] * wv)
-            .sum();
-        let at: Vec3 = c
-            .nodes
-            .iter()
-            .zip(&c.weights)
-            .map(|(&v, &wv)| u[v] * wv)
-            .sum();
+        let x: Vec3 = c.support.iter().map(|(v, wv)| b.mesh.nodes[v] * wv).sum();
+        let at: Vec3 = c.support.iter().map(|(v, wv)| u[v] * wv).sum();
         assert!(
             (at - (c.target - x)).norm() <= 1e-8 * (c.target - x).norm(),
             "{at:?} vs {:?}, f {f:?}",
@@ -152,6 +144,48 @@ fn two_simultaneous_loads_equal_one_full_solve() {
         .map(|(g, w)| (g - w).norm())
         .fold(0.0, f64::max);
     assert!(err <= 1e-8 * max_norm(&want), "superposition error {err:e}");
+}
+
+#[test]
+fn patch_contact_matches_the_direct_solve_with_the_same_load_distribution() {
+    let b = block();
+    let mut model = condensed(&b, 0, 64);
+    let bvh = SurfaceBvh::build(b.triangles.clone(), &b.mesh.nodes);
+    let mut patch = ContactPatch::new(0.02, &bvh, &b.mesh.nodes);
+    let c = bvh
+        .closest_point(&Vec3::new(0.031, 0.027, SIZE.z), 1e-6, &b.mesh.nodes)
+        .unwrap();
+    let n = Vec3::z();
+    let support = patch.support(&bvh, &b.mesh.nodes, c.triangle, &c.bary, &n);
+    assert!(support.nodes().len() > 6, "{} nodes", support.nodes().len());
+    let depth = 1e-3;
+    let mut f = [Vec3::zeros()];
+    model
+        .advance(
+            5e-3,
+            &[PointConstraint::contact_on(support, n, c.point - n * depth)],
+            &mut f,
+        )
+        .unwrap();
+    // Force along the normal, spread with the patch weights: the patch's weighted
+    // displacement along n reaches the probe depth in the direct solve.
+    assert!(f[0].z < 0.0 && f[0].xy().norm() == 0.0);
+    let loads: Vec<(usize, Vec3)> = support.iter().map(|(v, w)| (v, f[0] * w)).collect();
+    let u = direct(&b, &loads);
+    let at: f64 = support.iter().map(|(v, w)| w * u[v].z).sum();
+    assert!((at + depth).abs() <= 1e-8 * depth, "patch moved {at:e}");
+    let mut got = vec![Vec3::zeros(); b.surface_nodes.len()];
+    model.displacements(&b.surface_nodes, &mut got);
+    let err = b
+        .surface_nodes
+        .iter()
+        .zip(&got)
+        .map(|(&v, g)| (g - u[v]).norm())
+        .fold(0.0, f64::max);
+    assert!(err <= 1e-8 * depth, "surface error {err:e}");
+    // The compliance the haptic thread's stiffness comes from: wᵀ K⁻¹ w.
+    let cn = model.point_compliance(&support).unwrap()[(2, 2)];
+    assert!((cn * f[0].z + depth).abs() <= 1e-8 * depth);
 }
 
 #[test]
@@ -178,6 +212,11 @@ fn column_cache_stays_bounded_and_recomputes_evicted_nodes() {
 
 fn probe_sim(b: &Block) -> Simulation<CondensedModel> {
     Simulation::new(condensed(b, usize::MAX, 8), 0.0)
+}
+
+/// The same with a contact patch of `radius` (m) and a cache large enough for it.
+fn patch_sim(b: &Block, radius: f64) -> Simulation<CondensedModel> {
+    Simulation::new(condensed(b, usize::MAX, 64), 0.0).with_patch_radius(radius)
 }
 
 #[test]
@@ -216,7 +255,13 @@ fn contact_force_is_normal_monotonic_and_released_on_pull() {
 #[test]
 fn sliding_while_pressed_has_no_force_jumps() {
     let b = block();
-    let mut sim = probe_sim(&b);
+    for (name, mut sim) in [("point", probe_sim(&b)), ("patch", patch_sim(&b, 0.02))] {
+        println!("{name} contact");
+        slide_without_jumps(&mut sim);
+    }
+}
+
+fn slide_without_jumps(sim: &mut Simulation<CondensedModel>) {
     let dt = 5e-3;
     sim.step(0.0, dt, Vec3::new(0.012, 0.027, SIZE.z + 0.001));
     let mut prev = sim.step(dt, dt, Vec3::new(0.012, 0.027, SIZE.z - 0.0015));
@@ -271,8 +316,15 @@ fn degenerate_queries_do_not_panic() {
     assert_eq!(bad.f0, Vec3::zeros());
 }
 
-/// Force for pressing `depth` straight down at (x, y) of a block of `materials`.
-fn press(mesh: &TetMesh, materials: &MaterialMap, x: f64, y: f64, depth: f64) -> f64 {
+/// Force for pressing `depth` straight down at (x, y) of a block of `materials`, with a
+/// contact patch of radius `patch` (m; 0: point contact).
+fn press(
+    mesh: &TetMesh,
+    materials: &MaterialMap,
+    (x, y): (f64, f64),
+    depth: f64,
+    patch: f64,
+) -> f64 {
     let per_tet = materials.per_tet(mesh).unwrap();
     let fixed = fixed_nodes(
         mesh,
@@ -290,7 +342,7 @@ fn press(mesh: &TetMesh, materials: &MaterialMap, x: f64, y: f64, depth: f64) ->
         triangles: b.triangles,
         surface_nodes: b.nodes,
     };
-    let mut sim = Simulation::new(condensed(&blk, 0, 8), 0.0);
+    let mut sim = Simulation::new(condensed(&blk, 0, 64), 0.0).with_patch_radius(patch);
     sim.step(0.0, 5e-3, Vec3::new(x, y, SIZE.z + 1e-3));
     let mut f = 0.0;
     for i in 1..=5 {
@@ -319,13 +371,20 @@ fn stiff_inclusion_is_found_by_palpation() {
     let plain = MaterialMap::uniform(soft);
     let above = (0.03, 0.03);
     let beside = (0.03, 0.015);
-    let ratio_lump = press(&mesh, &with_lump, above.0, above.1, 1e-3)
-        / press(&mesh, &with_lump, beside.0, beside.1, 1e-3);
-    let ratio_plain = press(&mesh, &plain, above.0, above.1, 1e-3)
-        / press(&mesh, &plain, beside.0, beside.1, 1e-3);
-    println!("force above / beside at 1 mm: with inclusion {ratio_lump:.3}, homogeneous {ratio_plain:.3}");
-    assert!(
-        ratio_lump > 1.25 * ratio_plain,
-        "inclusion not felt: {ratio_lump:.3} vs {ratio_plain:.3}"
-    );
+    // Point contact, and the scene's default patch (twice the mean surface edge of
+    // these 5 mm cells).
+    for patch in [0.0, 0.0114] {
+        let ratio_lump = press(&mesh, &with_lump, above, 1e-3, patch)
+            / press(&mesh, &with_lump, beside, 1e-3, patch);
+        let ratio_plain =
+            press(&mesh, &plain, above, 1e-3, patch) / press(&mesh, &plain, beside, 1e-3, patch);
+        println!(
+            "patch {patch} m: force above / beside at 1 mm: with inclusion {ratio_lump:.3}, \
+             homogeneous {ratio_plain:.3}"
+        );
+        assert!(
+            ratio_lump > 1.25 * ratio_plain,
+            "patch {patch}: inclusion not felt: {ratio_lump:.3} vs {ratio_plain:.3}"
+        );
+    }
 }

@@ -281,3 +281,42 @@ fn sphere_probe_stays_one_radius_off_the_face() {
     assert!((c.point - Vec3::new(0.05, 0.04, 0.05)).norm() < 1e-12);
     assert!((c.depth - 0.004).abs() < 1e-12);
 }
+
+#[test]
+fn anchored_point_on_an_edge_stays_a_candidate_behind_either_neighbour() {
+    let (bvh, pos) = block();
+    // Edge points of the top face (grid lines every 0.02 m, and the cells' diagonals),
+    // approached from either side so the anchor lands on either neighbouring triangle;
+    // then the probe rests a rounding error behind the surface at the edge, where the
+    // closest-point query may report the other triangle.
+    let edges = [
+        Vec3::new(0.04, 0.03, 0.0),
+        Vec3::new(0.06, 0.05, 0.0),
+        Vec3::new(0.03, 0.04, 0.0),
+        Vec3::new(0.05, 0.05, 0.0),
+        Vec3::new(0.025, 0.025, 0.0),
+    ];
+    for e in edges {
+        for side in [
+            Vec3::new(1e-3, 0.0, 0.0),
+            Vec3::new(-1e-3, 0.0, 0.0),
+            Vec3::new(0.0, 1e-3, 0.0),
+            Vec3::new(0.0, -1e-3, 0.0),
+        ] {
+            let top = e + Vec3::new(0.0, 0.0, SIZE.z);
+            let mut proxy = Proxy::new(0.0);
+            proxy.update(&bvh, &pos, &(top + side + Vec3::new(0.0, 0.0, 0.01)));
+            proxy
+                .update(&bvh, &pos, &(top + side - Vec3::new(0.0, 0.0, 1e-3)))
+                .expect("pressed beside the edge");
+            proxy
+                .update(&bvh, &pos, &(top - Vec3::new(0.0, 0.0, 1e-3)))
+                .expect("pressed on the edge");
+            for behind in [1e-15, 1e-17, 0.0] {
+                let c = proxy.update(&bvh, &pos, &(top - Vec3::new(0.0, 0.0, behind)));
+                let c = c.unwrap_or_else(|| panic!("{e:?} from {side:?}: dropped {behind}"));
+                assert!((c.point - top).norm() < 1e-12);
+            }
+        }
+    }
+}

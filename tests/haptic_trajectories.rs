@@ -337,3 +337,22 @@ fn local_stiffness_tracks_the_1khz_fem_tissue_within_2_percent() {
         assert_within_2_percent(name, &local);
     }
 }
+
+/// With Coulomb friction (μ_s = μ_k = 0.3) on the same tissue: the local force model
+/// carries the tangential force and its stiffness (stick spring or kinetic cone), and
+/// still tracks the 1 kHz truth while sliding over the inclusion.
+#[test]
+fn local_stiffness_tracks_the_1khz_fem_tissue_with_friction() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut scene = Scene::embedded_default();
+    scene.contact.friction = 0.3;
+    for name in ["press_hold_release", "slide_over_inclusion"] {
+        let (hold, local) = fidelity_of(name, "default scene with friction 0.3", || {
+            build(scene.clone(), cache.path(), &mut |_| {})
+                .unwrap()
+                .model
+        });
+        assert!(local.rms_error < hold.rms_error, "{name}: better than hold");
+        assert_within_2_percent(name, &local);
+    }
+}

@@ -212,7 +212,7 @@ mod with_fem {
 
     use faer::{Mat, Par};
     use palpa::condensed::ComplianceColumns;
-    use palpa::contact::SurfaceBvh;
+    use palpa::contact::{ContactPatch, SurfaceBvh};
     use palpa::fem::{
         assemble, fixed_nodes, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap,
         Ordering,
@@ -376,8 +376,7 @@ mod with_fem {
         ] {
             let mut model = runtime(&fx, params, false);
             let con = PointConstraint {
-                nodes,
-                weights: c.bary,
+                support: palpa::model::Support::triangle(nodes, c.bary),
                 kind,
                 directions: Directions::All,
                 target,
@@ -421,13 +420,26 @@ mod with_fem {
     /// Direct sparse solve: displacement of `node` along `n` per unit force along `n`
     /// there (m/N), K u = n e_node by the Cholesky factor.
     fn direct_compliance(fx: &Fixture, node: usize, n: &Vec3) -> f64 {
-        let d = fx.system.dofs.node_dofs(node).unwrap();
+        direct_support_compliance(fx, &[(node, 1.0)], n)
+    }
+
+    /// The same for a load spread over weighted nodes (a contact patch): K u = Σ w_v n
+    /// e_v, measured through the same weights, Σ w_v n·u_v (m/N).
+    fn direct_support_compliance(fx: &Fixture, support: &[(usize, f64)], n: &Vec3) -> f64 {
         let mut rhs = Mat::<f64>::zeros(fx.system.n_free(), 1);
-        for a in 0..3 {
-            rhs[(d[a], 0)] = n[a];
+        for &(v, w) in support {
+            if let Some(d) = fx.system.dofs.node_dofs(v) {
+                for a in 0..3 {
+                    rhs[(d[a], 0)] += w * n[a];
+                }
+            }
         }
         fx.factor.solve_in_place(rhs.as_mut()).unwrap();
-        (0..3).map(|a| rhs[(d[a], 0)] * n[a]).sum()
+        support
+            .iter()
+            .filter_map(|&(v, w)| fx.system.dofs.node_dofs(v).map(|d| (d, w)))
+            .map(|(d, w)| w * (0..3).map(|a| rhs[(d[a], 0)] * n[a]).sum::<f64>())
+            .sum()
     }
 
     #[test]
@@ -512,7 +524,55 @@ mod with_fem {
                 worst[r] = worst[r].max(err);
             }
         }
-        println!("bunny k=40, worst static stiffness error: without residual {:.1}%, with residual {:.4}%", 100.0 * worst[0], 100.0 * worst[1]);
+        // The same through a contact patch (the scene default radius, twice the mean
+        // surface edge): the reference loads the same nodes with the same weights.
+        let edges: f64 = fx
+            .triangles
+            .iter()
+            .map(|t| {
+                (0..3)
+                    .map(|i| (fx.mesh.nodes[t[i]] - fx.mesh.nodes[t[(i + 1) % 3]]).norm())
+                    .sum::<f64>()
+            })
+            .sum();
+        let radius = 2.0 * edges / (3.0 * fx.triangles.len() as f64);
+        let mut patch = ContactPatch::new(radius, &bvh, &fx.mesh.nodes);
+        let mut worst_patch = 0.0f64;
+        for &node in &picks {
+            let t = (0..fx.triangles.len())
+                .find(|&t| fx.triangles[t].contains(&node))
+                .unwrap();
+            let w = fx.triangles[t].map(|v| if v == node { 1.0 } else { 0.0 });
+            let normal = bvh.shaded_normal(t, &w, &fx.mesh.nodes);
+            let support = patch.support(&bvh, &fx.mesh.nodes, t, &w, &normal);
+            assert!(
+                support.nodes().len() > 3,
+                "patch of {} nodes",
+                support.nodes().len()
+            );
+            let pairs: Vec<(usize, f64)> = support.iter().collect();
+            let want = 1.0 / direct_support_compliance(&fx, &pairs, &normal);
+            let params = ModalParams {
+                alpha1: 2e-3,
+                alpha2: 20.0,
+                dt,
+                max_rows: 3,
+            };
+            let mut model = runtime(&fx, params, true);
+            let mut f = [Vec3::zeros()];
+            for n in 0..800 {
+                let d = depth * (n as f64 / 200.0).min(1.0);
+                let c =
+                    PointConstraint::contact_on(support, normal, fx.mesh.nodes[node] - normal * d);
+                model.advance(dt, &[c], &mut f).unwrap();
+            }
+            let got = -f[0].dot(&normal) / depth;
+            let err = (got - want).abs() / want;
+            println!("node {node}, patch of {} nodes: stiffness {got:.4} N/m vs direct {want:.4} N/m: error {:.3}%", support.nodes().len(), 100.0 * err);
+            worst_patch = worst_patch.max(err);
+        }
+        println!("bunny k=40, worst static stiffness error: without residual {:.1}%, with residual {:.4}%, patch with residual {:.4}%", 100.0 * worst[0], 100.0 * worst[1], 100.0 * worst_patch);
+        assert!(worst_patch < 0.02, "patch: {:.3}%", 100.0 * worst_patch);
         assert!(
             worst[1] < 0.02,
             "with residual flexibility: {:.3}%",
@@ -535,6 +595,10 @@ mod contact_through_modal {
     use std::sync::Arc;
 
     fn sim() -> Simulation<ModalRuntime> {
+        sim_with_patch(0.0)
+    }
+
+    fn sim_with_patch(radius: f64) -> Simulation<ModalRuntime> {
         let Block {
             mesh,
             system,
@@ -545,7 +609,7 @@ mod contact_through_modal {
             compute_modes(&system, 20, Ordering::default(), &mut Timings::default()).unwrap();
         let factor =
             Arc::new(Factor::for_system(&system, 0.0, Ordering::default(), Par::Seq).unwrap());
-        let columns = ComplianceColumns::new(factor, system.dofs.clone(), 32).unwrap();
+        let columns = ComplianceColumns::new(factor, system.dofs.clone(), 64).unwrap();
         let params = ModalParams {
             alpha1: 2e-3,
             alpha2: 20.0,
@@ -562,7 +626,48 @@ mod contact_through_modal {
             Some(columns),
         )
         .unwrap();
-        Simulation::new(model, 0.0)
+        Simulation::new(model, 0.0).with_patch_radius(radius)
+    }
+
+    #[test]
+    fn sliding_with_a_contact_patch_on_the_modal_backend() {
+        let mut sim = sim_with_patch(0.02);
+        let dt = 5e-3;
+        let (x, y) = (0.031, 0.027);
+        sim.step(0.0, dt, Vec3::new(x, y, SIZE.z + 2e-3));
+        let mut t = 0.0;
+        let mut prev = None;
+        for i in 1..=100 {
+            t += dt;
+            let lfm = sim.step(t, dt, Vec3::new(x, y, SIZE.z - 1.5e-3 * i as f64 / 100.0));
+            assert!(lfm.in_contact, "step {i}");
+            prev = Some(lfm);
+        }
+        let mut prev = prev.unwrap();
+        // Slide 6 mm at 4 mm/s: held, no jump beyond local stiffness × motion, and the
+        // dent's centre stays within a fraction of the depth below the tip.
+        for i in 1..=300 {
+            t += dt;
+            let probe = Vec3::new(x + 2e-5 * i as f64, y, SIZE.z - 1.5e-3);
+            let lfm = sim.step(t, dt, probe);
+            assert!(lfm.in_contact, "lost contact sliding, step {i}");
+            let k_loc = prev.stiffness.norm().max(lfm.stiffness.norm());
+            let jump = (lfm.f0 - prev.f0).norm();
+            assert!(
+                jump <= k_loc * 2e-5,
+                "step {i}: force jump {jump:e} N > {:e}",
+                k_loc * 2e-5
+            );
+            let below = probe.z - lfm.contact_point.z;
+            assert!(
+                (-1e-5..0.5e-3).contains(&below),
+                "step {i}: surface {below:e} m below the tip"
+            );
+            prev = lfm;
+        }
+        t += dt;
+        let pulled = sim.step(t, dt, Vec3::new(x + 6e-3, y, SIZE.z + 2e-3));
+        assert!(!pulled.in_contact && pulled.f0 == Vec3::zeros());
     }
 
     #[test]

@@ -131,6 +131,24 @@ fn an_empty_scene_is_the_default_block_with_defaults_everywhere() {
 }
 
 #[test]
+fn contact_patch_and_friction_keys_parse() {
+    let s =
+        parse("[contact]\nfriction = 0.5\nfriction_kinetic = 0.3\npatch_radius = 0.004\n").unwrap();
+    let f = s.contact.friction().unwrap();
+    assert_eq!((f.mu_static, f.mu_kinetic), (0.5, 0.3));
+    assert_eq!(s.contact.patch_radius, Some(0.004));
+    // μ_k defaults to μ_s; no keys: frictionless, default patch.
+    let f = parse("[contact]\nfriction = 0.4\n")
+        .unwrap()
+        .contact
+        .friction()
+        .unwrap();
+    assert_eq!((f.mu_static, f.mu_kinetic), (0.4, 0.4));
+    let d = parse("").unwrap().contact;
+    assert!(d.friction().unwrap().is_none() && d.patch_radius.is_none());
+}
+
+#[test]
 fn a_typo_in_a_key_names_the_key_and_the_file() {
     for (text, key) in [
         ("[materials.default]\nyoungg = 1e3\n", "youngg"),
@@ -181,7 +199,12 @@ fn out_of_range_values_name_the_key_and_the_value() {
             "backend.condensed.cache_size",
         ),
         ("[contact]\nprobe_radius = -0.001\n", "contact.probe_radius"),
-        ("[contact]\nfriction = 0.3\n", "contact.friction"),
+        ("[contact]\nfriction = -0.3\n", "contact.friction"),
+        (
+            "[contact]\nfriction = 0.3\nfriction_kinetic = 0.5\n",
+            "contact.friction_kinetic",
+        ),
+        ("[contact]\npatch_radius = -0.01\n", "contact.patch_radius"),
         ("[safety]\nmax_force = 0\n", "safety.max_force"),
         ("[device.workspace]\nscale = -1\n", "device.workspace.scale"),
         ("[device]\nkind = \"replay\"\n", "device.trajectory"),

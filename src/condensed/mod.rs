@@ -11,7 +11,7 @@ pub use columns::ComplianceColumns;
 
 use crate::model::{
     add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
-    ModelError, PointConstraint, TissueModel,
+    ModelError, PointConstraint, Support, TissueModel,
 };
 use crate::{Mat3, Vec3};
 
@@ -134,7 +134,9 @@ impl TissueModel for CondensedModel {
         self.s[..m * m].fill(0.0);
         let columns = &mut self.columns;
         add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
-            columns.point_block(&a.nodes, &a.weights, &b.nodes, &b.weights)
+            a.support.block_with(&b.support, |v, nodes, visit| {
+                columns.for_each_block(v, nodes, visit)
+            })
         })?;
         self.solver.solve(
             m,
@@ -152,12 +154,11 @@ impl TissueModel for CondensedModel {
         Ok(())
     }
 
-    fn point_compliance(
-        &mut self,
-        nodes: &[usize; 3],
-        weights: &[f64; 3],
-    ) -> Result<Mat3, ModelError> {
-        self.columns.point_block(nodes, weights, nodes, weights)
+    fn point_compliance(&mut self, support: &Support) -> Result<Mat3, ModelError> {
+        let columns = &mut self.columns;
+        support.block_with(support, |v, nodes, visit| {
+            columns.for_each_block(v, nodes, visit)
+        })
     }
 
     fn displacement_bound(&self) -> f64 {

@@ -12,7 +12,8 @@
 //! weights), so it moves with the deforming surface between updates and never ends up
 //! behind it. A sphere probe of radius r is handled by shifting each triangle plane
 //! outward by r (exact on faces; at a sharp convex edge the sphere may graze the edge
-//! by at most r·(1 − cos(θ/2))). Contact is frictionless.
+//! by at most r·(1 − cos(θ/2))). The proxy itself is frictionless: Coulomb friction
+//! is a stick point beside it ([`super::friction`]).
 //!
 //! The surface a probe presses on is dented by that same probe, and the tissue model
 //! puts the contact point exactly at the probe tip, so as the probe slides the geometric
@@ -25,7 +26,7 @@
 use crate::Vec3;
 
 use super::bvh::SurfaceBvh;
-use super::geometry::{at_barycentric, unit_normal};
+use super::geometry::{at_barycentric, closest_on_triangle, unit_normal};
 
 /// Move-stop-project iterations per update; each hit adds a plane or leaves an edge,
 /// so a handful suffices on any tessellation, and the bound keeps the cost fixed.
@@ -65,6 +66,7 @@ struct Plane {
 pub struct Proxy {
     radius: f64,
     margin: f64,
+    hold_offset: f64,
     position: Option<Vec3>,
     anchor: Option<(usize, [f64; 3])>,
 }
@@ -76,6 +78,7 @@ impl Proxy {
         Self {
             radius: radius.max(0.0),
             margin: 5e-4,
+            hold_offset: 0.0,
             position: None,
             anchor: None,
         }
@@ -94,14 +97,27 @@ impl Proxy {
         self.anchor = None;
     }
 
+    /// Tells the proxy how far (m) behind the probe tip the tissue model holds the
+    /// contacted material point: a contact patch puts the *average* of the footprint
+    /// at the tip, and the dent's centre sinks a little deeper. The candidate margin
+    /// widens by it so such a held contact stays a candidate.
+    pub fn set_hold_offset(&mut self, offset: f64) {
+        self.hold_offset = if offset.is_finite() {
+            offset.max(0.0)
+        } else {
+            0.0
+        };
+    }
+
     /// Probe sphere radius (m).
     pub fn radius(&self) -> f64 {
         self.radius
     }
 
-    /// Candidate margin (m): see [`Proxy::with_margin`].
+    /// Candidate margin (m): see [`Proxy::with_margin`], widened by the hold offset
+    /// ([`Proxy::set_hold_offset`]).
     pub fn margin(&self) -> f64 {
-        self.margin
+        self.margin + self.hold_offset
     }
 
     /// Current proxy centre (m), once placed.
@@ -218,15 +234,19 @@ impl Proxy {
     /// resolves; otherwise no contact.
     fn candidate(&mut self, bvh: &SurfaceBvh, positions: &[Vec3], probe: &Vec3) -> Option<Contact> {
         let (anchored, _) = self.anchor.take()?;
-        let near = bvh.closest_point(probe, self.radius + self.margin, positions)?;
+        let near = bvh.closest_point(probe, self.radius + self.margin(), positions)?;
         let normal = bvh.shaded_normal(near.triangle, &near.bary, positions);
         let gap = normal.dot(&(probe - near.point)) - self.radius;
-        if gap < 0.0 && near.triangle != anchored {
+        if gap < 0.0
+            && near.triangle != anchored
+            && !self.reaches(bvh, positions, probe, anchored, &near)
+        {
             // Behind another face but not caught by the sweep (a sliver at an edge):
             // no contact rather than a wrong one. Behind the anchored face itself is
             // the settled dent of a held probe: the sweep starts on that face, so it
             // cannot see a penetration of rounding size, and the contact stays for the
-            // model to hold or release by the sign of its force.
+            // model to hold or release by the sign of its force. An anchor on an edge
+            // or vertex is the same point as its neighbour's closest point.
             return None;
         }
         self.anchor = Some((near.triangle, near.bary));
@@ -238,6 +258,25 @@ impl Proxy {
             depth: -gap,
             proxy: *probe,
         })
+    }
+}
+
+impl Proxy {
+    /// Whether the anchored triangle comes as close to `probe` as the closest point
+    /// `near` found on another triangle (within the BVH tolerance): the anchor lies on
+    /// their shared edge or vertex.
+    fn reaches(
+        &self,
+        bvh: &SurfaceBvh,
+        positions: &[Vec3],
+        probe: &Vec3,
+        anchored: usize,
+        near: &super::bvh::Closest,
+    ) -> bool {
+        let [a, b, c] = bvh.vertices(anchored, positions);
+        let w = closest_on_triangle(probe, &a, &b, &c);
+        let on_anchored = at_barycentric(&w, &a, &b, &c);
+        (on_anchored - probe).norm() <= (near.point - probe).norm() + bvh.tolerance()
     }
 }
 

@@ -29,7 +29,7 @@ use super::oscillator::{ModeTransition, Oscillators};
 use crate::condensed::ComplianceColumns;
 use crate::model::{
     add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
-    ModelError, PointConstraint, TissueModel,
+    ModelError, PointConstraint, Support, TissueModel,
 };
 use crate::{Mat3, Vec3};
 
@@ -216,17 +216,10 @@ impl ModalRuntime {
         &self.w_bar[r * self.k..(r + 1) * self.k]
     }
 
-    /// aᵢ = Σ_v w_v dᵀ W̄_v into `out` (length k).
-    fn point_row(
-        w_bar: &[f64],
-        k: usize,
-        nodes: &[usize; 3],
-        weights: &[f64; 3],
-        d: &Vec3,
-        out: &mut [f64],
-    ) {
+    /// aᵢ = Σ_v w_v dᵀ W̄_v over the support's nodes into `out` (length k).
+    fn point_row(w_bar: &[f64], k: usize, support: &Support, d: &Vec3, out: &mut [f64]) {
         out.fill(0.0);
-        for (&v, &w) in nodes.iter().zip(weights) {
+        for (v, w) in support.iter() {
             for axis in 0..3 {
                 let c = w * d[axis];
                 if c != 0.0 {
@@ -297,8 +290,7 @@ impl TissueModel for ModalRuntime {
                     Self::point_row(
                         &self.w_bar,
                         k,
-                        &c.nodes,
-                        &c.weights,
+                        &c.support,
                         &d,
                         &mut self.rows[row * k..(row + 1) * k],
                     );
@@ -348,7 +340,9 @@ impl TissueModel for ModalRuntime {
             if with_residual {
                 let cache = self.residual.as_mut().expect("checked above");
                 add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
-                    cache.point_block(&a.nodes, &a.weights, &b.nodes, &b.weights)
+                    a.support.block_with(&b.support, |v, nodes, visit| {
+                        cache.for_each_block(v, nodes, visit)
+                    })
                 })?;
             }
             self.solver.solve(
@@ -388,19 +382,17 @@ impl TissueModel for ModalRuntime {
         Ok(())
     }
 
-    fn point_compliance(
-        &mut self,
-        nodes: &[usize; 3],
-        weights: &[f64; 3],
-    ) -> Result<Mat3, ModelError> {
+    fn point_compliance(&mut self, support: &Support) -> Result<Mat3, ModelError> {
         if let Some(cache) = self.residual.as_mut() {
-            return cache.point_block(nodes, weights, nodes, weights);
+            return support.block_with(support, |v, nodes, visit| {
+                cache.for_each_block(v, nodes, visit)
+            });
         }
         // Modal static compliance Σ_m (U wₘ)(U wₘ)ᵀ / λₘ.
         let mut c = Mat3::zeros();
         for q in 0..self.k {
             let mut u = Vec3::zeros();
-            for (&v, &w) in nodes.iter().zip(weights) {
+            for (v, w) in support.iter() {
                 for axis in 0..3 {
                     u[axis] += w * self.mode_row(v, axis)[q];
                 }

@@ -2,13 +2,15 @@
 //! them (modal paper eqs. 13–16; the condensed backend solves the same shape).
 //!
 //! A constraint prescribes, at the end of the step, the position, velocity or
-//! acceleration of a material point (barycentric over a surface triangle) along one
-//! direction (a frictionless contact: the outward normal) or all three. The force that
-//! enforces it acts at the same material point along the same directions, so every
-//! backend reduces a set of constraints to S f = r with S (rows × rows) symmetric
-//! positive semi-definite: S = U C Uᵀ for the point-to-point response C over the step.
+//! acceleration of a material point along one direction (a frictionless contact: the
+//! outward normal) or all three. The material point is a [`Support`]: a barycentric
+//! point of one surface triangle, or a contact patch of surface nodes under a probe's
+//! footprint. The force that enforces it acts through the same weights along the same
+//! directions, so every backend reduces a set of constraints to S f = r with S
+//! (rows × rows) symmetric positive semi-definite: S = U C Uᵀ for the point-to-point
+//! response C over the step.
 
-use crate::Vec3;
+use crate::{Mat3, Vec3};
 
 use super::tissue::ModelError;
 
@@ -32,13 +34,140 @@ pub enum Directions {
     All,
 }
 
+/// Most nodes a [`Support`] holds: a contact patch keeps its largest weights when more
+/// surface nodes than this lie within its radius.
+pub const MAX_SUPPORT_NODES: usize = 48;
+
+/// A material point of the surface as weighted mesh nodes (weights sum to 1): it moves
+/// by Σ_v w_v u_v, and a force f on it puts w_v f on each node v. Measuring and loading
+/// through the same weights keeps the compliance wᵀ C w symmetric. Either the
+/// barycentric point of one triangle, or a contact patch: the footprint of a probe tip
+/// spread over the surface nodes around the contact point (see
+/// [`crate::contact::ContactPatch`]). Plain `Copy` data, no allocation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Support {
+    len: usize,
+    nodes: [usize; MAX_SUPPORT_NODES],
+    weights: [f64; MAX_SUPPORT_NODES],
+    /// Rest position of the material point (m) when it is not Σ w_v rest[v] (a patch on
+    /// a curved surface: the contact point, not the chord average of the patch).
+    origin: Option<Vec3>,
+}
+
+impl Support {
+    /// The barycentric point with weights `weights` on the triangle `nodes`.
+    pub fn triangle(nodes: [usize; 3], weights: [f64; 3]) -> Self {
+        let mut s = Self::empty();
+        s.len = 3;
+        s.nodes[..3].copy_from_slice(&nodes);
+        s.weights[..3].copy_from_slice(&weights);
+        s
+    }
+
+    /// A patch of `(node, weight)` pairs (weights ≥ 0, normalised here to sum 1) whose
+    /// material point rests at `origin` (m). Keeps the [`MAX_SUPPORT_NODES`] largest
+    /// weights. `None` if no weight is positive.
+    pub fn patch(pairs: impl IntoIterator<Item = (usize, f64)>, origin: Vec3) -> Option<Self> {
+        let mut s = Self::empty();
+        for (v, w) in pairs {
+            if !(w > 0.0 && w.is_finite()) {
+                continue;
+            }
+            if s.len < MAX_SUPPORT_NODES {
+                s.nodes[s.len] = v;
+                s.weights[s.len] = w;
+                s.len += 1;
+            } else {
+                let (i, &smallest) = s
+                    .weights
+                    .iter()
+                    .enumerate()
+                    .min_by(|a, b| a.1.total_cmp(b.1))
+                    .expect("MAX_SUPPORT_NODES > 0");
+                if w > smallest {
+                    s.nodes[i] = v;
+                    s.weights[i] = w;
+                }
+            }
+        }
+        let total: f64 = s.weights[..s.len].iter().sum();
+        if s.len == 0 || !(total > 0.0 && total.is_finite()) {
+            return None;
+        }
+        for w in &mut s.weights[..s.len] {
+            *w /= total;
+        }
+        s.origin = Some(origin);
+        Some(s)
+    }
+
+    fn empty() -> Self {
+        Self {
+            len: 0,
+            nodes: [0; MAX_SUPPORT_NODES],
+            weights: [0.0; MAX_SUPPORT_NODES],
+            origin: None,
+        }
+    }
+
+    /// The mesh nodes carrying the point.
+    pub fn nodes(&self) -> &[usize] {
+        &self.nodes[..self.len]
+    }
+
+    /// Their weights (sum 1), in the order of [`Support::nodes`].
+    pub fn weights(&self) -> &[f64] {
+        &self.weights[..self.len]
+    }
+
+    /// `(node, weight)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
+        self.nodes()
+            .iter()
+            .copied()
+            .zip(self.weights().iter().copied())
+    }
+
+    /// Rest position of the material point (m): the patch's contact point, or
+    /// Σ w_v · rest[v].
+    pub fn rest_point(&self, rest: &[Vec3]) -> Vec3 {
+        self.origin
+            .unwrap_or_else(|| self.iter().map(|(v, w)| rest[v] * w).sum())
+    }
+
+    /// Displacement of the material point (m), Σ w_v u_v, from the displacements `u`
+    /// of the support's nodes in [`Support::nodes`] order.
+    pub fn displacement(&self, u: &[Vec3]) -> Vec3 {
+        self.weights().iter().zip(u).map(|(&w, u)| u * w).sum()
+    }
+
+    /// Compliance between two supports (m/N), Σ_u Σ_v p_u q_v B(u, v), where
+    /// `column(v, nodes, visit)` visits the 3×3 blocks B(nodes[i], v) (the K⁻¹ column
+    /// cache's `for_each_block`): one column look-up per node of `q`.
+    pub fn block_with<E>(
+        &self,
+        q: &Support,
+        mut column: impl FnMut(usize, &[usize], &mut dyn FnMut(usize, &Mat3)) -> Result<(), E>,
+    ) -> Result<Mat3, E> {
+        let mut c = Mat3::zeros();
+        let pw = self.weights();
+        for (v, wv) in q.iter().filter(|&(_, w)| w != 0.0) {
+            column(v, self.nodes(), &mut |i, b| c += b * (pw[i] * wv))?;
+        }
+        Ok(c)
+    }
+
+    fn is_finite(&self) -> bool {
+        self.weights().iter().all(|w| w.is_finite())
+            && self.origin.is_none_or(|o| o.iter().all(|x| x.is_finite()))
+    }
+}
+
 /// A constraint on one material point of the surface.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PointConstraint {
-    /// Mesh nodes of the triangle holding the point.
-    pub nodes: [usize; 3],
-    /// Barycentric weights of the point on that triangle (sum 1).
-    pub weights: [f64; 3],
+    /// The material point: nodes and weights that measure its motion and carry its force.
+    pub support: Support,
     /// Position, velocity or acceleration constraint.
     pub kind: ConstraintKind,
     /// Constrained directions.
@@ -56,9 +185,15 @@ impl PointConstraint {
     /// A frictionless probe contact: the point's position along the outward normal
     /// `normal` must reach `target` (the probe tip); released rather than pulling.
     pub fn contact(nodes: [usize; 3], weights: [f64; 3], normal: Vec3, target: Vec3) -> Self {
+        Self::contact_on(Support::triangle(nodes, weights), normal, target)
+    }
+
+    /// A frictionless probe contact at any support (a contact patch): its position
+    /// along the outward normal `normal` must reach `target`; released rather than
+    /// pulling.
+    pub fn contact_on(support: Support, normal: Vec3, target: Vec3) -> Self {
         Self {
-            nodes,
-            weights,
+            support,
             kind: ConstraintKind::Position,
             directions: Directions::Along(normal),
             target,
@@ -68,9 +203,14 @@ impl PointConstraint {
 
     /// A bilateral position constraint holding the point at `target` in all directions.
     pub fn hold(nodes: [usize; 3], weights: [f64; 3], target: Vec3) -> Self {
+        Self::hold_on(Support::triangle(nodes, weights), target)
+    }
+
+    /// A bilateral position constraint holding the material point `support` at
+    /// `target` in all directions.
+    pub fn hold_on(support: Support, target: Vec3) -> Self {
         Self {
-            nodes,
-            weights,
+            support,
             kind: ConstraintKind::Position,
             directions: Directions::All,
             target,
@@ -94,10 +234,10 @@ impl PointConstraint {
         }
     }
 
-    /// Whether every number in the constraint is finite and the weights index a
-    /// triangle (the caller checks the node indices against its mesh).
+    /// Whether every number in the constraint is finite (the caller checks the node
+    /// indices against its mesh).
     pub fn is_finite(&self) -> bool {
-        self.weights.iter().all(|w| w.is_finite())
+        self.support.is_finite()
             && self.target.iter().all(|x| x.is_finite())
             && match self.directions {
                 Directions::Along(n) => n.iter().all(|x| x.is_finite()) && n.norm() > 0.0,
@@ -107,13 +247,9 @@ impl PointConstraint {
 }
 
 impl PointConstraint {
-    /// Rest position of the constrained material point, Σ w_v · rest[v] (m).
+    /// Rest position of the constrained material point (m).
     pub fn rest_point(&self, rest: &[Vec3]) -> Vec3 {
-        self.nodes
-            .iter()
-            .zip(&self.weights)
-            .map(|(&v, &w)| rest[v] * w)
-            .sum()
+        self.support.rest_point(rest)
     }
 }
 
@@ -149,7 +285,7 @@ pub fn validate_step(
                 msg: "non-finite weight, target or direction".into(),
             });
         }
-        if let Some(&v) = c.nodes.iter().find(|&&v| v >= n_nodes) {
+        if let Some(&v) = c.support.nodes().iter().find(|&&v| v >= n_nodes) {
             return Err(ModelError::BadConstraint {
                 index: i,
                 msg: format!("node {v} is not in the mesh of {n_nodes} nodes"),
@@ -176,7 +312,7 @@ pub fn validate_step(
 }
 
 /// Appends the nodal loads (node, N) that the constraint forces put on the mesh: each
-/// constraint's force split over its nodes by the barycentric weights.
+/// constraint's force split over its support's nodes by their weights.
 pub fn push_nodal_loads(
     constraints: &[PointConstraint],
     forces: &[Vec3],
@@ -184,7 +320,7 @@ pub fn push_nodal_loads(
 ) {
     for (c, f) in constraints.iter().zip(forces) {
         if *f != Vec3::zeros() {
-            for (&v, &w) in c.nodes.iter().zip(&c.weights) {
+            for (v, w) in c.support.iter() {
                 if w != 0.0 {
                     loads.push((v, f * w));
                 }
@@ -432,6 +568,26 @@ mod tests {
         let mut f = [9.0; 3];
         DenseConstraintSolver::new(3).solve(3, &s, &r, &[false; 3], &mut f);
         assert!((f[0] + f[1] - 0.5).abs() < 1e-15 && f[2] == 0.0, "{f:?}");
+    }
+
+    #[test]
+    fn patch_support_normalises_and_keeps_the_largest_weights() {
+        let origin = Vec3::new(1.0, 2.0, 3.0);
+        let s = Support::patch([(4, 1.0), (7, 3.0), (9, 0.0), (2, f64::NAN)], origin).unwrap();
+        assert_eq!(s.nodes(), &[4, 7]);
+        assert_eq!(s.weights(), &[0.25, 0.75]);
+        assert_eq!(s.rest_point(&[]), origin);
+        assert!(Support::patch([(1, 0.0)], origin).is_none());
+        // More nodes than fit: the smallest weights go.
+        let many = (0..MAX_SUPPORT_NODES + 10).map(|v| (v, 1.0 + v as f64));
+        let s = Support::patch(many, origin).unwrap();
+        assert_eq!(s.nodes().len(), MAX_SUPPORT_NODES);
+        assert!(s.nodes().iter().all(|&v| v >= 10));
+        assert!((s.weights().iter().sum::<f64>() - 1.0).abs() < 1e-15);
+        // A triangle point rests at its barycentric point.
+        let rest = [Vec3::zeros(), Vec3::x(), Vec3::y()];
+        let t = Support::triangle([0, 1, 2], [0.5, 0.25, 0.25]);
+        assert_eq!(t.rest_point(&rest), Vec3::new(0.25, 0.25, 0.0));
     }
 
     #[test]

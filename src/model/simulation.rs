@@ -1,8 +1,12 @@
 //! A tissue model with a probe: the proxy finds the contact on the deformed surface,
-//! the model enforces it for one step, and the result becomes the local force model the
-//! haptic thread extrapolates from.
+//! the contact patch spreads it over the tip's footprint, the model enforces it for one
+//! step, friction adds the tangential force, and the result becomes the local force
+//! model the haptic thread extrapolates from.
 
-use crate::contact::{Contact, Proxy, SurfaceBvh};
+use crate::contact::{
+    geometry::at_barycentric, Contact, ContactPatch, Friction, FrictionPhase, Proxy, StickPoint,
+    SurfaceBvh,
+};
 use crate::{Mat3, Vec3};
 
 use super::constraint::PointConstraint;
@@ -10,6 +14,11 @@ use super::tissue::TissueModel;
 use super::{LocalForceModel, ModelStep};
 
 /// A tissue model probed by one point (or sphere) probe with a god-object proxy.
+///
+/// The contact constraint acts on a patch of surface nodes around the contact point
+/// ([`ContactPatch`], radius set by [`Simulation::with_patch_radius`]; 0, the default,
+/// is the barycentric point of the touched triangle), and optional Coulomb friction
+/// ([`Simulation::with_friction`]) adds a tangential force from a stick point.
 ///
 /// The surface BVH keeps its rest-shape boxes, inflated each step by the model's
 /// displacement bound; only the triangles within reach of the proxy's move get current
@@ -31,6 +40,12 @@ pub struct Simulation<M: TissueModel> {
     forces: Vec<Vec3>,
     contact: Option<Contact>,
     last_force: Vec3,
+    patch: ContactPatch,
+    /// Outward reference normal and tip target of the contact held at the last step.
+    held: Option<(Vec3, Vec3)>,
+    friction: Friction,
+    stick: StickPoint,
+    phase: Option<FrictionPhase>,
 }
 
 impl<M: TissueModel> Simulation<M> {
@@ -41,6 +56,7 @@ impl<M: TissueModel> Simulation<M> {
         let bvh = SurfaceBvh::build(model.surface_triangles().to_vec(), &positions);
         let n = positions.len();
         let t = model.surface_triangles().len();
+        let patch = ContactPatch::new(0.0, &bvh, &positions);
         Self {
             model,
             bvh,
@@ -55,7 +71,41 @@ impl<M: TissueModel> Simulation<M> {
             forces: vec![Vec3::zeros(); 1],
             contact: None,
             last_force: Vec3::zeros(),
+            patch,
+            held: None,
+            friction: Friction::NONE,
+            stick: StickPoint::default(),
+            phase: None,
         }
+    }
+
+    /// Spreads the contact over the surface nodes within `radius` (m) of the contact
+    /// point ([`ContactPatch`]); 0 keeps the barycentric point of the touched triangle.
+    pub fn with_patch_radius(mut self, radius: f64) -> Self {
+        self.patch = ContactPatch::new(radius, &self.bvh, self.model.rest_positions());
+        self
+    }
+
+    /// Coulomb stick/slip friction between probe and tissue ([`StickPoint`]).
+    pub fn with_friction(mut self, friction: Friction) -> Self {
+        self.friction = friction;
+        self
+    }
+
+    /// Contact patch radius (m); 0 for the barycentric point.
+    pub fn patch_radius(&self) -> f64 {
+        self.patch.radius()
+    }
+
+    /// The friction stick point (scene frame, m) while the probe is in frictional
+    /// contact.
+    pub fn stick_point(&self) -> Option<Vec3> {
+        self.stick.anchor()
+    }
+
+    /// Whether the probe stuck or slipped at the last step (`None`: no friction force).
+    pub fn friction_phase(&self) -> Option<FrictionPhase> {
+        self.phase
     }
 
     /// The tissue model.
@@ -117,6 +167,15 @@ impl<M: TissueModel> Simulation<M> {
 impl<M: TissueModel> ModelStep for Simulation<M> {
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
         self.refresh_near(&probe);
+        if let (Some(c), Some((n, target)), true) =
+            (self.contact, self.held, self.patch.radius() > 0.0)
+        {
+            // A patch holds the footprint's average at the tip; the contacted point
+            // itself sits this much deeper, and must stay a candidate.
+            let [a, b, p] = self.bvh.vertices(c.triangle, &self.positions);
+            let point = at_barycentric(&c.bary, &a, &b, &p);
+            self.proxy.set_hold_offset(n.dot(&(target - point)));
+        }
         let contact = self.proxy.update(&self.bvh, &self.positions, &probe);
         // The constraint acts along the reference surface's (shaded) normal at the
         // contacted material point, not the deformed one the proxy slides on: linear
@@ -128,11 +187,21 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
                 .shaded_normal(c.triangle, &c.bary, self.model.rest_positions())
         });
         self.constraints.clear();
+        let mut support = None;
+        self.held = None;
         if let (Some(c), Some(n)) = (contact, normal) {
-            let nodes = self.bvh.triangles()[c.triangle];
+            let s = self.patch.support(
+                &self.bvh,
+                self.model.rest_positions(),
+                c.triangle,
+                &c.bary,
+                &n,
+            );
             let target = probe - n * self.proxy.radius();
             self.constraints
-                .push(PointConstraint::contact(nodes, c.bary, n, target));
+                .push(PointConstraint::contact_on(s, n, target));
+            support = Some(s);
+            self.held = Some((n, target));
         }
         let ok = self
             .model
@@ -145,10 +214,37 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
         };
         let in_contact = contact.is_some() && f_tissue != Vec3::zeros();
         self.contact = if in_contact { contact } else { None };
+        self.phase = None;
         if !in_contact {
             self.proxy.release();
+            self.proxy.set_hold_offset(0.0);
+            self.stick.release();
+            self.held = None;
         }
-        let f0 = -f_tissue;
+        let mut f0 = -f_tissue;
+        let mut stiffness = Mat3::zeros();
+        let mut local = None;
+        if let (true, Some(c), Some(n), Some(s)) = (in_contact, contact, normal, support) {
+            let compliance = self.model.point_compliance(&s).unwrap_or(Mat3::zeros());
+            let cn = n.dot(&(compliance * n));
+            if cn > 0.0 {
+                stiffness = -(n * n.transpose()) / cn;
+            }
+            if !self.friction.is_none() {
+                // Tangential contact stiffness of the tissue at the patch: the inverse
+                // of its mean tangential compliance.
+                let k_t = 2.0 / (compliance.trace() - cn);
+                if let Some(fr) =
+                    self.stick
+                        .update(&self.friction, &c.point, &n, f0.dot(&n), k_t, cn)
+                {
+                    f0 += fr.force;
+                    stiffness += fr.stiffness;
+                    self.phase = Some(fr.phase);
+                }
+            }
+            local = Some((c.point, n));
+        }
         let mut out = LocalForceModel {
             t0: t,
             x0: probe,
@@ -159,19 +255,11 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
             out.f_dot = (f0 - self.last_force) / dt;
         }
         self.last_force = f0;
-        if let (true, Some(c), Some(n)) = (in_contact, contact, normal) {
-            let nodes = self.bvh.triangles()[c.triangle];
-            let compliance = self
-                .model
-                .point_compliance(&nodes, &c.bary)
-                .unwrap_or(Mat3::zeros());
-            let cn = n.dot(&(compliance * n));
+        if let Some((point, n)) = local {
             out.in_contact = true;
-            out.contact_point = c.point;
+            out.contact_point = point;
             out.normal = n;
-            if cn > 0.0 {
-                out.stiffness = -(n * n.transpose()) / cn;
-            }
+            out.stiffness = stiffness;
         }
         out
     }

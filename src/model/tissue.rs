@@ -3,7 +3,7 @@
 
 use crate::{Mat3, Vec3};
 
-use super::constraint::PointConstraint;
+use super::constraint::{PointConstraint, Support};
 
 /// Why a model step could not be taken. The step is skipped and the probe gets zero
 /// force; nothing panics.
@@ -62,14 +62,10 @@ pub trait TissueModel: Send {
         forces: &mut [Vec3],
     ) -> Result<(), ModelError>;
 
-    /// Static compliance at a material point (weights over triangle `nodes`): the
-    /// 3×3 block dx = C f of how the point moves under a force applied there (m/N).
-    /// Zero for a point on fixed nodes.
-    fn point_compliance(
-        &mut self,
-        nodes: &[usize; 3],
-        weights: &[f64; 3],
-    ) -> Result<Mat3, ModelError>;
+    /// Static compliance at a material point (a triangle point or contact patch): the
+    /// 3×3 block dx = C f of how the point moves under a force applied through the same
+    /// weights (m/N). Zero for a point on fixed nodes.
+    fn point_compliance(&mut self, support: &Support) -> Result<Mat3, ModelError>;
 
     /// An upper bound on the current displacement magnitude of any surface node (m),
     /// cheap to evaluate: contact inflates the rest-shape BVH by it, so only the

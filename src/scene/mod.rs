@@ -401,9 +401,25 @@ impl Default for CondensedSpec {
 pub struct ContactSpec {
     /// Probe tip radius (m), ≥ 0; 0 is a point probe.
     pub probe_radius: f64,
-    /// Coulomb friction coefficient μ; the contact model is frictionless, so only 0
-    /// is accepted (a scene asking for friction is told so rather than ignored).
+    /// Radius (m) of the contact patch the probe's force is spread over, ≥ 0; 0 is the
+    /// barycentric point of the touched triangle. Absent: the larger of the probe
+    /// radius and twice the mean surface edge length, so the force does not ripple
+    /// with the mesh as the probe slides.
+    pub patch_radius: Option<f64>,
+    /// Static Coulomb friction coefficient μ_s, ≥ 0; 0 is frictionless.
     pub friction: f64,
+    /// Kinetic friction coefficient μ_k, 0 ≤ μ_k ≤ μ_s. Absent: μ_s.
+    pub friction_kinetic: Option<f64>,
+}
+
+impl ContactSpec {
+    /// The friction coefficients (μ_s, μ_k).
+    pub fn friction(&self) -> Result<crate::contact::Friction, String> {
+        crate::contact::Friction::new(
+            self.friction,
+            self.friction_kinetic.unwrap_or(self.friction),
+        )
+    }
 }
 
 /// Loop rates (Hz).
@@ -811,15 +827,15 @@ impl Scene {
         }
 
         non_negative("contact.probe_radius", self.contact.probe_radius)?;
-        if self.contact.friction != 0.0 {
-            return Err(self.invalid(
-                "contact.friction",
-                format!(
-                    "the contact model is frictionless (Coulomb friction is not implemented); \
-                     must be 0, got {}",
-                    self.contact.friction
-                ),
-            ));
+        if let Some(r) = self.contact.patch_radius {
+            non_negative("contact.patch_radius", r)?;
+        }
+        non_negative("contact.friction", self.contact.friction)?;
+        if let Some(mu_k) = self.contact.friction_kinetic {
+            non_negative("contact.friction_kinetic", mu_k)?;
+        }
+        if let Err(e) = self.contact.friction() {
+            return Err(self.invalid("contact.friction_kinetic", e));
         }
 
         let r = &self.rates;

@@ -335,6 +335,14 @@ pub fn build(
         .map_err(|e| stage(&scene, "factorising K", e))
     };
     let radius = scene.contact.probe_radius;
+    let patch_radius = scene
+        .contact
+        .patch_radius
+        .unwrap_or_else(|| radius.max(2.0 * mean_edge(&mesh.nodes, &boundary.triangles)));
+    let friction = scene
+        .contact
+        .friction()
+        .map_err(|e| scene.invalid("contact.friction", e))?;
     let (model, precompute, n_modes) = match scene.backend.kind {
         BackendKind::Modal => {
             let (pre, outcome) = modal_precompute(&scene, &inputs, cache_dir, progress)?;
@@ -378,7 +386,11 @@ pub fn build(
             )
             .map_err(|e| stage(&scene, "modal runtime", e))?;
             (
-                SceneModel::Modal(Box::new(Simulation::new(runtime, radius))),
+                SceneModel::Modal(Box::new(
+                    Simulation::new(runtime, radius)
+                        .with_patch_radius(patch_radius)
+                        .with_friction(friction),
+                )),
                 outcome,
                 n_modes,
             )
@@ -399,7 +411,11 @@ pub fn build(
             )
             .map_err(|e| stage(&scene, "condensed model", e))?;
             (
-                SceneModel::Condensed(Box::new(Simulation::new(model, radius))),
+                SceneModel::Condensed(Box::new(
+                    Simulation::new(model, radius)
+                        .with_patch_radius(patch_radius)
+                        .with_friction(friction),
+                )),
                 PrecomputeOutcome::NotModal,
                 0,
             )
@@ -412,4 +428,22 @@ pub fn build(
         precompute,
         n_modes,
     })
+}
+
+/// Mean edge length (m) of the surface triangles at rest: the mesh scale the default
+/// contact patch radius is tied to.
+fn mean_edge(nodes: &[Vec3], triangles: &[[usize; 3]]) -> f64 {
+    let total: f64 = triangles
+        .iter()
+        .map(|t| {
+            (nodes[t[0]] - nodes[t[1]]).norm()
+                + (nodes[t[1]] - nodes[t[2]]).norm()
+                + (nodes[t[2]] - nodes[t[0]]).norm()
+        })
+        .sum();
+    if triangles.is_empty() {
+        0.0
+    } else {
+        total / (3.0 * triangles.len() as f64)
+    }
 }
