@@ -374,6 +374,12 @@ impl TissueModel for ModalRuntime {
         }
         self.osc.step_with(&self.trans, &self.g);
         self.h.fill(0.0);
+        if let Some(cache) = self.residual.as_mut() {
+            cache.advance_completion();
+            // Loads whose K⁻¹ columns are still being completed keep their modal
+            // part in the drawn field until the residual can be added.
+            self.loads.retain(|(v, _)| cache.is_complete(*v));
+        }
         for li in 0..self.loads.len() {
             let (v, f) = self.loads[li];
             for axis in 0..3 {
@@ -418,7 +424,7 @@ impl TissueModel for ModalRuntime {
             Some(cache) => self
                 .loads
                 .iter()
-                .map(|(v, f)| f.norm() * cache.column_bound(*v).unwrap_or(f64::INFINITY))
+                .filter_map(|(v, f)| Some(f.norm() * cache.column_bound(*v)?))
                 .sum(),
             None => 0.0,
         };
@@ -447,9 +453,8 @@ impl TissueModel for ModalRuntime {
         if let Some(cache) = self.residual.as_mut() {
             for li in 0..self.loads.len() {
                 let (v, f) = self.loads[li];
-                // Columns of loaded nodes were computed during the step; a failure here
-                // only drops the residual field from the drawn surface.
-                let _ = cache.for_each_block(v, nodes, |i, b| out[i] += b * f);
+                // `loads` holds only nodes with complete columns.
+                cache.for_each_block(v, nodes, |i, b| out[i] += b * f);
             }
         }
     }
