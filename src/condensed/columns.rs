@@ -8,9 +8,12 @@
 //! for every compliance block among contacted nodes, K⁻¹[u, v] = y_uᵀ y_v, so the step
 //! that first touches a node gets its exact force without a pass over all of L. The
 //! full columns (how every node moves, for the drawn surface and the displacement
-//! bound) need the back solve x = Pᵀ L⁻ᵀ y over all of L; it runs a bounded amount of
-//! work per model step ([`ComplianceColumns::advance_completion`]) until done. Until a
-//! node's columns are complete, displacement queries leave its load out.
+//! bound) need the back solve x = Pᵀ L⁻ᵀ y over all of L; it shares a per-step work
+//! budget with the forward solves ([`ComplianceColumns::advance_completion`]): forward
+//! solves always run (the force needs them), the back solve gets what they left. Until
+//! a node's columns are complete, displacement queries leave its load out; as the
+//! proxy crosses onto a new triangle the new node's barycentric weight, and so the
+//! left-out load, starts from zero.
 
 use std::sync::Arc;
 
@@ -23,9 +26,10 @@ use crate::Mat3;
 /// Nodes forward-solved, or back-solved, together (their columns side by side).
 const BATCH: usize = 8;
 
-/// Default multiply-adds of back solve per model step: about a third of a pass over
-/// the bunny's L for 3 columns, a few hundred microseconds.
-pub const DEFAULT_COMPLETION_BUDGET: usize = 1 << 20;
+/// Default multiply-adds of column solves per model step: a few hundred microseconds;
+/// a quarter of the back solve of one bunny node (3 columns over its L of 3·10⁶
+/// entries), or half of one forward solve (which runs regardless).
+pub const DEFAULT_COMPLETION_BUDGET: usize = 1 << 21;
 
 /// One cached node.
 #[derive(Clone, Debug, Default)]
@@ -59,6 +63,8 @@ pub struct ComplianceColumns {
     /// Nodes whose back solve is running in `back_ws`, by column group.
     back_nodes: Vec<usize>,
     budget: usize,
+    /// Multiply-adds of forward solves since the last completion call.
+    forward_work: usize,
     new_nodes: Vec<usize>,
     new_dofs: Vec<usize>,
     new_paths: Vec<PathColumns>,
@@ -103,6 +109,7 @@ impl ComplianceColumns {
             clock: 0,
             back_nodes: Vec::with_capacity(BATCH),
             budget: DEFAULT_COMPLETION_BUDGET,
+            forward_work: 0,
             new_nodes: Vec::with_capacity(BATCH),
             new_dofs: Vec::with_capacity(3 * BATCH),
             new_paths: vec![PathColumns::default(); BATCH],
@@ -131,13 +138,14 @@ impl ComplianceColumns {
         self.solves
     }
 
-    /// Multiply-adds of back solve that [`Self::advance_completion`] spends per call.
+    /// Multiply-adds of column solves per model step ([`Self::advance_completion`]).
     pub fn completion_budget(&self) -> usize {
         self.budget
     }
 
-    /// Sets the back-solve work per [`Self::advance_completion`] (multiply-adds; at
-    /// least one supernode is always done, so any value makes progress).
+    /// Sets the column-solve work per model step (multiply-adds): the back solve
+    /// gets what the step's forward solves left, at least one supernode when they
+    /// left anything.
     pub fn set_completion_budget(&mut self, budget: usize) {
         self.budget = budget;
     }
@@ -343,7 +351,7 @@ impl ComplianceColumns {
             self.new_dofs.extend_from_slice(&d);
         }
         let g = self.new_nodes.len();
-        self.factor.forward_unit(
+        self.forward_work += self.factor.forward_unit(
             &self.new_dofs,
             3,
             &mut self.forward_ws,
@@ -360,11 +368,14 @@ impl ComplianceColumns {
         Ok(())
     }
 
-    /// Spends the completion budget on back solves of cached nodes whose full columns
-    /// are not known yet, most recently used first, [`BATCH`] nodes at a time.
-    /// Returns whether every cached node is complete.
+    /// Ends a model step's column work: spends what the step's forward solves left
+    /// of the budget on back solves of cached nodes whose full columns are not known
+    /// yet, most recently used first, [`BATCH`] nodes at a time. Returns whether every
+    /// cached node is complete.
     pub fn advance_completion(&mut self) -> bool {
-        self.complete_within(self.budget)
+        let left = self.budget.saturating_sub(self.forward_work);
+        self.forward_work = 0;
+        self.complete_within(left)
     }
 
     /// Completes every cached node's full columns now.
@@ -398,6 +409,8 @@ impl ComplianceColumns {
                     .map(|&v| &self.entries[self.slot[v] as usize].forward)
                     .collect();
                 self.factor.begin_back_solve(&ys, &mut self.back_ws);
+            } else if left == 0 {
+                return false;
             }
             let spent = self.factor.continue_back_solve(&mut self.back_ws, left);
             left = left.saturating_sub(spent);

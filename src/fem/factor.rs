@@ -357,6 +357,7 @@ impl Factor {
     /// their elimination-tree paths, and stores group g (columns g·`group` ..
     /// (g+1)·`group`, e.g. the 3 DOFs of a node) in `out[g]` on its own path.
     /// The union of all paths is solved at once, so groups share the reads of L.
+    /// Returns the multiply-adds spent.
     ///
     /// Hand-written over faer's supernode blocks: faer's supernodal solves
     /// (`l_solve_with_conj`, `solve_in_place_with_conj`) visit every supernode, which for
@@ -372,7 +373,7 @@ impl Factor {
         group: usize,
         ws: &mut PathWorkspace,
         out: &mut [PathColumns],
-    ) {
+    ) -> usize {
         let k = dofs.len();
         assert!(k == group * out.len() && k <= ws.max_cols());
         ws.stamp += 1;
@@ -384,6 +385,7 @@ impl Factor {
         }
         ws.path.sort_unstable();
         let l = self.lower();
+        let mut spent = 0;
         for &s in &ws.path {
             let node = l.supernode(s);
             let (start, pattern) = (node.start(), node.pattern());
@@ -398,6 +400,7 @@ impl Factor {
                     ws.work[(i, j)] -= tmp[(idx, j)];
                 }
             }
+            spent += (size + pattern.len()) * size * k;
         }
         let sn = supernodal(&self.symbolic);
         for (g, y) in out.iter_mut().enumerate() {
@@ -427,6 +430,7 @@ impl Factor {
                 .submatrix_mut(begin, 0, end - begin, k)
                 .fill(0.0);
         }
+        spent
     }
 
     /// Begins the back solve X = Pᵀ L⁻ᵀ Y of forward solutions `ys` (their columns
