@@ -143,13 +143,14 @@ impl Factor {
         let mut supernode_of = vec![0; n];
         let mut parent = vec![usize::MAX; ns];
         let mut max_pattern = 0;
-        for s in 0..ns {
+        for (s, p) in parent.iter_mut().enumerate() {
             let (begin, end) = (sn.supernode_begin()[s], sn.supernode_end()[s]);
             supernode_of[begin..end].fill(s);
             let pattern = sn.supernode(s).pattern();
             max_pattern = max_pattern.max(pattern.len());
+            // The parent is the supernode of the first row below the diagonal block.
             if let Some(&first) = pattern.first() {
-                parent[s] = first;
+                *p = first;
             }
         }
         for p in parent.iter_mut().filter(|p| **p != usize::MAX) {

@@ -257,7 +257,11 @@ impl ModalRuntime {
     /// Builds the rows aᵢ, their directions and S = A diag(resp − [Λ⁻¹]) Aᵀ (+ the
     /// residual compliance blocks for position rows) for `m` rows of `constraints`;
     /// `resp` must hold this step's per-mode response.
-    fn build_system(&mut self, m: usize, constraints: &[PointConstraint]) -> Result<(), ModelError> {
+    fn build_system(
+        &mut self,
+        m: usize,
+        constraints: &[PointConstraint],
+    ) -> Result<(), ModelError> {
         let k = self.k;
         let mut row = 0;
         for (ci, c) in constraints.iter().enumerate() {

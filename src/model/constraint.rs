@@ -8,6 +8,8 @@
 //! backend reduces a set of constraints to S f = r with S (rows × rows) symmetric
 //! positive semi-definite: S = U C Uᵀ for the point-to-point response C over the step.
 
+use std::cmp::Ordering::Greater;
+
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt_pivoting;
 use faer::linalg::triangular_solve::{
@@ -292,11 +294,13 @@ impl DenseConstraintSolver {
             factored_m: None,
             rank: 0,
             y: vec![0.0; capacity],
-            stack: MemBuffer::new(llt_pivoting::factor::cholesky_in_place_scratch::<usize, f64>(
-                capacity,
-                Par::Seq,
-                Default::default(),
-            )),
+            stack: MemBuffer::new(
+                llt_pivoting::factor::cholesky_in_place_scratch::<usize, f64>(
+                    capacity,
+                    Par::Seq,
+                    Default::default(),
+                ),
+            ),
         }
     }
 
@@ -401,7 +405,7 @@ impl DenseConstraintSolver {
         };
         // Pivots come out non-increasing: cut at the first one below tolerance.
         self.rank = (0..info.rank)
-            .find(|&j| !(a[j * n + j] * a[j * n + j] > tol))
+            .find(|&j| (a[j * n + j] * a[j * n + j]).partial_cmp(&tol) != Some(Greater))
             .unwrap_or(info.rank);
     }
 
