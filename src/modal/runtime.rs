@@ -12,7 +12,10 @@
 //! * velocity: aᵢ·(Φz)_ż + Σⱼ Σ_m aᵢₘ Γ_ż,m aⱼₘ fⱼ (eq. 14),
 //! * acceleration: z̈ = g − c ż − λ z at the end of the step (eq. 13).
 //!
-//! The force that makes every row hit its target is what the probe feels.
+//! The force that makes every row hit its target is what the probe feels. The rows,
+//! S and its factorisation depend only on where and along what the constraints act
+//! and on the step, not on the targets or the state: while those stay the same (held
+//! or dragged points) a step costs the right-hand side and two triangular solves.
 //!
 //! **Residual flexibility.** Truncated modes are too stiff under a point load. For
 //! position rows the quasi-static displacement of the missing modes,
