@@ -387,28 +387,28 @@ impl ComplianceColumns {
         let mut left = budget;
         loop {
             if self.back_nodes.is_empty() {
-                let mut order: Vec<(u64, usize)> = Vec::new();
-                order.extend(
-                    self.entries
+                if left == 0 || self.entries.iter().all(|e| e.complete) {
+                    return self.entries.iter().all(|e| e.complete);
+                }
+                // The most recently used incomplete nodes (those of the current
+                // contact first), without allocating.
+                while self.back_nodes.len() < BATCH {
+                    let next = self
+                        .entries
                         .iter()
-                        .filter(|e| !e.complete)
-                        .map(|e| (u64::MAX - e.last_used, e.node)),
-                );
-                if order.is_empty() {
-                    return true;
+                        .filter(|e| !e.complete && !self.back_nodes.contains(&e.node))
+                        .max_by_key(|e| e.last_used);
+                    match next {
+                        Some(e) => self.back_nodes.push(e.node),
+                        None => break,
+                    }
                 }
-                if left == 0 {
-                    return false;
-                }
-                order.sort_unstable();
-                self.back_nodes
-                    .extend(order.iter().take(BATCH).map(|&(_, v)| v));
-                let ys: Vec<&PathColumns> = self
+                let (entries, slot) = (&self.entries, &self.slot);
+                let ys = self
                     .back_nodes
                     .iter()
-                    .map(|&v| &self.entries[self.slot[v] as usize].forward)
-                    .collect();
-                self.factor.begin_back_solve(&ys, &mut self.back_ws);
+                    .map(|&v| &entries[slot[v] as usize].forward);
+                self.factor.begin_back_solve(ys, &mut self.back_ws);
             } else if left == 0 {
                 return false;
             }

@@ -435,13 +435,17 @@ impl Factor {
     }
 
     /// Begins the back solve X = Pᵀ L⁻ᵀ Y of forward solutions `ys` (their columns
-    /// side by side, at most `ws.max_cols()`): together with [`Factor::forward_unit`]
+    /// side by side, at most `ws.max_cols()`; iterated twice): together with [`Factor::forward_unit`]
     /// the full columns A⁻¹ e. Advance it with [`Factor::continue_back_solve`].
     ///
     /// # Panics
     /// If the columns exceed the workspace.
-    pub fn begin_back_solve(&self, ys: &[&PathColumns], ws: &mut PathWorkspace) {
-        let cols: usize = ys.iter().map(|y| y.ncols).sum();
+    pub fn begin_back_solve<'a>(
+        &self,
+        ys: impl Iterator<Item = &'a PathColumns> + Clone,
+        ws: &mut PathWorkspace,
+    ) {
+        let cols: usize = ys.clone().map(|y| y.ncols).sum();
         assert!(cols <= ws.max_cols());
         ws.work.as_mut().subcols_mut(0, ws.back_cols).fill(0.0);
         let sn = supernodal(&self.symbolic);
@@ -641,7 +645,7 @@ mod tests {
         let mut back = factor.path_workspace(6);
         // Twice, to check that a second solve starts from a clean workspace.
         for _ in 0..2 {
-            factor.begin_back_solve(&[&paths[0], &paths[1]], &mut back);
+            factor.begin_back_solve(paths.iter(), &mut back);
             let mut calls = 0;
             while !back.back_done() {
                 assert!(factor.continue_back_solve(&mut back, 1) > 0);
