@@ -210,6 +210,88 @@ fn column_cache_stays_bounded_and_recomputes_evicted_nodes() {
     assert_eq!(model.columns().solves(), solves + 3);
 }
 
+#[test]
+fn new_contact_gets_its_exact_force_at_once_and_exact_positions_once_columns_complete() {
+    let b = block();
+    let mut model = condensed(&b, 0, 8);
+    // One supernode of back solve per step: completing the columns takes many steps.
+    model.columns().set_completion_budget(1);
+    let (nodes, w, x) = top_point(&b, 0.031, 0.027);
+    let target = x + Vec3::new(3e-4, -2e-4, -1e-3);
+    let cons = [PointConstraint::hold(nodes, w, target)];
+    let mut f = [Vec3::zeros()];
+    model.advance(5e-3, &cons, &mut f).unwrap();
+    assert!(nodes.iter().all(|&v| !model.columns().is_complete(v)));
+    // The first step's force already puts the point exactly on the target.
+    let loads: Vec<(usize, Vec3)> = nodes
+        .iter()
+        .zip(&w)
+        .map(|(&v, &wv)| (v, f[0] * wv))
+        .collect();
+    let u = direct(&b, &loads);
+    let at: Vec3 = nodes.iter().zip(&w).map(|(&v, &wv)| u[v] * wv).sum();
+    assert!(
+        (at - (target - x)).norm() <= 1e-10 * (target - x).norm(),
+        "point moved {at:?}"
+    );
+    // Until the columns are complete the drawn field leaves the load out, and the
+    // displacement bound agrees with it.
+    let mut got = vec![Vec3::zeros(); b.surface_nodes.len()];
+    model.displacements(&b.surface_nodes, &mut got);
+    assert_eq!(max_norm(&got), 0.0);
+    assert_eq!(model.displacement_bound(), 0.0);
+    let first = f[0];
+    let mut steps = 1;
+    while model.columns().pending() > 0 {
+        model.advance(5e-3, &cons, &mut f).unwrap();
+        steps += 1;
+        // Full columns and forward solves give the same force.
+        assert!(
+            (f[0] - first).norm() <= 1e-10 * first.norm(),
+            "step {steps}"
+        );
+    }
+    assert!(steps > 2, "completed in {steps} steps");
+    model.displacements(&b.surface_nodes, &mut got);
+    let want: Vec<Vec3> = b.surface_nodes.iter().map(|&v| u[v]).collect();
+    let err = got
+        .iter()
+        .zip(&want)
+        .map(|(g, w)| (g - w).norm())
+        .fold(0.0, f64::max);
+    assert!(err <= 1e-10 * max_norm(&want), "surface error {err:e}");
+    assert!(model.displacement_bound() >= max_norm(&want));
+}
+
+#[test]
+fn first_contact_step_of_the_simulation_returns_the_direct_solve_force() {
+    let b = block();
+    let mut model = condensed(&b, 0, 8);
+    model.columns().set_completion_budget(1);
+    let mut sim = Simulation::new(model, 0.0);
+    let dt = 5e-3;
+    let (nodes, w, x) = top_point(&b, 0.031, 0.027);
+    let above = sim.step(0.0, dt, x + Vec3::z() * 2e-3);
+    assert!(!above.in_contact);
+    let depth = 8e-4;
+    let lfm = sim.step(dt, dt, x - Vec3::z() * depth);
+    assert!(lfm.in_contact);
+    // Direct: compliance along z at the point from a unit load split over its nodes.
+    let unit: Vec<(usize, Vec3)> = nodes
+        .iter()
+        .zip(&w)
+        .map(|(&v, &wv)| (v, Vec3::z() * wv))
+        .collect();
+    let u = direct(&b, &unit);
+    let cz: f64 = nodes.iter().zip(&w).map(|(&v, &wv)| u[v].z * wv).sum();
+    let want = Vec3::z() * (depth / cz);
+    assert!(
+        (lfm.f0 - want).norm() <= 1e-8 * want.norm(),
+        "{:?} vs {want:?}",
+        lfm.f0
+    );
+}
+
 fn probe_sim(b: &Block) -> Simulation<CondensedModel> {
     Simulation::new(condensed(b, usize::MAX, 8), 0.0)
 }

@@ -278,6 +278,65 @@ mod with_fem {
     }
 
     #[test]
+    fn new_contact_force_is_exact_at_once_and_the_residual_field_joins_once_complete() {
+        let size = Vec3::new(0.06, 0.06, 0.03);
+        let fx = fixture(
+            box_mesh(size, [6, 6, 3]).unwrap(),
+            Fix::Below {
+                axis: Axis::Z,
+                dist: 1e-9,
+            },
+            5e3,
+            20,
+        );
+        let params = ModalParams {
+            max_rows: 3,
+            ..ModalParams::default()
+        };
+        // Lazy: one supernode of back solve a step; eager: every column complete.
+        let mut lazy = runtime(&fx, params, true);
+        lazy.columns().unwrap().set_completion_budget(1);
+        let mut eager = runtime(&fx, params, true);
+        eager.columns().unwrap().precompute(&fx.surface).unwrap();
+        let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
+        let c = bvh
+            .closest_point(&Vec3::new(0.031, 0.027, size.z), 1e-6, &fx.mesh.nodes)
+            .unwrap();
+        let nodes = fx.triangles[c.triangle];
+        let hold = PointConstraint::hold(nodes, c.bary, c.point + Vec3::new(2e-4, 0.0, -1e-3));
+        let (mut fl, mut fe) = ([Vec3::zeros()], [Vec3::zeros()]);
+        let mut steps = 0;
+        loop {
+            lazy.advance(5e-3, &[hold], &mut fl).unwrap();
+            eager.advance(5e-3, &[hold], &mut fe).unwrap();
+            steps += 1;
+            assert!(
+                (fl[0] - fe[0]).norm() <= 1e-10 * fe[0].norm(),
+                "step {steps}: {:?} vs {:?}",
+                fl[0],
+                fe[0]
+            );
+            if lazy.columns().unwrap().pending() == 0 {
+                break;
+            }
+            // Pending: the drawn field is the modal part alone, off the target.
+            let u = point_displacement(&mut lazy, &nodes, &c.bary);
+            assert!((u - (hold.target - c.point)).norm() > 1e-6);
+        }
+        assert!(steps > 2, "completed in {steps} steps");
+        let mut ul = vec![Vec3::zeros(); fx.surface.len()];
+        let mut ue = ul.clone();
+        lazy.displacements(&fx.surface, &mut ul);
+        eager.displacements(&fx.surface, &mut ue);
+        let scale = ue.iter().map(|u| u.norm()).fold(0.0, f64::max);
+        for (a, b) in ul.iter().zip(&ue) {
+            assert!((a - b).norm() <= 1e-10 * scale);
+        }
+        let u = point_displacement(&mut lazy, &nodes, &c.bary);
+        assert!((u - (hold.target - c.point)).norm() <= 1e-9 * 1e-3);
+    }
+
+    #[test]
     fn position_constraint_holds_every_step_and_release_gives_free_vibration() {
         let size = Vec3::new(0.06, 0.06, 0.03);
         let fx = fixture(

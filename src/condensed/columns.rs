@@ -1,30 +1,61 @@
 //! Columns of the static compliance K⁻¹ for contacted nodes, computed on demand from
-//! the sparse Cholesky factor of K (three solves per node) and kept in a bounded
-//! least-recently-used cache. Shared by the condensed backend (the whole response) and
-//! the modal backend (the residual field near a contact).
+//! the sparse Cholesky factor K = Pᵀ L Lᵀ P and kept in a bounded least-recently-used
+//! cache. Shared by the condensed backend (the whole response) and the modal backend
+//! (the residual field near a contact).
+//!
+//! A newly contacted node costs one forward solve of its three unit right-hand sides
+//! along the elimination tree, y = L⁻¹ P e ([`Factor::forward_unit`]). That is enough
+//! for every compliance block among contacted nodes, K⁻¹[u, v] = y_uᵀ y_v, so the step
+//! that first touches a node gets its exact force without a pass over all of L. The
+//! full columns (how every node moves, for the drawn surface and the displacement
+//! bound) need the back solve x = Pᵀ L⁻ᵀ y over all of L; it shares a per-step work
+//! budget with the forward solves ([`ComplianceColumns::advance_completion`]): forward
+//! solves always run (the force needs them), the back solve gets what they left. Until
+//! a node's columns are complete, displacement queries leave its load out; as the
+//! proxy crosses onto a new triangle the new node's barycentric weight, and so the
+//! left-out load, starts from zero.
 
 use std::sync::Arc;
 
-use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::Mat;
 
-use crate::fem::{DofMap, Factor};
-use crate::model::ModelError;
+use crate::fem::{DofMap, Factor, PathColumns, PathWorkspace};
+use crate::model::{ModelError, Support};
 use crate::Mat3;
 
-/// One cached node: K⁻¹ columns of its x, y, z DOFs over every mesh node
-/// (3·n_nodes rows, node-major, zero at fixed nodes).
-#[derive(Clone, Debug)]
+/// Nodes forward-solved, or back-solved, together (their columns side by side).
+const BATCH: usize = 8;
+
+/// Simulated time (s) of one column-work quantum: the model step at 200 Hz. Work is
+/// scheduled by simulated time, not per call, so a model stepped at 1 kHz (the
+/// fidelity harness's truth) completes columns at the same simulated moments as one
+/// stepped at 200 Hz, and their surfaces, proxies and forces stay comparable.
+pub const COMPLETION_PERIOD: f64 = 0.005;
+
+/// Default multiply-adds of column solves per [`COMPLETION_PERIOD`]: a few hundred microseconds;
+/// a quarter of the back solve of one bunny node (3 columns over its L of 3·10⁶
+/// entries), or half of one forward solve (which runs regardless).
+pub const DEFAULT_COMPLETION_BUDGET: usize = 1 << 21;
+
+/// One cached node.
+#[derive(Clone, Debug, Default)]
 struct Entry {
     node: usize,
     last_used: u64,
-    /// Row-major 3·n_nodes × 3: entry (3u + a, b) = K⁻¹[(u, a), (node, b)].
+    /// L⁻¹ P e for the node's x, y, z DOFs on its elimination-tree path (empty for
+    /// nodes precomputed by a full solve).
+    forward: PathColumns,
+    /// Once `complete`: row-major 3·n_nodes × 3, entry (3u + a, b) =
+    /// K⁻¹[(u, a), (node, b)] (zero at fixed nodes).
     values: Vec<f64>,
-    /// Largest Frobenius norm of a 3×3 block: bounds |u| per unit force (m/N).
+    complete: bool,
+    /// Largest Frobenius norm of a 3×3 block of `values`: bounds |u| per unit force
+    /// (m/N).
     max_block: f64,
 }
 
-/// Bounded cache of K⁻¹ column blocks, keyed by mesh node.
+/// Bounded cache of K⁻¹ column blocks, keyed by mesh node. Fixed nodes are never
+/// cached: their blocks are zero.
 pub struct ComplianceColumns {
     factor: Arc<Factor>,
     dofs: DofMap,
@@ -33,8 +64,18 @@ pub struct ComplianceColumns {
     /// Index into `entries` of each mesh node's columns (`u32::MAX`: not cached).
     slot: Vec<u32>,
     clock: u64,
-    rhs: Mat<f64>,
-    scratch: MemBuffer,
+    forward_ws: PathWorkspace,
+    back_ws: PathWorkspace,
+    /// Nodes whose back solve is running in `back_ws`, by column group.
+    back_nodes: Vec<usize>,
+    budget: usize,
+    /// Simulated time since the last column-work quantum (s).
+    since_quantum: f64,
+    /// Multiply-adds of forward solves since the last completion call.
+    forward_work: usize,
+    new_nodes: Vec<usize>,
+    new_dofs: Vec<usize>,
+    new_paths: Vec<PathColumns>,
     solves: u64,
 }
 
@@ -43,6 +84,7 @@ impl std::fmt::Debug for ComplianceColumns {
         f.debug_struct("ComplianceColumns")
             .field("capacity", &self.capacity)
             .field("cached", &self.entries.len())
+            .field("pending", &self.pending())
             .field("solves", &self.solves)
             .finish()
     }
@@ -50,7 +92,8 @@ impl std::fmt::Debug for ComplianceColumns {
 
 impl ComplianceColumns {
     /// A cache of at most `capacity` nodes (≥ 1) over the factor of K (σ = 0) for the
-    /// free DOFs of `dofs`. Each cached node costs 72·n_nodes bytes.
+    /// free DOFs of `dofs`. Each completed node costs 72·n_nodes bytes. One query
+    /// keeps all the nodes it needs, so the cache may exceed `capacity` by those.
     pub fn new(factor: Arc<Factor>, dofs: DofMap, capacity: usize) -> Result<Self, ModelError> {
         if factor.n() != dofs.n_free() {
             return Err(ModelError::Column {
@@ -62,18 +105,23 @@ impl ComplianceColumns {
                 ),
             });
         }
-        let n = factor.n();
         let n_nodes = dofs.n_nodes();
-        let scratch = MemBuffer::new(factor.solve_scratch(3));
         Ok(Self {
+            forward_ws: factor.path_workspace(3 * BATCH),
+            back_ws: factor.path_workspace(3 * BATCH),
             factor,
             dofs,
             capacity: capacity.max(1),
             entries: Vec::new(),
             slot: vec![u32::MAX; n_nodes],
             clock: 0,
-            rhs: Mat::zeros(n, 3),
-            scratch,
+            back_nodes: Vec::with_capacity(BATCH),
+            budget: DEFAULT_COMPLETION_BUDGET,
+            since_quantum: 0.0,
+            forward_work: 0,
+            new_nodes: Vec::with_capacity(BATCH),
+            new_dofs: Vec::with_capacity(3 * BATCH),
+            new_paths: vec![PathColumns::default(); BATCH],
             solves: 0,
         })
     }
@@ -93,20 +141,50 @@ impl ComplianceColumns {
         self.capacity
     }
 
-    /// Number of column solves done so far (3 per node computed), for tests and stats.
+    /// Number of column solves done so far (3 per node entering the cache), for tests
+    /// and stats.
     pub fn solves(&self) -> u64 {
         self.solves
     }
 
-    /// Bound on the displacement of any node per unit force at node `v` (m/N): the
-    /// largest block norm of its columns, if cached.
-    pub fn column_bound(&self, v: usize) -> Option<f64> {
-        self.find(v).map(|i| &self.entries[i]).map(|e| e.max_block)
+    /// Multiply-adds of column solves per [`COMPLETION_PERIOD`] of simulated time
+    /// ([`Self::advance_completion`]).
+    pub fn completion_budget(&self) -> usize {
+        self.budget
     }
 
-    /// Whether node `node`'s columns are cached.
+    /// Sets the column-solve work per [`COMPLETION_PERIOD`] (multiply-adds): the back solve
+    /// gets what the step's forward solves left, at least one supernode when they
+    /// left anything.
+    pub fn set_completion_budget(&mut self, budget: usize) {
+        self.budget = budget;
+    }
+
+    /// Bound on the displacement of any node per unit force at node `v` (m/N): the
+    /// largest block norm of its columns, once complete (0 for a fixed node).
+    pub fn column_bound(&self, v: usize) -> Option<f64> {
+        if self.dofs.is_fixed(v) {
+            return Some(0.0);
+        }
+        self.find(v)
+            .map(|i| &self.entries[i])
+            .filter(|e| e.complete)
+            .map(|e| e.max_block)
+    }
+
+    /// Whether node `node`'s columns are cached (complete or not).
     pub fn is_cached(&self, node: usize) -> bool {
         self.find(node).is_some()
+    }
+
+    /// Whether node `node`'s full columns are known (always for a fixed node).
+    pub fn is_complete(&self, node: usize) -> bool {
+        self.column_bound(node).is_some()
+    }
+
+    /// Number of cached nodes whose full columns are still being completed.
+    pub fn pending(&self) -> usize {
+        self.entries.iter().filter(|e| !e.complete).count()
     }
 
     fn find(&self, v: usize) -> Option<usize> {
@@ -117,25 +195,28 @@ impl ComplianceColumns {
             .map(|s| s as usize)
     }
 
-    /// Makes sure `nodes` are cached, computing missing ones with one block solve of
-    /// 3 columns per missing node (the whole surface at load time for small meshes).
-    /// Raises the capacity if `nodes` alone exceed it.
+    /// Makes sure `nodes` are cached with full columns, computing missing ones with
+    /// one block solve of 3 columns per node (the whole surface at load time for
+    /// small meshes). Raises the capacity if `nodes` alone exceed it.
     pub fn precompute(&mut self, nodes: &[usize]) -> Result<(), ModelError> {
+        for &v in nodes {
+            self.check_node(v)?;
+        }
         let missing: Vec<usize> = nodes
             .iter()
             .copied()
-            .filter(|&v| !self.is_cached(v))
+            .filter(|&v| !self.dofs.is_fixed(v) && !self.is_complete(v))
             .collect();
         if missing.is_empty() {
             return Ok(());
         }
         self.capacity = self.capacity.max(nodes.len());
+        self.clock += 1;
         let n = self.factor.n();
-        const BLOCK: usize = 128;
-        for chunk in missing.chunks(BLOCK) {
+        const CHUNK: usize = 128;
+        for chunk in missing.chunks(CHUNK) {
             let mut rhs = Mat::<f64>::zeros(n, 3 * chunk.len());
             for (c, &v) in chunk.iter().enumerate() {
-                self.check_node(v)?;
                 if let Some(d) = self.dofs.node_dofs(v) {
                     for b in 0..3 {
                         rhs[(d[b], 3 * c + b)] = 1.0;
@@ -150,84 +231,209 @@ impl ComplianceColumns {
                 })?;
             self.solves += 3 * chunk.len() as u64;
             for (c, &v) in chunk.iter().enumerate() {
-                let values = self.scatter(v, |row, b| rhs[(row, 3 * c + b)]);
-                self.insert(v, values);
+                let i = match self.find(v) {
+                    Some(i) => i,
+                    None => self.insert(v, &mut PathColumns::default()),
+                };
+                self.entries[i].last_used = self.clock;
+                fill(&self.dofs, &mut self.entries[i], |row, b| {
+                    rhs[(row, 3 * c + b)]
+                });
             }
         }
         Ok(())
     }
 
     /// The 3×3 block K⁻¹[u, v] (m/N): displacement of node `u` per unit force at node
-    /// `v`, computing and caching node `v`'s columns if needed. Zero if either is fixed.
+    /// `v`, forward-solving and caching the nodes if needed. Zero if either is fixed.
     pub fn block(&mut self, u: usize, v: usize) -> Result<Mat3, ModelError> {
-        let i = self.entry(v)?;
-        Ok(block_of(&self.entries[i].values, u))
-    }
-
-    /// Makes sure node `v` is cached and returns its slot (valid until the next call
-    /// that may evict).
-    fn entry(&mut self, v: usize) -> Result<usize, ModelError> {
         self.clock += 1;
-        if let Some(i) = self.find(v) {
-            self.entries[i].last_used = self.clock;
-            return Ok(i);
-        }
-        self.check_node(v)?;
-        self.rhs.fill(0.0);
-        if let Some(d) = self.dofs.node_dofs(v) {
-            for (b, &dof) in d.iter().enumerate() {
-                self.rhs[(dof, b)] = 1.0;
-            }
-            self.factor
-                .solve_in_place_with_stack(self.rhs.as_mut(), MemStack::new(&mut self.scratch));
-            self.solves += 3;
-        }
-        let rhs = std::mem::replace(&mut self.rhs, Mat::new());
-        let values = self.scatter(v, |row, b| rhs[(row, b)]);
-        self.rhs = rhs;
-        Ok(self.insert(v, values))
+        self.ensure([u, v])?;
+        Ok(self.pair_block(u, v))
     }
 
-    /// Runs `visit(u, K⁻¹[u, v])` over the mesh nodes `nodes`, with node `v`'s columns
-    /// computed if needed (one cache look-up for all of them).
+    /// Runs `visit(i, K⁻¹[nodes[i], v])` over the mesh nodes `nodes` if node `v`'s
+    /// full columns are complete, and returns whether they were (a fixed `v` has zero
+    /// columns: nothing to visit, `true`). Never solves: it serves the displacement
+    /// field, which leaves a load out until its columns are complete.
     pub fn for_each_block(
         &mut self,
         v: usize,
         nodes: &[usize],
         mut visit: impl FnMut(usize, &Mat3),
-    ) -> Result<(), ModelError> {
-        let i = self.entry(v)?;
+    ) -> bool {
+        if v < self.n_nodes() && self.dofs.is_fixed(v) {
+            return true;
+        }
+        let Some(i) = self.find(v).filter(|&i| self.entries[i].complete) else {
+            return false;
+        };
         let values = &self.entries[i].values;
         for (k, &u) in nodes.iter().enumerate() {
             visit(k, &block_of(values, u));
         }
-        Ok(())
+        true
     }
 
-    /// Compliance between two material points (m/N): the displacement of point p
-    /// (weights `pw` over nodes `pn`) per unit force at point q (`qw` over `qn`),
-    /// Σ_v Σ_u pw_u qw_v K⁻¹[u, v].
-    pub fn point_block(
-        &mut self,
-        pn: &[usize; 3],
-        pw: &[f64; 3],
-        qn: &[usize; 3],
-        qw: &[f64; 3],
-    ) -> Result<Mat3, ModelError> {
+    /// Compliance between two material points (m/N): the displacement of point `p`
+    /// per unit force at point `q`, Σ_v Σ_u p_u q_v K⁻¹[u, v] over their weighted nodes.
+    /// New nodes cost one joint forward solve; their full columns are completed later by
+    /// [`Self::advance_completion`].
+    pub fn point_block(&mut self, p: &Support, q: &Support) -> Result<Mat3, ModelError> {
+        self.clock += 1;
+        let loaded = |(v, w): (usize, f64)| (w != 0.0).then_some(v);
+        self.ensure(p.iter().chain(q.iter()).filter_map(loaded))?;
         let mut c = Mat3::zeros();
-        for (&v, &wv) in qn.iter().zip(qw) {
-            if wv == 0.0 {
-                continue;
-            }
-            let i = self.entry(v)?;
-            let values = &self.entries[i].values;
-            for (&u, &wu) in pn.iter().zip(pw) {
-                if wu != 0.0 {
-                    c += block_of(values, u) * (wu * wv);
-                }
+        for (v, wv) in q.iter().filter(|&(_, w)| w != 0.0) {
+            for (u, wu) in p.iter().filter(|&(_, w)| w != 0.0) {
+                c += self.pair_block(u, v) * (wu * wv);
             }
         }
         Ok(c)
+    }
+
+    /// K⁻¹[u, v] for nodes made present by [`Self::ensure`]: from full columns of
+    /// either node (K⁻¹ is symmetric) or from the two forward solves.
+    fn pair_block(&self, u: usize, v: usize) -> Mat3 {
+        let (Some(iu), Some(iv)) = (self.find(u), self.find(v)) else {
+            return Mat3::zeros();
+        };
+        let (eu, ev) = (&self.entries[iu], &self.entries[iv]);
+        if ev.complete {
+            block_of(&ev.values, u)
+        } else if eu.complete {
+            block_of(&eu.values, v).transpose()
+        } else {
+            let mut g = [0.0; 9];
+            eu.forward.gram(&ev.forward, &mut g);
+            Mat3::from_row_slice(&g)
+        }
+    }
+
+    /// Makes every free node of `nodes` present in the cache, stamped with the current
+    /// clock, forward-solving the missing ones together.
+    fn ensure(&mut self, nodes: impl IntoIterator<Item = usize>) -> Result<(), ModelError> {
+        self.new_nodes.clear();
+        for v in nodes {
+            self.check_node(v)?;
+            if self.dofs.is_fixed(v) {
+                continue;
+            }
+            match self.find(v) {
+                Some(i) => self.entries[i].last_used = self.clock,
+                None if !self.new_nodes.contains(&v) => {
+                    if self.new_nodes.len() == BATCH {
+                        self.forward_new()?;
+                    }
+                    self.new_nodes.push(v);
+                }
+                None => {}
+            }
+        }
+        self.forward_new()
+    }
+
+    /// Forward-solves the nodes in `new_nodes` and caches them (incomplete).
+    fn forward_new(&mut self) -> Result<(), ModelError> {
+        if self.new_nodes.is_empty() {
+            return Ok(());
+        }
+        self.new_dofs.clear();
+        for &v in &self.new_nodes {
+            let d = self.dofs.node_dofs(v).expect("fixed nodes are skipped");
+            self.new_dofs.extend_from_slice(&d);
+        }
+        let g = self.new_nodes.len();
+        self.forward_work += self.factor.forward_unit(
+            &self.new_dofs,
+            3,
+            &mut self.forward_ws,
+            &mut self.new_paths[..g],
+        );
+        self.solves += 3 * g as u64;
+        for k in 0..g {
+            let mut forward = std::mem::take(&mut self.new_paths[k]);
+            self.insert(self.new_nodes[k], &mut forward);
+            // The evicted node's buffers, reused by the next forward solve.
+            self.new_paths[k] = forward;
+        }
+        self.new_nodes.clear();
+        Ok(())
+    }
+
+    /// Ends a model step of `dt` seconds: for every [`COMPLETION_PERIOD`] of simulated
+    /// time completed, spends what that period's forward solves left of the budget on
+    /// back solves of cached nodes whose full columns are not known yet, most recently
+    /// used first, [`BATCH`] nodes at a time. Returns whether every cached node is
+    /// complete.
+    pub fn advance_completion(&mut self, dt: f64) -> bool {
+        self.since_quantum += dt;
+        // Relative slack so five 1 ms steps make one 5 ms period despite round-off.
+        while self.since_quantum >= COMPLETION_PERIOD * (1.0 - 1e-9) {
+            self.since_quantum = (self.since_quantum - COMPLETION_PERIOD).max(0.0);
+            let left = self.budget.saturating_sub(self.forward_work);
+            self.forward_work = 0;
+            if self.complete_within(left) {
+                self.since_quantum = 0.0;
+                return true;
+            }
+        }
+        self.entries.iter().all(|e| e.complete)
+    }
+
+    /// Completes every cached node's full columns now.
+    pub fn complete_all(&mut self) {
+        self.complete_within(usize::MAX);
+    }
+
+    fn complete_within(&mut self, budget: usize) -> bool {
+        let mut left = budget;
+        loop {
+            if self.back_nodes.is_empty() {
+                if left == 0 || self.entries.iter().all(|e| e.complete) {
+                    return self.entries.iter().all(|e| e.complete);
+                }
+                // The most recently used incomplete nodes (those of the current
+                // contact first), without allocating.
+                while self.back_nodes.len() < BATCH {
+                    let next = self
+                        .entries
+                        .iter()
+                        .filter(|e| !e.complete && !self.back_nodes.contains(&e.node))
+                        .max_by_key(|e| e.last_used);
+                    match next {
+                        Some(e) => self.back_nodes.push(e.node),
+                        None => break,
+                    }
+                }
+                let (entries, slot) = (&self.entries, &self.slot);
+                let ys = self
+                    .back_nodes
+                    .iter()
+                    .map(|&v| &entries[slot[v] as usize].forward);
+                self.factor.begin_back_solve(ys, &mut self.back_ws);
+            } else if left == 0 {
+                return false;
+            }
+            let spent = self.factor.continue_back_solve(&mut self.back_ws, left);
+            left = left.saturating_sub(spent);
+            if !self.back_ws.back_done() {
+                return false;
+            }
+            let nodes = std::mem::take(&mut self.back_nodes);
+            for (c, &v) in nodes.iter().enumerate() {
+                // The node may have been evicted (and perhaps re-added) meanwhile; its
+                // columns are the same either way.
+                if let Some(i) = self.find(v).filter(|&i| !self.entries[i].complete) {
+                    let (factor, ws) = (&self.factor, &self.back_ws);
+                    fill(&self.dofs, &mut self.entries[i], |row, b| {
+                        factor.back_solution(ws, row, 3 * c + b)
+                    });
+                }
+            }
+            self.back_nodes = nodes;
+            self.back_nodes.clear();
+        }
     }
 
     fn check_node(&self, v: usize) -> Result<(), ModelError> {
@@ -240,50 +446,53 @@ impl ComplianceColumns {
         Ok(())
     }
 
-    /// Full-node layout of node `v`'s three solved columns (`col(free_row, b)`), in
-    /// the evicted entry's buffer when the cache is full.
-    fn scatter(&mut self, v: usize, col: impl Fn(usize, usize) -> f64) -> Vec<f64> {
-        let mut values = if self.entries.len() >= self.capacity {
+    /// Caches node `node` with forward solution `forward` (incomplete; swapped with
+    /// the evicted entry's buffer), evicting the least recently used node not stamped
+    /// with the current clock when full. Returns its slot.
+    fn insert(&mut self, node: usize, forward: &mut PathColumns) -> usize {
+        let mut entry = Entry::default();
+        if self.entries.len() >= self.capacity {
             let lru = (0..self.entries.len())
-                .min_by_key(|&i| self.entries[i].last_used)
-                .unwrap_or(0);
-            let gone = self.entries.swap_remove(lru);
-            self.slot[gone.node] = u32::MAX;
-            if let Some(moved) = self.entries.get(lru) {
-                self.slot[moved.node] = lru as u32;
-            }
-            gone.values
-        } else {
-            vec![0.0; 9 * self.dofs.n_nodes()]
-        };
-        values.fill(0.0);
-        if self.dofs.node_dofs(v).is_some() {
-            for (j, &u) in self.dofs.free_nodes().iter().enumerate() {
-                for a in 0..3 {
-                    for b in 0..3 {
-                        values[(3 * u + a) * 3 + b] = col(3 * j + a, b);
-                    }
+                .filter(|&i| self.entries[i].last_used < self.clock)
+                .min_by_key(|&i| self.entries[i].last_used);
+            if let Some(lru) = lru {
+                entry = self.entries.swap_remove(lru);
+                self.slot[entry.node] = u32::MAX;
+                if let Some(moved) = self.entries.get(lru) {
+                    self.slot[moved.node] = lru as u32;
                 }
             }
         }
-        values
-    }
-
-    fn insert(&mut self, node: usize, values: Vec<f64>) -> usize {
-        let max_block = values
-            .chunks_exact(9)
-            .map(|b| b.iter().map(|x| x * x).sum::<f64>())
-            .fold(0.0, f64::max)
-            .sqrt();
-        self.entries.push(Entry {
-            node,
-            last_used: self.clock,
-            values,
-            max_block,
-        });
+        entry.node = node;
+        entry.last_used = self.clock;
+        std::mem::swap(&mut entry.forward, forward);
+        entry.complete = false;
+        entry.max_block = 0.0;
+        self.entries.push(entry);
         self.slot[node] = (self.entries.len() - 1) as u32;
         self.entries.len() - 1
     }
+}
+
+/// Writes `e`'s full columns in node layout from `col(free_dof, b)` and marks it
+/// complete.
+fn fill(dofs: &DofMap, e: &mut Entry, col: impl Fn(usize, usize) -> f64) {
+    e.values.clear();
+    e.values.resize(9 * dofs.n_nodes(), 0.0);
+    for (j, &u) in dofs.free_nodes().iter().enumerate() {
+        for a in 0..3 {
+            for b in 0..3 {
+                e.values[(3 * u + a) * 3 + b] = col(3 * j + a, b);
+            }
+        }
+    }
+    e.max_block = e
+        .values
+        .chunks_exact(9)
+        .map(|b| b.iter().map(|x| x * x).sum::<f64>())
+        .fold(0.0, f64::max)
+        .sqrt();
+    e.complete = true;
 }
 
 fn block_of(values: &[f64], u: usize) -> Mat3 {

@@ -134,9 +134,7 @@ impl TissueModel for CondensedModel {
         self.s[..m * m].fill(0.0);
         let columns = &mut self.columns;
         add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
-            a.support.block_with(&b.support, |v, nodes, visit| {
-                columns.for_each_block(v, nodes, visit)
-            })
+            columns.point_block(&a.support, &b.support)
         })?;
         self.solver.solve(
             m,
@@ -151,31 +149,30 @@ impl TissueModel for CondensedModel {
         }
         self.loads.clear();
         push_nodal_loads(constraints, forces, &mut self.loads);
+        self.columns.advance_completion(dt);
         Ok(())
     }
 
     fn point_compliance(&mut self, support: &Support) -> Result<Mat3, ModelError> {
-        let columns = &mut self.columns;
-        support.block_with(support, |v, nodes, visit| {
-            columns.for_each_block(v, nodes, visit)
-        })
+        self.columns.point_block(support, support)
     }
 
+    /// Bounds what [`TissueModel::displacements`] reports: loads whose columns are
+    /// still being completed are left out of both.
     fn displacement_bound(&self) -> f64 {
         self.loads
             .iter()
-            .map(|(v, f)| f.norm() * self.columns.column_bound(*v).unwrap_or(f64::INFINITY))
+            .filter_map(|(v, f)| Some(f.norm() * self.columns.column_bound(*v)?))
             .sum()
     }
 
+    /// Superposition of the last step's loads over their complete K⁻¹ columns; a load
+    /// on a newly contacted node joins once its columns are complete (a few steps).
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
         out.fill(Vec3::zeros());
         for li in 0..self.loads.len() {
             let (v, f) = self.loads[li];
-            // Loaded nodes' columns were computed during the step, so this cannot need
-            // a new solve; should one fail, the drawn surface just misses that load.
-            let _ = self
-                .columns
+            self.columns
                 .for_each_block(v, nodes, |i, b| out[i] += b * f);
         }
     }

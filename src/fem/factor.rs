@@ -3,13 +3,20 @@
 
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::cholesky::llt::factor::LltRegularization;
+use faer::linalg::matmul::matmul;
+use faer::linalg::triangular_solve::{
+    solve_lower_triangular_in_place, solve_upper_triangular_in_place,
+};
 use faer::perm::PermRef;
+use faer::reborrow::{Reborrow, ReborrowMut};
+use faer::sparse::linalg::cholesky::supernodal::{SupernodalLltRef, SymbolicSupernodalCholesky};
 use faer::sparse::linalg::cholesky::{
     factorize_symbolic_cholesky, CholeskySymbolicParams, LltRef, SymbolicCholesky,
-    SymmetricOrdering,
+    SymbolicCholeskyRaw, SymmetricOrdering,
 };
+use faer::sparse::linalg::SupernodalThreshold;
 use faer::sparse::SparseColMatRef;
-use faer::{Conj, MatMut, Par, Side};
+use faer::{Accum, Conj, Mat, MatMut, Par, Side};
 
 use super::{expand_node_permutation, nested_dissection, FemError, FemSystem};
 
@@ -31,15 +38,28 @@ pub enum Ordering {
 /// Free-node count from which [`Ordering::Auto`] picks nested dissection.
 pub const AUTO_ND_NODES: usize = 20_000;
 
-/// A sparse LLᵀ factor of a symmetric positive definite matrix A (e.g. K or K − σM),
-/// solving A X = B for many right-hand sides at once: every supernode's dense block
-/// is applied to all columns of B together, so solving 3·k columns costs far less than
-/// k separate solves.
+/// A sparse supernodal LLᵀ factor of a symmetric positive definite matrix
+/// A = Pᵀ L Lᵀ P (e.g. K or K − σM), solving A X = B for many right-hand sides at once:
+/// every supernode's dense block is applied to all columns of B together, so solving
+/// 3·k columns costs far less than k separate solves.
+///
+/// For unit right-hand sides it also solves forward only along the elimination tree
+/// ([`Factor::forward_unit`]): K⁻¹[i, j] = (L⁻¹Pe_i)ᵀ(L⁻¹Pe_j), and L⁻¹Pe_i is nonzero
+/// only on the supernodes from e_i's up to the root, a small part of L.
 #[derive(Debug)]
 pub struct Factor {
     symbolic: SymbolicCholesky<usize>,
     values: Vec<f64>,
     par: Par,
+    /// Position of each DOF in the factor's order (P e_i = e_{perm_inv[i]}).
+    perm_inv: Vec<usize>,
+    /// Supernode of each column of L.
+    supernode_of: Vec<usize>,
+    /// Parent of each supernode in the supernodal elimination tree (`usize::MAX` at a
+    /// root); always larger than the child.
+    parent: Vec<usize>,
+    /// Longest below-diagonal pattern of a supernode (rows of the update scratch).
+    max_pattern: usize,
 }
 
 impl Factor {
@@ -83,11 +103,16 @@ impl Factor {
                 SymmetricOrdering::Custom(PermRef::new_checked(fwd, &inverse, n))
             }
         };
+        // Always supernodal: elasticity couples 3 DOFs a node, so supernodes are dense
+        // anyway, and the elimination-tree solves below walk supernodes.
         let symbolic = factorize_symbolic_cholesky(
             a.symbolic(),
             Side::Lower,
             ordering,
-            CholeskySymbolicParams::default(),
+            CholeskySymbolicParams {
+                supernodal_flop_ratio_threshold: SupernodalThreshold::FORCE_SUPERNODAL,
+                ..Default::default()
+            },
         )
         .map_err(|e| FemError::Sparse(format!("{context}: symbolic factorisation: {e:?}")))?;
         let mut values = vec![0.0; symbolic.len_val()];
@@ -109,10 +134,36 @@ impl Factor {
                 n,
                 context: context.to_string(),
             })?;
+        let perm_inv = match symbolic.perm() {
+            Some(p) => p.arrays().1.to_vec(),
+            None => (0..n).collect(),
+        };
+        let sn = supernodal(&symbolic);
+        let ns = sn.n_supernodes();
+        let mut supernode_of = vec![0; n];
+        let mut parent = vec![usize::MAX; ns];
+        let mut max_pattern = 0;
+        for (s, p) in parent.iter_mut().enumerate() {
+            let (begin, end) = (sn.supernode_begin()[s], sn.supernode_end()[s]);
+            supernode_of[begin..end].fill(s);
+            let pattern = sn.supernode(s).pattern();
+            max_pattern = max_pattern.max(pattern.len());
+            // The parent is the supernode of the first row below the diagonal block.
+            if let Some(&first) = pattern.first() {
+                *p = first;
+            }
+        }
+        for p in parent.iter_mut().filter(|p| **p != usize::MAX) {
+            *p = supernode_of[*p];
+        }
         Ok(Self {
             symbolic,
             values,
             par,
+            perm_inv,
+            supernode_of,
+            parent,
+            max_pattern,
         })
     }
 
@@ -184,6 +235,291 @@ impl Factor {
     }
 }
 
+/// Forward solves y = L⁻¹ P e of unit right-hand sides, stored only where they can be
+/// nonzero: on the supernodes of the elimination-tree path from e's supernode to the
+/// root. Gram products of two of them are entries of A⁻¹.
+#[derive(Clone, Debug, Default)]
+pub struct PathColumns {
+    /// Supernodes of the path, ascending (leaf to root).
+    supernodes: Vec<usize>,
+    /// Row-major values: for each path supernode its columns of L, in order;
+    /// `ncols` values per row.
+    values: Vec<f64>,
+    /// Rows of each path supernode (its column count in L).
+    sizes: Vec<usize>,
+    ncols: usize,
+}
+
+impl PathColumns {
+    /// Number of right-hand sides held.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    /// Number of stored rows (the path length in columns of L).
+    pub fn nrows(&self) -> usize {
+        self.sizes.iter().sum()
+    }
+
+    /// `out` (row-major `self.ncols()` × `other.ncols()`) = selfᵀ other, over the
+    /// supernodes both paths share: A⁻¹ between the two sets of unit right-hand sides.
+    pub fn gram(&self, other: &PathColumns, out: &mut [f64]) {
+        let (na, nb) = (self.ncols, other.ncols);
+        let out = &mut out[..na * nb];
+        out.fill(0.0);
+        let (mut i, mut j, mut ra, mut rb) = (0, 0, 0, 0);
+        while i < self.supernodes.len() && j < other.supernodes.len() {
+            let (sa, sb) = (self.supernodes[i], other.supernodes[j]);
+            if sa < sb {
+                ra += self.sizes[i];
+                i += 1;
+            } else if sb < sa {
+                rb += other.sizes[j];
+                j += 1;
+            } else {
+                let rows = self.sizes[i];
+                let ya = &self.values[ra * na..(ra + rows) * na];
+                let yb = &other.values[rb * nb..(rb + rows) * nb];
+                for (a_row, b_row) in ya.chunks_exact(na).zip(yb.chunks_exact(nb)) {
+                    for (a, &x) in a_row.iter().enumerate() {
+                        for (o, &y) in out[a * nb..(a + 1) * nb].iter_mut().zip(b_row) {
+                            *o += x * y;
+                        }
+                    }
+                }
+                ra += rows;
+                rb += rows;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+}
+
+/// Workspace of [`Factor::forward_unit`] and of the back solve
+/// ([`Factor::begin_back_solve`], [`Factor::continue_back_solve`]): a dense n × cols
+/// block in the factor's order, kept zero between uses outside the rows being solved.
+#[derive(Debug)]
+pub struct PathWorkspace {
+    work: Mat<f64>,
+    tmp: Mat<f64>,
+    mark: Vec<u64>,
+    stamp: u64,
+    path: Vec<usize>,
+    /// Back solve: columns in use and supernodes still to do (from the root down).
+    back_cols: usize,
+    back_next: usize,
+}
+
+impl PathWorkspace {
+    /// Most right-hand sides one call takes.
+    pub fn max_cols(&self) -> usize {
+        self.work.ncols()
+    }
+
+    /// Whether the back solve begun last has processed every supernode.
+    pub fn back_done(&self) -> bool {
+        self.back_next == 0
+    }
+}
+
+impl Factor {
+    /// A workspace for up to `max_cols` right-hand sides at once (8·n·max_cols bytes
+    /// plus scratch).
+    pub fn path_workspace(&self, max_cols: usize) -> PathWorkspace {
+        PathWorkspace {
+            work: Mat::zeros(self.n(), max_cols),
+            tmp: Mat::zeros(self.max_pattern, max_cols),
+            mark: vec![0; self.parent.len()],
+            stamp: 0,
+            path: Vec::with_capacity(self.parent.len()),
+            back_cols: 0,
+            back_next: 0,
+        }
+    }
+
+    fn lower(&self) -> SupernodalLltRef<'_, usize, f64> {
+        SupernodalLltRef::new(supernodal(&self.symbolic), &self.values)
+    }
+
+    /// Appends the supernodes on the path of permuted column `p` that are not marked
+    /// with the current stamp yet.
+    fn walk(&self, p: usize, mark: &mut [u64], stamp: u64, path: &mut Vec<usize>) {
+        let mut s = self.supernode_of[p];
+        while s != usize::MAX && mark[s] != stamp {
+            mark[s] = stamp;
+            path.push(s);
+            s = self.parent[s];
+        }
+    }
+
+    /// Solves L Y = P E forward for the unit right-hand sides E = [e_d for d in `dofs`]
+    /// (DOF indices < n, at most `ws.max_cols()`), touching only the supernodes on
+    /// their elimination-tree paths, and stores group g (columns g·`group` ..
+    /// (g+1)·`group`, e.g. the 3 DOFs of a node) in `out[g]` on its own path.
+    /// The union of all paths is solved at once, so groups share the reads of L.
+    /// Returns the multiply-adds spent.
+    ///
+    /// Hand-written over faer's supernode blocks: faer's supernodal solves
+    /// (`l_solve_with_conj`, `solve_in_place_with_conj`) visit every supernode, which for
+    /// one node's three columns costs a full pass over L; the dense work per supernode
+    /// is faer's triangular solve and matmul.
+    ///
+    /// # Panics
+    /// If `dofs.len()` is not `group · out.len()`, exceeds the workspace, or a DOF is
+    /// out of range (caller bugs).
+    pub fn forward_unit(
+        &self,
+        dofs: &[usize],
+        group: usize,
+        ws: &mut PathWorkspace,
+        out: &mut [PathColumns],
+    ) -> usize {
+        let k = dofs.len();
+        assert!(k == group * out.len() && k <= ws.max_cols());
+        ws.stamp += 1;
+        ws.path.clear();
+        for (j, &d) in dofs.iter().enumerate() {
+            let p = self.perm_inv[d];
+            ws.work[(p, j)] = 1.0;
+            self.walk(p, &mut ws.mark, ws.stamp, &mut ws.path);
+        }
+        ws.path.sort_unstable();
+        let l = self.lower();
+        let mut spent = 0;
+        for &s in &ws.path {
+            let node = l.supernode(s);
+            let (start, pattern) = (node.start(), node.pattern());
+            let (top, bottom) = node.val().split_at_row(node.val().ncols());
+            let size = top.nrows();
+            let mut x = ws.work.as_mut().submatrix_mut(start, 0, size, k);
+            solve_lower_triangular_in_place(top, x.rb_mut(), Par::Seq);
+            let mut tmp = ws.tmp.as_mut().submatrix_mut(0, 0, pattern.len(), k);
+            matmul(tmp.rb_mut(), Accum::Replace, bottom, x.rb(), 1.0, Par::Seq);
+            for j in 0..k {
+                for (idx, &i) in pattern.iter().enumerate() {
+                    ws.work[(i, j)] -= tmp[(idx, j)];
+                }
+            }
+            spent += (size + pattern.len()) * size * k;
+        }
+        let sn = supernodal(&self.symbolic);
+        for (g, y) in out.iter_mut().enumerate() {
+            ws.stamp += 1;
+            y.supernodes.clear();
+            for &d in &dofs[g * group..(g + 1) * group] {
+                self.walk(self.perm_inv[d], &mut ws.mark, ws.stamp, &mut y.supernodes);
+            }
+            y.supernodes.sort_unstable();
+            y.ncols = group;
+            y.sizes.clear();
+            y.values.clear();
+            for &s in &y.supernodes {
+                let (begin, end) = (sn.supernode_begin()[s], sn.supernode_end()[s]);
+                y.sizes.push(end - begin);
+                for i in begin..end {
+                    for c in 0..group {
+                        y.values.push(ws.work[(i, g * group + c)]);
+                    }
+                }
+            }
+        }
+        for &s in &ws.path {
+            let (begin, end) = (sn.supernode_begin()[s], sn.supernode_end()[s]);
+            ws.work
+                .as_mut()
+                .submatrix_mut(begin, 0, end - begin, k)
+                .fill(0.0);
+        }
+        spent
+    }
+
+    /// Begins the back solve X = Pᵀ L⁻ᵀ Y of forward solutions `ys` (their columns
+    /// side by side, at most `ws.max_cols()`; iterated twice): together with [`Factor::forward_unit`]
+    /// the full columns A⁻¹ e. Advance it with [`Factor::continue_back_solve`].
+    ///
+    /// # Panics
+    /// If the columns exceed the workspace.
+    pub fn begin_back_solve<'a>(
+        &self,
+        ys: impl Iterator<Item = &'a PathColumns> + Clone,
+        ws: &mut PathWorkspace,
+    ) {
+        let cols: usize = ys.clone().map(|y| y.ncols).sum();
+        assert!(cols <= ws.max_cols());
+        ws.work.as_mut().subcols_mut(0, ws.back_cols).fill(0.0);
+        let sn = supernodal(&self.symbolic);
+        let mut c0 = 0;
+        for y in ys {
+            let mut r = 0;
+            for (&s, &size) in y.supernodes.iter().zip(&y.sizes) {
+                let begin = sn.supernode_begin()[s];
+                for i in 0..size {
+                    for c in 0..y.ncols {
+                        ws.work[(begin + i, c0 + c)] = y.values[(r + i) * y.ncols + c];
+                    }
+                }
+                r += size;
+            }
+            c0 += y.ncols;
+        }
+        ws.back_cols = cols;
+        ws.back_next = self.parent.len();
+    }
+
+    /// Continues the back solve begun with [`Factor::begin_back_solve`], from the
+    /// root down, until about `budget` multiply-adds are spent (at least one
+    /// supernode, nothing once complete). Returns the multiply-adds spent; once
+    /// [`PathWorkspace::back_done`], the solution is read with
+    /// [`Factor::back_solution`]. Splitting the pass over L lets a caller with a
+    /// deadline spread it over several steps.
+    pub fn continue_back_solve(&self, ws: &mut PathWorkspace, budget: usize) -> usize {
+        let k = ws.back_cols;
+        let l = self.lower();
+        let mut spent = 0;
+        while ws.back_next > 0 && (spent == 0 || spent < budget) {
+            ws.back_next -= 1;
+            let node = l.supernode(ws.back_next);
+            let (start, pattern) = (node.start(), node.pattern());
+            let (top, bottom) = node.val().split_at_row(node.val().ncols());
+            let size = top.nrows();
+            let mut tmp = ws.tmp.as_mut().submatrix_mut(0, 0, pattern.len(), k);
+            for j in 0..k {
+                for (idx, &i) in pattern.iter().enumerate() {
+                    tmp[(idx, j)] = ws.work[(i, j)];
+                }
+            }
+            let mut x = ws.work.as_mut().submatrix_mut(start, 0, size, k);
+            matmul(
+                x.rb_mut(),
+                Accum::Add,
+                bottom.transpose(),
+                tmp.rb(),
+                -1.0,
+                Par::Seq,
+            );
+            solve_upper_triangular_in_place(top.transpose(), x.rb_mut(), Par::Seq);
+            spent += (size + pattern.len()) * size * k.max(1);
+        }
+        spent
+    }
+
+    /// Entry (`dof`, column `j`) of a completed back solve: A⁻¹ at that DOF.
+    pub fn back_solution(&self, ws: &PathWorkspace, dof: usize, j: usize) -> f64 {
+        ws.work[(self.perm_inv[dof], j)]
+    }
+}
+
+/// The supernodal structure ([`Factor::new`] always asks faer for it).
+fn supernodal(symbolic: &SymbolicCholesky<usize>) -> &SymbolicSupernodalCholesky<usize> {
+    match symbolic.raw() {
+        SymbolicCholeskyRaw::Supernodal(s) => s,
+        SymbolicCholeskyRaw::Simplicial(_) => {
+            unreachable!("the factorisation is forced supernodal")
+        }
+    }
+}
+
 /// AMD on the node graph, expanded to DOFs.
 fn node_amd(system: &FemSystem) -> Result<Vec<usize>, FemError> {
     let g = &system.graph;
@@ -217,4 +553,111 @@ fn node_amd(system: &FemSystem) -> Result<Vec<usize>, FemError> {
     )
     .map_err(|e| FemError::Sparse(format!("AMD ordering: {e:?}")))?;
     Ok(expand_node_permutation(&fwd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fem::{assemble, fixed_nodes, Axis, DofMap, Fix, Material, MaterialMap};
+    use crate::mesh::generate::box_mesh;
+    use crate::Vec3;
+    use nalgebra::DMatrix;
+
+    /// A 4 × 4 × 2 cm block of 5 × 5 × 3 cells, bottom fixed: 324 free DOFs.
+    fn block() -> FemSystem {
+        let mesh = box_mesh(Vec3::new(0.04, 0.04, 0.02), [5, 5, 3]).unwrap();
+        let materials = MaterialMap::uniform(Material::new(5e3, 0.45, 1000.0).unwrap())
+            .per_tet(&mesh)
+            .unwrap();
+        let fixed = fixed_nodes(
+            &mesh,
+            &[Fix::Below {
+                axis: Axis::Z,
+                dist: 1e-9,
+            }],
+        )
+        .unwrap();
+        assemble(&mesh, &materials, DofMap::new(&fixed).unwrap()).unwrap()
+    }
+
+    /// Independent reference: the dense K (from K·I) inverted by nalgebra's Cholesky.
+    fn dense_inverse(system: &FemSystem) -> DMatrix<f64> {
+        let n = system.n_free();
+        let mut k = Mat::<f64>::zeros(n, n);
+        system.apply_k(k.as_mut(), Mat::<f64>::identity(n, n).as_ref());
+        DMatrix::from_fn(n, n, |i, j| k[(i, j)])
+            .cholesky()
+            .expect("K is SPD")
+            .inverse()
+    }
+
+    #[test]
+    fn forward_paths_give_the_entries_of_the_inverse() {
+        let system = block();
+        let kinv = dense_inverse(&system);
+        let scale = kinv.amax();
+        for ordering in [Ordering::Amd, Ordering::NestedDissection] {
+            let factor = Factor::for_system(&system, 0.0, ordering, Par::Seq).unwrap();
+            let mut ws = factor.path_workspace(9);
+            // Three nodes solved together, then one alone (a different union of paths).
+            let nodes = [0, system.dofs.n_free() / 6 - 1, 7];
+            let dofs: Vec<usize> = nodes.iter().flat_map(|&j| 3 * j..3 * j + 3).collect();
+            let mut paths = vec![PathColumns::default(); 3];
+            factor.forward_unit(&dofs, 3, &mut ws, &mut paths);
+            let mut alone = [PathColumns::default()];
+            factor.forward_unit(&dofs[3..6], 3, &mut ws, &mut alone);
+            let mut g = [0.0; 9];
+            for (a, pa) in paths.iter().chain(&alone).enumerate() {
+                // `alone` holds the middle node again.
+                let node = if a == 3 { 1 } else { a };
+                let da = &dofs[3 * node..3 * node + 3];
+                for (b, pb) in paths.iter().enumerate() {
+                    pa.gram(pb, &mut g);
+                    for i in 0..3 {
+                        for j in 0..3 {
+                            let want = kinv[(da[i], dofs[3 * b + j])];
+                            assert!(
+                                (g[3 * i + j] - want).abs() <= 1e-10 * scale,
+                                "{ordering:?} ({a}, {b}) [{i}, {j}]: {} vs {want}",
+                                g[3 * i + j]
+                            );
+                        }
+                    }
+                }
+            }
+            // Sparse: a path is part of L's columns, not all of them.
+            assert!(paths.iter().any(|p| p.nrows() < factor.n() / 2));
+            // The workspace is left zero for the next call.
+            assert!(ws.work.col_iter().all(|c| c.iter().all(|&x| x == 0.0)));
+        }
+    }
+
+    #[test]
+    fn back_solve_in_slices_gives_the_full_columns() {
+        let system = block();
+        let kinv = dense_inverse(&system);
+        let scale = kinv.amax();
+        let factor = Factor::for_system(&system, 0.0, Ordering::Amd, Par::Seq).unwrap();
+        let mut ws = factor.path_workspace(6);
+        let dofs = [30, 31, 32, 90, 91, 92];
+        let mut paths = vec![PathColumns::default(); 2];
+        factor.forward_unit(&dofs, 3, &mut ws, &mut paths);
+        let mut back = factor.path_workspace(6);
+        // Twice, to check that a second solve starts from a clean workspace.
+        for _ in 0..2 {
+            factor.begin_back_solve(paths.iter(), &mut back);
+            let mut calls = 0;
+            while !back.back_done() {
+                assert!(factor.continue_back_solve(&mut back, 1) > 0);
+                calls += 1;
+            }
+            assert!(calls > 1);
+            for (c, &d) in dofs.iter().enumerate() {
+                for row in 0..factor.n() {
+                    let got = factor.back_solution(&back, row, c);
+                    assert!((got - kinv[(row, d)]).abs() <= 1e-10 * scale);
+                }
+            }
+        }
+    }
 }

@@ -16,7 +16,7 @@ mod ordering;
 
 pub use assemble::{assemble, lumped_mass, FemSystem};
 pub use element::{TetElement, ELEMENT_DOFS};
-pub use factor::{Factor, Ordering, AUTO_ND_NODES};
+pub use factor::{Factor, Ordering, PathColumns, PathWorkspace, AUTO_ND_NODES};
 pub use fixed::{fixed_nodes, Axis, DofMap, Fix};
 pub use material::{Material, MaterialMap, Shape, LOCKING_POISSON};
 pub use ordering::{expand_node_permutation, nested_dissection, node_graph, NodeGraph};

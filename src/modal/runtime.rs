@@ -12,7 +12,10 @@
 //! * velocity: aᵢ·(Φz)_ż + Σⱼ Σ_m aᵢₘ Γ_ż,m aⱼₘ fⱼ (eq. 14),
 //! * acceleration: z̈ = g − c ż − λ z at the end of the step (eq. 13).
 //!
-//! The force that makes every row hit its target is what the probe feels.
+//! The force that makes every row hit its target is what the probe feels. The rows,
+//! S and its factorisation depend only on where and along what the constraints act
+//! and on the step, not on the targets or the state: while those stay the same (held
+//! or dragged points) a step costs the right-hand side and two triangular solves.
 //!
 //! **Residual flexibility.** Truncated modes are too stiff under a point load. For
 //! position rows the quasi-static displacement of the missing modes,
@@ -23,7 +26,8 @@
 //! residual field, rest + W̄ (z − Λ⁻¹ W̄ᵀ F) + K⁻¹ F for the last step's contact loads F,
 //! so the drawn surface follows the probe tip.
 
-use faer::MatRef;
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef, Par};
 
 use super::oscillator::{ModeTransition, Oscillators};
 use crate::condensed::ComplianceColumns;
@@ -82,7 +86,15 @@ pub struct ModalRuntime {
     zd_free: Vec<f64>,
     g: Vec<f64>,
     resp: Vec<f64>,
+    /// resp − Λ⁻¹ for position rows with residual flexibility, else resp.
+    resp_eff: Vec<f64>,
     rows: Vec<f64>,
+    /// Rows scaled by `resp_eff`, for S = scaled · rowsᵀ.
+    rows_scaled: Vec<f64>,
+    /// The constraints (targets aside) and step that `rows`, `s` and the solver's
+    /// factorisation were built for.
+    system_for: Vec<PointConstraint>,
+    system_dt: f64,
     row_dir: Vec<Vec3>,
     row_of: Vec<usize>,
     s: Vec<f64>,
@@ -172,7 +184,11 @@ impl ModalRuntime {
             zd_free: vec![0.0; k],
             g: vec![0.0; k],
             resp: vec![0.0; k],
+            resp_eff: vec![0.0; k],
             rows: vec![0.0; rows * k],
+            rows_scaled: vec![0.0; rows * k],
+            system_for: Vec::with_capacity(rows),
+            system_dt: f64::NAN,
             row_dir: vec![Vec3::zeros(); rows],
             row_of: vec![0; rows],
             s: vec![0.0; rows * rows],
@@ -233,6 +249,78 @@ impl ModalRuntime {
     }
 }
 
+impl ModalRuntime {
+    /// Builds the rows aᵢ, their directions and S = A diag(resp − [Λ⁻¹]) Aᵀ (+ the
+    /// residual compliance blocks for position rows) for `m` rows of `constraints`;
+    /// `resp` must hold this step's per-mode response.
+    fn build_system(
+        &mut self,
+        m: usize,
+        constraints: &[PointConstraint],
+    ) -> Result<(), ModelError> {
+        let k = self.k;
+        let mut row = 0;
+        for (ci, c) in constraints.iter().enumerate() {
+            for r in 0..c.rows() {
+                let d = c.direction(r);
+                Self::point_row(
+                    &self.w_bar,
+                    k,
+                    &c.support,
+                    &d,
+                    &mut self.rows[row * k..(row + 1) * k],
+                );
+                self.row_dir[row] = d;
+                self.row_of[row] = ci;
+                self.unilateral[row] = c.unilateral;
+                row += 1;
+            }
+        }
+        let with_residual =
+            constraints[0].kind == ConstraintKind::Position && self.residual.is_some();
+        for (q, r) in self.resp_eff.iter_mut().enumerate() {
+            *r = if with_residual {
+                self.resp[q] - self.inv_lambda[q]
+            } else {
+                self.resp[q]
+            };
+        }
+        for (scaled, a) in self.rows_scaled[..m * k]
+            .chunks_exact_mut(k)
+            .zip(self.rows[..m * k].chunks_exact(k))
+        {
+            for ((x, &y), &r) in scaled.iter_mut().zip(a).zip(&self.resp_eff) {
+                *x = y * r;
+            }
+        }
+        // S is symmetric: its row-major storage is also column-major.
+        matmul(
+            MatMut::from_column_major_slice_mut(&mut self.s[..m * m], m, m),
+            Accum::Replace,
+            MatRef::from_row_major_slice(&self.rows_scaled[..m * k], m, k),
+            MatRef::from_row_major_slice(&self.rows[..m * k], m, k).transpose(),
+            1.0,
+            Par::Seq,
+        );
+        if with_residual {
+            let cache = self.residual.as_mut().expect("checked above");
+            add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
+                cache.point_block(&a.support, &b.support)
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether two constraints act at the same material point along the same directions
+/// with the same kind (targets may differ): they give the same rows of S.
+fn same_place(a: &PointConstraint, b: &PointConstraint) -> bool {
+    a.support == b.support
+        && a.kind == b.kind
+        && a.directions == b.directions
+        && a.unilateral == b.unilateral
+}
+
 impl TissueModel for ModalRuntime {
     fn rest_positions(&self) -> &[Vec3] {
         &self.rest
@@ -283,24 +371,31 @@ impl TissueModel for ModalRuntime {
                     }
                 };
             }
+            // S, the rows and the factorisation depend only on where and along what
+            // the constraints act and on the step: reused while those stay the same.
+            let same_system = self.system_dt == dt
+                && self.system_for.len() == constraints.len()
+                && self
+                    .system_for
+                    .iter()
+                    .zip(constraints)
+                    .all(|(a, b)| same_place(a, b));
+            if !same_system {
+                self.system_for.clear();
+                self.build_system(m, constraints)?;
+                self.system_for.extend_from_slice(constraints);
+                self.system_dt = dt;
+            }
+            let (lambda, damping) = (self.osc.lambda(), self.osc.damping());
             let mut row = 0;
-            for (ci, c) in constraints.iter().enumerate() {
+            for c in constraints {
+                let rest_point = c.rest_point(&self.rest);
                 for r in 0..c.rows() {
                     let d = c.direction(r);
-                    Self::point_row(
-                        &self.w_bar,
-                        k,
-                        &c.support,
-                        &d,
-                        &mut self.rows[row * k..(row + 1) * k],
-                    );
-                    self.row_dir[row] = d;
-                    self.row_of[row] = ci;
-                    self.unilateral[row] = c.unilateral;
                     let a = &self.rows[row * k..(row + 1) * k];
-                    let free: f64 = match kind {
+                    self.rhs[row] = match kind {
                         ConstraintKind::Position => {
-                            d.dot(&(c.target - c.rest_point(&self.rest))) - dot(a, &self.z_free)
+                            d.dot(&(c.target - rest_point)) - dot(a, &self.z_free)
                         }
                         ConstraintKind::Velocity => d.dot(&c.target) - dot(a, &self.zd_free),
                         ConstraintKind::Acceleration => {
@@ -313,45 +408,20 @@ impl TissueModel for ModalRuntime {
                             d.dot(&c.target) - acc
                         }
                     };
-                    self.rhs[row] = free;
                     row += 1;
                 }
             }
-            let with_residual = kind == ConstraintKind::Position && self.residual.is_some();
-            for i in 0..m {
-                for j in 0..=i {
-                    let (ai, aj) = (
-                        &self.rows[i * k..(i + 1) * k],
-                        &self.rows[j * k..(j + 1) * k],
-                    );
-                    let mut v = 0.0;
-                    for q in 0..k {
-                        let r = if with_residual {
-                            self.resp[q] - self.inv_lambda[q]
-                        } else {
-                            self.resp[q]
-                        };
-                        v += ai[q] * r * aj[q];
-                    }
-                    self.s[i * m + j] = v;
-                    self.s[j * m + i] = v;
-                }
-            }
-            if with_residual {
-                let cache = self.residual.as_mut().expect("checked above");
-                add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
-                    a.support.block_with(&b.support, |v, nodes, visit| {
-                        cache.for_each_block(v, nodes, visit)
-                    })
-                })?;
-            }
-            self.solver.solve(
-                m,
+            let (s, rhs, unilateral, f) = (
                 &self.s[..m * m],
                 &self.rhs[..m],
                 &self.unilateral[..m],
                 &mut self.f[..m],
             );
+            if same_system {
+                self.solver.resolve(m, s, rhs, unilateral, f);
+            } else {
+                self.solver.solve(m, s, rhs, unilateral, f);
+            }
             forces[..constraints.len()].fill(Vec3::zeros());
             for i in 0..m {
                 let fi = self.f[i];
@@ -362,12 +432,18 @@ impl TissueModel for ModalRuntime {
                     forces[self.row_of[i]] += self.row_dir[i] * fi;
                 }
             }
-            if with_residual {
+            if kind == ConstraintKind::Position && self.residual.is_some() {
                 push_nodal_loads(constraints, forces, &mut self.loads);
             }
         }
         self.osc.step_with(&self.trans, &self.g);
         self.h.fill(0.0);
+        if let Some(cache) = self.residual.as_mut() {
+            cache.advance_completion(dt);
+            // Loads whose K⁻¹ columns are still being completed keep their modal
+            // part in the drawn field until the residual can be added.
+            self.loads.retain(|(v, _)| cache.is_complete(*v));
+        }
         for li in 0..self.loads.len() {
             let (v, f) = self.loads[li];
             for axis in 0..3 {
@@ -384,9 +460,7 @@ impl TissueModel for ModalRuntime {
 
     fn point_compliance(&mut self, support: &Support) -> Result<Mat3, ModelError> {
         if let Some(cache) = self.residual.as_mut() {
-            return support.block_with(support, |v, nodes, visit| {
-                cache.for_each_block(v, nodes, visit)
-            });
+            return cache.point_block(support, support);
         }
         // Modal static compliance Σ_m (U wₘ)(U wₘ)ᵀ / λₘ.
         let mut c = Mat3::zeros();
@@ -410,7 +484,7 @@ impl TissueModel for ModalRuntime {
             Some(cache) => self
                 .loads
                 .iter()
-                .map(|(v, f)| f.norm() * cache.column_bound(*v).unwrap_or(f64::INFINITY))
+                .filter_map(|(v, f)| Some(f.norm() * cache.column_bound(*v)?))
                 .sum(),
             None => 0.0,
         };
@@ -439,9 +513,8 @@ impl TissueModel for ModalRuntime {
         if let Some(cache) = self.residual.as_mut() {
             for li in 0..self.loads.len() {
                 let (v, f) = self.loads[li];
-                // Columns of loaded nodes were computed during the step; a failure here
-                // only drops the residual field from the drawn surface.
-                let _ = cache.for_each_block(v, nodes, |i, b| out[i] += b * f);
+                // `loads` holds only nodes with complete columns.
+                cache.for_each_block(v, nodes, |i, b| out[i] += b * f);
             }
         }
     }

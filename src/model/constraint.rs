@@ -10,7 +10,17 @@
 //! (rows × rows) symmetric positive semi-definite: S = U C Uᵀ for the point-to-point
 //! response C over the step.
 
-use crate::{Mat3, Vec3};
+use std::cmp::Ordering::Greater;
+
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt_pivoting;
+use faer::linalg::triangular_solve::{
+    solve_lower_triangular_in_place, solve_upper_triangular_in_place,
+};
+use faer::reborrow::ReborrowMut;
+use faer::{MatMut, MatRef, Par};
+
+use crate::Vec3;
 
 use super::tissue::ModelError;
 
@@ -139,22 +149,6 @@ impl Support {
     /// of the support's nodes in [`Support::nodes`] order.
     pub fn displacement(&self, u: &[Vec3]) -> Vec3 {
         self.weights().iter().zip(u).map(|(&w, u)| u * w).sum()
-    }
-
-    /// Compliance between two supports (m/N), Σ_u Σ_v p_u q_v B(u, v), where
-    /// `column(v, nodes, visit)` visits the 3×3 blocks B(nodes[i], v) (the K⁻¹ column
-    /// cache's `for_each_block`): one column look-up per node of `q`.
-    pub fn block_with<E>(
-        &self,
-        q: &Support,
-        mut column: impl FnMut(usize, &[usize], &mut dyn FnMut(usize, &Mat3)) -> Result<(), E>,
-    ) -> Result<Mat3, E> {
-        let mut c = Mat3::zeros();
-        let pw = self.weights();
-        for (v, wv) in q.iter().filter(|&(_, w)| w != 0.0) {
-            column(v, self.nodes(), &mut |i, b| c += b * (pw[i] * wv))?;
-        }
-        Ok(c)
     }
 
     fn is_finite(&self) -> bool {
@@ -367,22 +361,43 @@ pub fn add_point_compliance(
 
 /// Solves S f = r for the constraint forces with preallocated storage: a
 /// rank-revealing (diagonally pivoted) Cholesky factorisation of the symmetric
-/// positive semi-definite S. Rows whose pivot falls below 1e-12 of the largest
-/// diagonal are dependent on the others (or constrain a fixed node) and get zero force:
-/// a generalised inverse that equals S⁻¹ whenever S is nonsingular, at a third of the
-/// cost of an SVD pseudo-inverse (the paper's choice). Unilateral rows whose force
-/// would pull are released and the rest re-solved (an active set; at most one pass per
-/// row).
-///
-/// Hand-written: nalgebra's and faer's dense Cholesky stop at the first non-positive
-/// pivot instead of dropping dependent rows, and allocate per call.
-#[derive(Clone, Debug)]
+/// positive semi-definite S (faer's blocked `llt_pivoting`). Rows whose pivot falls
+/// below 1e-12 of the largest diagonal are dependent on the others (or constrain a
+/// fixed node) and get zero force: a generalised inverse that equals S⁻¹ whenever S is
+/// nonsingular, at a third of the cost of an SVD pseudo-inverse (the paper's choice).
+/// Unilateral rows whose force would pull are released and the rest re-solved (an
+/// active set; at most one pass per row). The factorisation is kept, so a step whose S
+/// did not change ([`DenseConstraintSolver::resolve`]) costs two triangular solves.
 pub struct DenseConstraintSolver {
     capacity: usize,
+    /// Column-major n × n: the active part of S, then its pivoted factor L.
     work: Vec<f64>,
-    perm: Vec<usize>,
+    /// Rows of S in the held factorisation, in order.
+    rows: Vec<usize>,
+    pivot: Vec<usize>,
+    pivot_inv: Vec<usize>,
     active: Vec<bool>,
+    /// Active set and row count of the held factorisation (`None`: none held).
+    factored: Vec<bool>,
+    factored_m: Option<usize>,
+    rank: usize,
     y: Vec<f64>,
+    stack: MemBuffer,
+}
+
+impl std::fmt::Debug for DenseConstraintSolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DenseConstraintSolver")
+            .field("capacity", &self.capacity)
+            .field("rank", &self.rank)
+            .finish()
+    }
+}
+
+impl Clone for DenseConstraintSolver {
+    fn clone(&self) -> Self {
+        Self::new(self.capacity)
+    }
 }
 
 impl DenseConstraintSolver {
@@ -391,9 +406,21 @@ impl DenseConstraintSolver {
         Self {
             capacity,
             work: vec![0.0; capacity * capacity],
-            perm: vec![0; capacity],
+            rows: vec![0; capacity],
+            pivot: vec![0; capacity],
+            pivot_inv: vec![0; capacity],
             active: vec![false; capacity],
+            factored: vec![false; capacity],
+            factored_m: None,
+            rank: 0,
             y: vec![0.0; capacity],
+            stack: MemBuffer::new(
+                llt_pivoting::factor::cholesky_in_place_scratch::<usize, f64>(
+                    capacity,
+                    Par::Seq,
+                    Default::default(),
+                ),
+            ),
         }
     }
 
@@ -415,6 +442,20 @@ impl DenseConstraintSolver {
         unilateral: &[bool],
         f: &mut [f64],
     ) -> usize {
+        self.factored_m = None;
+        self.resolve(m, s, r, unilateral, f)
+    }
+
+    /// As [`Self::solve`], for the same `m` and `s` as the previous call (only `r`
+    /// changed): reuses the held factorisation when the active set matches.
+    pub fn resolve(
+        &mut self,
+        m: usize,
+        s: &[f64],
+        r: &[f64],
+        unilateral: &[bool],
+        f: &mut [f64],
+    ) -> usize {
         assert!(
             m <= self.capacity,
             "{m} constraint rows exceed the solver capacity {}",
@@ -423,7 +464,10 @@ impl DenseConstraintSolver {
         self.active[..m].fill(true);
         let mut released = 0;
         loop {
-            self.solve_active(m, s, r, f);
+            if self.factored_m != Some(m) || self.factored[..m] != self.active[..m] {
+                self.factor_active(m, s);
+            }
+            self.substitute(m, r, f);
             let mut changed = false;
             for i in 0..m {
                 if self.active[i] && unilateral[i] && f[i] > 0.0 {
@@ -438,83 +482,71 @@ impl DenseConstraintSolver {
         }
     }
 
-    fn solve_active(&mut self, m: usize, s: &[f64], r: &[f64], f: &mut [f64]) {
+    /// Factorises the active rows of `s` with diagonal pivoting, keeping the pivots
+    /// above 1e-12 of the largest diagonal (negative rounding noise on a diagonal
+    /// counts as zero; NaN anywhere gives rank 0: zero force).
+    fn factor_active(&mut self, m: usize, s: &[f64]) {
         let mut n = 0;
         for i in 0..m {
             if self.active[i] {
-                self.perm[n] = i;
+                self.rows[n] = i;
                 n += 1;
             }
         }
-        f[..m].fill(0.0);
+        self.factored[..m].copy_from_slice(&self.active[..m]);
+        self.factored_m = Some(m);
         let a = &mut self.work[..n * n];
-        for (ii, &i) in self.perm[..n].iter().enumerate() {
-            for (jj, &j) in self.perm[..n].iter().enumerate() {
-                a[ii * n + jj] = s[i * m + j];
+        for (jj, &j) in self.rows[..n].iter().enumerate() {
+            for (ii, &i) in self.rows[..n].iter().enumerate() {
+                a[jj * n + ii] = s[i * m + j];
             }
         }
-        let max_diag = (0..n).map(|i| a[i * n + i]).fold(0.0f64, f64::max);
+        let mut max_diag = 0.0f64;
+        for i in 0..n {
+            let d = &mut a[i * n + i];
+            *d = d.max(0.0);
+            max_diag = max_diag.max(*d);
+        }
+        self.rank = 0;
+        if !(max_diag > 0.0 && max_diag.is_finite()) {
+            return;
+        }
         let tol = 1e-12 * max_diag;
-        let perm = &mut self.perm[..n];
-        let mut rank = 0;
-        // Right-looking pivoted Cholesky: column j of L overwrites the lower triangle.
-        for j in 0..n {
-            let (mut p, mut best) = (j, a[j * n + j]);
-            for i in j + 1..n {
-                if a[i * n + i] > best {
-                    best = a[i * n + i];
-                    p = i;
-                }
-            }
-            // Also stops on NaN pivots.
-            if best.partial_cmp(&tol) != Some(std::cmp::Ordering::Greater) {
-                break;
-            }
-            if p != j {
-                perm.swap(j, p);
-                for k in 0..n {
-                    a.swap(j * n + k, p * n + k);
-                }
-                for k in 0..n {
-                    a.swap(k * n + j, k * n + p);
-                }
-            }
-            let d = a[j * n + j].sqrt();
-            a[j * n + j] = d;
-            for i in j + 1..n {
-                a[i * n + j] /= d;
-                a[j * n + i] = a[i * n + j];
-            }
-            // Update the whole trailing block (both triangles): later pivots swap
-            // its rows and columns.
-            for i in j + 1..n {
-                // Row j holds column j of L mirrored, so the update reads contiguously.
-                let lij = a[i * n + j];
-                let (top, bottom) = a.split_at_mut(i * n);
-                let row_j = &top[j * n + j + 1..j * n + n];
-                for (x, l) in bottom[j + 1..n].iter_mut().zip(row_j) {
-                    *x -= lij * l;
-                }
-            }
-            rank = j + 1;
-        }
+        let mat = MatMut::from_column_major_slice_mut(a, n, n);
+        let Ok((info, _)) = llt_pivoting::factor::cholesky_in_place(
+            mat,
+            &mut self.pivot[..n],
+            &mut self.pivot_inv[..n],
+            Par::Seq,
+            MemStack::new(&mut self.stack),
+            Default::default(),
+        ) else {
+            return;
+        };
+        // Pivots come out non-increasing: cut at the first one below tolerance.
+        self.rank = (0..info.rank)
+            .find(|&j| (a[j * n + j] * a[j * n + j]).partial_cmp(&tol) != Some(Greater))
+            .unwrap_or(info.rank);
+    }
+
+    /// f = the held factorisation's generalised inverse applied to `r`.
+    fn substitute(&mut self, m: usize, r: &[f64], f: &mut [f64]) {
+        f[..m].fill(0.0);
+        let Some(fm) = self.factored_m else { return };
+        debug_assert_eq!(fm, m);
+        let n = self.factored[..m].iter().filter(|&&a| a).count();
+        let rank = self.rank;
         let y = &mut self.y[..rank];
-        for i in 0..rank {
-            let mut v = r[perm[i]];
-            for k in 0..i {
-                v -= a[i * n + k] * y[k];
-            }
-            y[i] = v / a[i * n + i];
+        for (i, yi) in y.iter_mut().enumerate() {
+            *yi = r[self.rows[self.pivot[i]]];
         }
-        for i in (0..rank).rev() {
-            let mut v = y[i];
-            for k in i + 1..rank {
-                v -= a[k * n + i] * y[k];
-            }
-            y[i] = v / a[i * n + i];
-        }
+        let l = MatRef::from_column_major_slice(&self.work[..n * n], n, n);
+        let l = l.submatrix(0, 0, rank, rank);
+        let mut yv = MatMut::from_column_major_slice_mut(y, rank, 1);
+        solve_lower_triangular_in_place(l, yv.rb_mut(), Par::Seq);
+        solve_upper_triangular_in_place(l.transpose(), yv.rb_mut(), Par::Seq);
         for i in 0..rank {
-            f[perm[i]] = y[i];
+            f[self.rows[self.pivot[i]]] = self.y[i];
         }
     }
 }
