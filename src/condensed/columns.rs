@@ -10,10 +10,14 @@
 //! full columns (how every node moves, for the drawn surface and the displacement
 //! bound) need the back solve x = Pᵀ L⁻ᵀ y over all of L; it shares a per-step work
 //! budget with the forward solves ([`ComplianceColumns::advance_completion`]): forward
-//! solves always run (the force needs them), the back solve gets what they left. Until
-//! a node's columns are complete, displacement queries leave its load out; as the
-//! proxy crosses onto a new triangle the new node's barycentric weight, and so the
-//! left-out load, starts from zero.
+//! solves always run (the force needs them), the back solve gets what they left.
+//!
+//! Until a node's columns are complete, the displacement field of its load
+//! ([`ComplianceColumns::add_field`]) is still exact at every cached node (the contact
+//! patch the proxy stands on): y_uᵀ (Σ_v y_v f_v), one pass over u's path for all
+//! such loads together. Only nodes never contacted leave it out until completion; far
+//! from the contact that field is small, and as the proxy crosses onto a new triangle
+//! its new node joins the cache in that step.
 
 use std::sync::Arc;
 
@@ -21,7 +25,7 @@ use faer::Mat;
 
 use crate::fem::{DofMap, Factor, PathColumns, PathWorkspace};
 use crate::model::{ModelError, Support};
-use crate::Mat3;
+use crate::{Mat3, Vec3};
 
 /// Nodes forward-solved, or back-solved, together (their columns side by side).
 const BATCH: usize = 8;
@@ -52,6 +56,10 @@ struct Entry {
     /// Largest Frobenius norm of a 3×3 block of `values`: bounds |u| per unit force
     /// (m/N).
     max_block: f64,
+    /// ‖Y‖_F = √trace K⁻¹[node, node] (√(m/N)), Y = L⁻¹P[e_x e_y e_z]: by
+    /// Cauchy–Schwarz ‖K⁻¹[u, node]‖_F ≤ ‖Y_u‖_F ‖Y_node‖_F, the bound of a field
+    /// known only at cached nodes.
+    norm: f64,
 }
 
 /// Bounded cache of K⁻¹ column blocks, keyed by mesh node. Fixed nodes are never
@@ -76,6 +84,9 @@ pub struct ComplianceColumns {
     new_nodes: Vec<usize>,
     new_dofs: Vec<usize>,
     new_paths: Vec<PathColumns>,
+    /// Σ y_v f_v over the incomplete loads of an [`Self::add_field`] call, in the
+    /// factor's order (n entries, zero between calls).
+    load_y: Vec<f64>,
     solves: u64,
 }
 
@@ -106,6 +117,7 @@ impl ComplianceColumns {
             });
         }
         let n_nodes = dofs.n_nodes();
+        let n = factor.n();
         Ok(Self {
             forward_ws: factor.path_workspace(3 * BATCH),
             back_ws: factor.path_workspace(3 * BATCH),
@@ -122,6 +134,7 @@ impl ComplianceColumns {
             new_nodes: Vec::with_capacity(BATCH),
             new_dofs: Vec::with_capacity(3 * BATCH),
             new_paths: vec![PathColumns::default(); BATCH],
+            load_y: vec![0.0; n],
             solves: 0,
         })
     }
@@ -252,27 +265,79 @@ impl ComplianceColumns {
         Ok(self.pair_block(u, v))
     }
 
-    /// Runs `visit(i, K⁻¹[nodes[i], v])` over the mesh nodes `nodes` if node `v`'s
-    /// full columns are complete, and returns whether they were (a fixed `v` has zero
-    /// columns: nothing to visit, `true`). Never solves: it serves the displacement
-    /// field, which leaves a load out until its columns are complete.
-    pub fn for_each_block(
-        &mut self,
-        v: usize,
-        nodes: &[usize],
-        mut visit: impl FnMut(usize, &Mat3),
-    ) -> bool {
-        if v < self.n_nodes() && self.dofs.is_fixed(v) {
-            return true;
+    /// Adds the displacement field of nodal loads `loads` (node, N) at mesh nodes
+    /// `nodes` to `out` (m): K⁻¹[u, v] f at every node u for loads whose columns are
+    /// complete, and at the cached nodes u for loads still being completed (from u's
+    /// full columns, or y_uᵀ Σ_v y_v f_v over those loads' forward solves). A node
+    /// that is not cached gets nothing from an incomplete load, nor does any node
+    /// from a load whose node is not cached. Never solves.
+    pub fn add_field(&mut self, loads: &[(usize, Vec3)], nodes: &[usize], out: &mut [Vec3]) {
+        let mut incomplete = false;
+        for &(v, f) in loads {
+            match self.find(v).map(|i| &self.entries[i]) {
+                Some(e) if e.complete => {
+                    for (o, &u) in out.iter_mut().zip(nodes) {
+                        *o += block_of(&e.values, u) * f;
+                    }
+                }
+                Some(_) => incomplete = true,
+                None => {}
+            }
         }
-        let Some(i) = self.find(v).filter(|&i| self.entries[i].complete) else {
-            return false;
-        };
-        let values = &self.entries[i].values;
-        for (k, &u) in nodes.iter().enumerate() {
-            visit(k, &block_of(values, u));
+        if !incomplete {
+            return;
         }
-        true
+        let (entries, slot, factor) = (&self.entries, &self.slot, &self.factor);
+        let pending = loads.iter().filter_map(|&(v, f)| {
+            let i = *slot.get(v)?;
+            let e = entries.get(i as usize)?;
+            (!e.complete).then_some((e, f))
+        });
+        let mut scattered = false;
+        for (o, &u) in out.iter_mut().zip(nodes) {
+            let Some(eu) = self.find(u).map(|i| &entries[i]) else {
+                continue;
+            };
+            if eu.complete {
+                for (ev, f) in pending.clone() {
+                    *o += block_of(&eu.values, ev.node).transpose() * f;
+                }
+            } else {
+                if !scattered {
+                    for (ev, f) in pending.clone() {
+                        factor.path_scatter(&ev.forward, f.as_slice(), &mut self.load_y);
+                    }
+                    scattered = true;
+                }
+                let mut x = [0.0; 3];
+                factor.path_dot(&eu.forward, &self.load_y, &mut x);
+                *o += Vec3::from(x);
+            }
+        }
+        if scattered {
+            for (ev, _) in pending {
+                factor.path_clear(&ev.forward, &mut self.load_y);
+            }
+        }
+    }
+
+    /// Bound on |[`Self::add_field`]| of `loads` at any node (m): Σ |f| · (largest
+    /// block of v's columns) over complete loads, plus Σ |f| ‖Y_v‖_F · max over cached
+    /// u of ‖Y_u‖_F over loads still being completed.
+    pub fn field_bound(&self, loads: &[(usize, Vec3)]) -> f64 {
+        let (mut complete, mut pending) = (0.0, 0.0);
+        for &(v, f) in loads {
+            match self.find(v).map(|i| &self.entries[i]) {
+                Some(e) if e.complete => complete += f.norm() * e.max_block,
+                Some(e) => pending += f.norm() * e.norm,
+                None => {}
+            }
+        }
+        if pending > 0.0 {
+            complete + pending * self.entries.iter().map(|e| e.norm).fold(0.0, f64::max)
+        } else {
+            complete
+        }
     }
 
     /// Compliance between two material points (m/N): the displacement of point `p`
@@ -353,7 +418,10 @@ impl ComplianceColumns {
         self.solves += 3 * g as u64;
         for k in 0..g {
             let mut forward = std::mem::take(&mut self.new_paths[k]);
-            self.insert(self.new_nodes[k], &mut forward);
+            let mut yy = [0.0; 9];
+            forward.gram(&forward, &mut yy);
+            let i = self.insert(self.new_nodes[k], &mut forward);
+            self.entries[i].norm = (yy[0] + yy[4] + yy[8]).sqrt();
             // The evicted node's buffers, reused by the next forward solve.
             self.new_paths[k] = forward;
         }
@@ -468,6 +536,7 @@ impl ComplianceColumns {
         std::mem::swap(&mut entry.forward, forward);
         entry.complete = false;
         entry.max_block = 0.0;
+        entry.norm = 0.0;
         self.entries.push(entry);
         self.slot[node] = (self.entries.len() - 1) as u32;
         self.entries.len() - 1
@@ -492,6 +561,7 @@ fn fill(dofs: &DofMap, e: &mut Entry, col: impl Fn(usize, usize) -> f64) {
         .map(|b| b.iter().map(|x| x * x).sum::<f64>())
         .fold(0.0, f64::max)
         .sqrt();
+    e.norm = block_of(&e.values, e.node).trace().sqrt();
     e.complete = true;
 }
 

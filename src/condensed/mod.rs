@@ -157,23 +157,18 @@ impl TissueModel for CondensedModel {
         self.columns.point_block(support, support)
     }
 
-    /// Bounds what [`TissueModel::displacements`] reports: loads whose columns are
-    /// still being completed are left out of both.
+    /// Bounds what [`TissueModel::displacements`] reports
+    /// ([`ComplianceColumns::field_bound`]).
     fn displacement_bound(&self) -> f64 {
-        self.loads
-            .iter()
-            .filter_map(|(v, f)| Some(f.norm() * self.columns.column_bound(*v)?))
-            .sum()
+        self.columns.field_bound(&self.loads)
     }
 
-    /// Superposition of the last step's loads over their complete K⁻¹ columns; a load
-    /// on a newly contacted node joins once its columns are complete (a few steps).
+    /// Superposition of the last step's loads over K⁻¹ ([`ComplianceColumns::add_field`]):
+    /// exact at every node once the loads' columns are complete, and from the first
+    /// step at the cached nodes (the contact patch); until then nodes never contacted
+    /// leave a newly contacted node's load out.
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
         out.fill(Vec3::zeros());
-        for li in 0..self.loads.len() {
-            let (v, f) = self.loads[li];
-            self.columns
-                .for_each_block(v, nodes, |i, b| out[i] += b * f);
-        }
+        self.columns.add_field(&self.loads, nodes, out);
     }
 }

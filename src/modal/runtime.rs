@@ -24,7 +24,11 @@
 //! shared with the condensed backend). As h grows Γ_z → 1/λ and S → U K⁻¹ Uᵀ: the static
 //! stiffness is exactly that of the full FEM model. Displaced positions add the same
 //! residual field, rest + W̄ (z − Λ⁻¹ W̄ᵀ F) + K⁻¹ F for the last step's contact loads F,
-//! so the drawn surface follows the probe tip.
+//! so the drawn surface follows the probe tip. While a newly contacted node's K⁻¹
+//! columns are being completed, K⁻¹ F of its load is known only at cached nodes (the
+//! contact patch); nodes never contacted keep that load's modal part W̄ Λ⁻¹ W̄ᵀ f
+//! instead of its residual, so each node sees the modal part it subtracts matched by
+//! the K⁻¹ part it adds.
 
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
@@ -81,6 +85,10 @@ pub struct ModalRuntime {
     z_free: Vec<f64>,
     /// Scratch: z − h for displacements.
     z_eff: Vec<f64>,
+    /// Scratch: Λ⁻¹ W̄ᵀ F of the loads whose K⁻¹ columns are still being completed.
+    h_pending: Vec<f64>,
+    /// Scratch: z − h + `h_pending`, for nodes that get no residual from those loads.
+    z_eff_far: Vec<f64>,
     /// Largest displacement norm of each mode over the surface nodes (m per unit z).
     mode_max: Vec<f64>,
     zd_free: Vec<f64>,
@@ -180,6 +188,8 @@ impl ModalRuntime {
             trans: vec![ModeTransition::new(0.0, 0.0, params.dt); k],
             z_free: vec![0.0; k],
             z_eff: vec![0.0; k],
+            h_pending: vec![0.0; k],
+            z_eff_far: vec![0.0; k],
             mode_max,
             zd_free: vec![0.0; k],
             g: vec![0.0; k],
@@ -440,9 +450,6 @@ impl TissueModel for ModalRuntime {
         self.h.fill(0.0);
         if let Some(cache) = self.residual.as_mut() {
             cache.advance_completion(dt);
-            // Loads whose K⁻¹ columns are still being completed keep their modal
-            // part in the drawn field until the residual can be added.
-            self.loads.retain(|(v, _)| cache.is_complete(*v));
         }
         for li in 0..self.loads.len() {
             let (v, f) = self.loads[li];
@@ -476,19 +483,28 @@ impl TissueModel for ModalRuntime {
         Ok(c)
     }
 
+    /// Σ_m (largest |W̄_u,m| over surface nodes) · |z − h|_m, plus for loads still
+    /// being completed their modal part, which nodes outside the cache keep, plus the
+    /// residual's [`ComplianceColumns::field_bound`].
     fn displacement_bound(&self) -> f64 {
-        let modal: f64 = (0..self.k)
+        let k = self.k;
+        let mut modal: f64 = (0..k)
             .map(|m| self.mode_max[m] * (self.osc.z()[m] - self.h[m]).abs())
             .sum();
-        let residual: f64 = match &self.residual {
-            Some(cache) => self
-                .loads
-                .iter()
-                .filter_map(|(v, f)| Some(f.norm() * cache.column_bound(*v)?))
-                .sum(),
-            None => 0.0,
+        let Some(cache) = &self.residual else {
+            return modal;
         };
-        modal + residual
+        for &(v, f) in self.loads.iter().filter(|(v, _)| !cache.is_complete(*v)) {
+            let (rx, rest) = self.w_bar[3 * v * k..3 * (v + 1) * k].split_at(k);
+            let (ry, rz) = rest.split_at(k);
+            modal += (0..k)
+                .map(|m| {
+                    let wf = rx[m] * f.x + ry[m] * f.y + rz[m] * f.z;
+                    self.mode_max[m] * (wf * self.inv_lambda[m]).abs()
+                })
+                .sum::<f64>();
+        }
+        modal + cache.field_bound(&self.loads)
     }
 
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
@@ -497,8 +513,32 @@ impl TissueModel for ModalRuntime {
         for ((e, z), h) in self.z_eff.iter_mut().zip(self.osc.z()).zip(&self.h) {
             *e = z - h;
         }
-        let z_eff = &self.z_eff;
+        // Loads still being completed add their residual at cached nodes only; the
+        // other nodes keep their modal part.
+        self.h_pending.fill(0.0);
+        let mut pending = false;
+        if let Some(cache) = &self.residual {
+            for &(v, f) in self.loads.iter().filter(|(v, _)| !cache.is_complete(*v)) {
+                pending = true;
+                for axis in 0..3 {
+                    let r = 3 * v + axis;
+                    for q in 0..k {
+                        self.h_pending[q] += self.w_bar[r * k + q] * f[axis] * self.inv_lambda[q];
+                    }
+                }
+            }
+        }
+        for ((e, z), p) in self
+            .z_eff_far
+            .iter_mut()
+            .zip(&self.z_eff)
+            .zip(&self.h_pending)
+        {
+            *e = z + p;
+        }
         for (o, &v) in out.iter_mut().zip(nodes) {
+            let near = !pending || self.residual.as_ref().is_some_and(|c| c.is_cached(v));
+            let z_eff = if near { &self.z_eff } else { &self.z_eff_far };
             let rows = &self.w_bar[3 * v * k..3 * (v + 1) * k];
             let (rx, rest) = rows.split_at(k);
             let (ry, rz) = rest.split_at(k);
@@ -511,11 +551,7 @@ impl TissueModel for ModalRuntime {
             *o = Vec3::new(x, y, zz);
         }
         if let Some(cache) = self.residual.as_mut() {
-            for li in 0..self.loads.len() {
-                let (v, f) = self.loads[li];
-                // `loads` holds only nodes with complete columns.
-                cache.for_each_block(v, nodes, |i, b| out[i] += b * f);
-            }
+            cache.add_field(&self.loads, nodes, out);
         }
     }
 }
