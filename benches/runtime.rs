@@ -295,6 +295,50 @@ fn benches(c: &mut Criterion) {
     }
 
     {
+        // Displacement queries while a new patch contact's K⁻¹ columns complete (the
+        // field at cached nodes from their forward solves) and once complete: the
+        // simulation's per-step query near the proxy (nodes of the triangles within
+        // two patch radii) and the 30 Hz visual frame (every surface node).
+        let near: Vec<usize> = {
+            let mut v: Vec<usize> = b
+                .triangles
+                .iter()
+                .filter(|t| {
+                    t.iter()
+                        .any(|&v| (b.mesh.nodes[v] - x).norm() <= 2.0 * radius)
+                })
+                .flatten()
+                .copied()
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let press_patch = PointConstraint::contact_on(patch, n, x - n * 1e-3);
+        let mut model = modal(&b, 40, 64, 3);
+        model.columns().unwrap().set_completion_budget(0);
+        let mut f = [Vec3::zeros()];
+        model.advance(dt, &[press_patch], &mut f).unwrap();
+        let mut out = vec![Vec3::zeros(); b.surface.len()];
+        for state in ["completing", "complete"] {
+            if state == "complete" {
+                model.columns().unwrap().complete_all();
+            }
+            for (what, nodes) in [("near-proxy", &near), ("surface", &b.surface)] {
+                c.bench_function(
+                    &format!(
+                        "modal k=40: displacements of {} {what} nodes, patch columns {state}",
+                        nodes.len()
+                    ),
+                    |bch| {
+                        bch.iter(|| model.displacements(black_box(nodes), &mut out[..nodes.len()]))
+                    },
+                );
+            }
+        }
+    }
+
+    {
         // 64 held points (192 rows) spread over the free surface, k = 40, residual on.
         let mut model = modal(&b, 40, 256, 192);
         let step = b.triangles.len() / 80;

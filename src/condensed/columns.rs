@@ -291,7 +291,7 @@ impl ComplianceColumns {
         let pending = loads.iter().filter_map(|&(v, f)| {
             let i = *slot.get(v)?;
             let e = entries.get(i as usize)?;
-            (!e.complete).then_some((e, f))
+            (!e.complete && f != Vec3::zeros()).then_some((e, f))
         });
         let mut scattered = false;
         for (o, &u) in out.iter_mut().zip(nodes) {

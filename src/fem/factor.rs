@@ -518,8 +518,14 @@ impl Factor {
     /// If `c` has fewer than `y.ncols()` entries or `dense` fewer than n (caller bugs).
     pub fn path_scatter(&self, y: &PathColumns, c: &[f64], dense: &mut [f64]) {
         let c = &c[..y.ncols];
-        self.for_path_rows(y, |row, values| {
-            dense[row] += values.iter().zip(c).map(|(v, c)| v * c).sum::<f64>();
+        self.for_path_segments(y, |begin, values| {
+            let rows = values.len() / c.len().max(1);
+            for (d, v) in dense[begin..begin + rows]
+                .iter_mut()
+                .zip(values.chunks_exact(c.len()))
+            {
+                *d += v.iter().zip(c).map(|(v, c)| v * c).sum::<f64>();
+            }
         });
     }
 
@@ -531,9 +537,15 @@ impl Factor {
     pub fn path_dot(&self, y: &PathColumns, dense: &[f64], out: &mut [f64]) {
         let out = &mut out[..y.ncols];
         out.fill(0.0);
-        self.for_path_rows(y, |row, values| {
-            for (o, v) in out.iter_mut().zip(values) {
-                *o += v * dense[row];
+        self.for_path_segments(y, |begin, values| {
+            let rows = values.len() / out.len().max(1);
+            for (d, v) in dense[begin..begin + rows]
+                .iter()
+                .zip(values.chunks_exact(out.len()))
+            {
+                for (o, v) in out.iter_mut().zip(v) {
+                    *o += v * d;
+                }
             }
         });
     }
@@ -541,18 +553,24 @@ impl Factor {
     /// Zeroes `dense` on `y`'s path rows (undoes [`Factor::path_scatter`] without a
     /// pass over all n).
     pub fn path_clear(&self, y: &PathColumns, dense: &mut [f64]) {
-        self.for_path_rows(y, |row, _| dense[row] = 0.0);
-    }
-
-    /// Calls `visit(row in the factor's order, the row's values in y)` over `y`'s path.
-    fn for_path_rows(&self, y: &PathColumns, mut visit: impl FnMut(usize, &[f64])) {
         let sn = supernodal(&self.symbolic);
-        let mut rows = y.values.chunks_exact(y.ncols.max(1));
         for (&s, &size) in y.supernodes.iter().zip(&y.sizes) {
             let begin = sn.supernode_begin()[s];
-            for (row, values) in (begin..begin + size).zip(rows.by_ref()) {
-                visit(row, values);
-            }
+            dense[begin..begin + size].fill(0.0);
+        }
+    }
+
+    /// Calls `visit(first row in the factor's order, row-major values)` for each
+    /// supernode of `y`'s path.
+    fn for_path_segments(&self, y: &PathColumns, mut visit: impl FnMut(usize, &[f64])) {
+        let sn = supernodal(&self.symbolic);
+        let mut r = 0;
+        for (&s, &size) in y.supernodes.iter().zip(&y.sizes) {
+            visit(
+                sn.supernode_begin()[s],
+                &y.values[r * y.ncols..(r + size) * y.ncols],
+            );
+            r += size;
         }
     }
 }
