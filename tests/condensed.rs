@@ -217,11 +217,15 @@ fn new_contact_gets_its_exact_force_and_contact_positions_at_once_and_all_once_c
     // One supernode of back solve per step: completing the columns takes many steps.
     model.columns().set_completion_budget(1);
     let (nodes, w, x) = top_point(&b, 0.031, 0.027);
+    // A node contacted earlier, its columns complete: it reads the new load from them.
+    let (earlier, _, _) = top_point(&b, 0.045, 0.01);
+    model.columns().precompute(&earlier[..1]).unwrap();
     let target = x + Vec3::new(3e-4, -2e-4, -1e-3);
     let cons = [PointConstraint::hold(nodes, w, target)];
     let mut f = [Vec3::zeros()];
     model.advance(5e-3, &cons, &mut f).unwrap();
     assert!(nodes.iter().all(|&v| !model.columns().is_complete(v)));
+    assert!(!nodes.contains(&earlier[0]) && model.columns().is_complete(earlier[0]));
     // The first step's force already puts the point exactly on the target.
     let loads: Vec<(usize, Vec3)> = nodes
         .iter()
