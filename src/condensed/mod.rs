@@ -167,6 +167,10 @@ impl TissueModel for CondensedModel {
             .sum()
     }
 
+    fn reset(&mut self) {
+        self.loads.clear();
+    }
+
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
         out.fill(Vec3::zeros());
         for li in 0..self.loads.len() {
