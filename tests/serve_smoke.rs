@@ -102,6 +102,7 @@ async fn press(client: &mut Client, token: &str) {
     }
 }
 
+/// In contact with a clear force pushing the hand up (+z, out of the tissue).
 fn pressed(frame: &Frame) -> bool {
     let [fx, fy, fz] = frame.force;
     frame.in_contact && fz > PRESSED && fz > 3.0 * fx.abs().max(fy.abs())
@@ -144,15 +145,12 @@ fn serve_palpates_stops_with_zero_force_last_and_restarts_from_the_cache() {
         // Press 4 mm into the top face above the inclusion: the tissue pushes the hand
         // up and the surface under the probe follows it down.
         press(&mut client, &token).await;
-        let frame = frame_where(&mut client, "the probe presses the tissue", |c, f| {
-            pressed(f) && displacement_near(c, f, [0.0; 3])[2] < -0.5 * DEPTH as f32
+        frame_where(&mut client, "the probe presses 4 mm deep", |c, f| {
+            (f.probe[2] + DEPTH).abs() < 1e-9
+                && pressed(f)
+                && displacement_near(c, f, [0.0; 3])[2] < -0.5 * DEPTH as f32
         })
         .await;
-        assert!(
-            (frame.probe[2] + DEPTH).abs() < 1e-9,
-            "probe at the commanded depth: {:?}",
-            frame.probe
-        );
 
         // Let go and reset: the tissue is exactly at rest again, with no force.
         client

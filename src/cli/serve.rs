@@ -48,7 +48,7 @@ use crate::Vec3;
 const IDLE_HEIGHT: f64 = 0.01;
 /// Control commands buffered between the server and the model thread.
 const CONTROL_CAPACITY: usize = 256;
-/// SCHED_FIFO priority asked for the haptic thread (granted only with the right to).
+/// SCHED_FIFO priority asked for the haptic thread with `--realtime`.
 const HAPTIC_PRIORITY: i32 = 80;
 
 /// Arguments of `palpa serve`.
@@ -66,6 +66,11 @@ pub struct ServeArgs {
     /// default: the scene's `stream.bind` (127.0.0.1:7878).
     #[arg(long, value_name = "ADDR:PORT")]
     pub bind: Option<SocketAddr>,
+    /// Run the haptic thread with SCHED_FIFO priority 80 (needs CAP_SYS_NICE or root;
+    /// warns and runs normally without). This also locks all of the process's memory
+    /// (`mlockall`), several hundred MB to GB, so it is for dedicated haptic machines.
+    #[arg(long)]
+    pub realtime: bool,
 }
 
 /// Which device drives the probe.
@@ -415,9 +420,13 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     };
     let runtime_config = RuntimeConfig {
         haptic: built.haptic_config(device.rating()),
-        realtime: RealtimePolicy {
-            fifo_priority: Some(HAPTIC_PRIORITY),
-            core: None,
+        realtime: if args.realtime {
+            RealtimePolicy {
+                fifo_priority: Some(HAPTIC_PRIORITY),
+                core: None,
+            }
+        } else {
+            RealtimePolicy::NONE
         },
         telemetry_capacity: 2 * scene.rates.haptic as usize,
         log_stats: false,
@@ -499,4 +508,71 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         );
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_choices_parse_and_unknown_ones_are_named() {
+        assert_eq!(DeviceChoice::parse("auto"), Ok(DeviceChoice::Auto));
+        assert_eq!(DeviceChoice::parse("sim"), Ok(DeviceChoice::Sim));
+        assert_eq!(DeviceChoice::parse("hid"), Ok(DeviceChoice::Hid(None)));
+        assert_eq!(
+            DeviceChoice::parse("hid:my.toml"),
+            Ok(DeviceChoice::Hid(Some("my.toml".into())))
+        );
+        assert_eq!(
+            DeviceChoice::parse("replay:a.csv"),
+            Ok(DeviceChoice::Replay("a.csv".into()))
+        );
+        for bad in ["", "replay", "replay:", "sim:circle", "joystick"] {
+            let e = DeviceChoice::parse(bad).unwrap_err();
+            assert!(e.contains(&format!("`{bad}`")), "{e}");
+        }
+    }
+
+    /// A device whose commanded force stays observable after it is dropped.
+    struct Observed(std::sync::Arc<std::sync::Mutex<Vec3>>);
+
+    impl HapticDevice for Observed {
+        fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError> {
+            Ok(DeviceSample {
+                device_time: now,
+                ..DeviceSample::ORIGIN
+            })
+        }
+        fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
+            *self.0.lock().unwrap() = force;
+            Ok(())
+        }
+        fn rating(&self) -> DeviceRating {
+            DeviceRating {
+                max_force: 1.0,
+                max_stiffness: 1.0,
+            }
+        }
+        fn name(&self) -> &str {
+            "observed"
+        }
+    }
+
+    #[test]
+    fn the_force_log_remembers_the_last_force_and_zeroes_on_drop() {
+        let at_device = std::sync::Arc::new(std::sync::Mutex::new(Vec3::zeros()));
+        let mut log = ForceLog::new(Observed(at_device.clone()));
+        log.write_force(Vec3::new(0.0, 0.0, 1.5)).unwrap();
+        assert_eq!(log.last_force(), Vec3::new(0.0, 0.0, 1.5));
+        log.zero_force().unwrap();
+        assert_eq!(log.last_force(), Vec3::zeros());
+        log.write_force(Vec3::new(0.2, 0.0, 0.0)).unwrap();
+        assert_eq!(*at_device.lock().unwrap(), Vec3::new(0.2, 0.0, 0.0));
+        drop(log);
+        assert_eq!(
+            *at_device.lock().unwrap(),
+            Vec3::zeros(),
+            "dropping zeroes the force"
+        );
+    }
 }
