@@ -152,6 +152,18 @@ fn serve_palpates_stops_with_zero_force_last_and_restarts_from_the_cache() {
         })
         .await;
 
+        // Haptic loop statistics reach viewers about once a second.
+        let stats = tokio::time::timeout(WAIT, async {
+            loop {
+                if let palpa_client::Event::HapticStats(s) = client.next_event().await.unwrap() {
+                    return s;
+                }
+            }
+        })
+        .await
+        .expect("haptic statistics within the wait");
+        assert!(stats.ticks > 0 && stats.period_p50_s > 0.0, "{stats:?}");
+
         // Let go and reset: the tissue is exactly at rest again, with no force.
         client
             .send_control(&token, ControlCommand::ReleaseProbe)
@@ -300,5 +312,61 @@ fn bad_inputs_fail_with_a_clear_message() {
         &["serve", "--device", "sim", "--bind", &addr],
         &[&addr, "cannot serve the viewer"],
         dir,
+    );
+}
+
+#[test]
+fn the_scenes_stream_and_device_sections_apply_and_flags_override_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("small.toml");
+    std::fs::write(
+        &scene,
+        r#"
+name = "small block"
+[mesh.box]
+origin = [-0.02, -0.02, -0.02]
+size = [0.04, 0.04, 0.02]
+cells = [4, 4, 2]
+[backend]
+kind = "condensed"
+[device]
+kind = "sim"
+[stream]
+bind = "127.0.0.1:0"
+token = "scene-token"
+"#,
+    )
+    .unwrap();
+    let scene = scene.to_str().unwrap();
+
+    let mut served = Served::start(BINARY, &["--scene", scene], dir.path());
+    let ready = served.ready(START);
+    assert_eq!(ready.token, "scene-token");
+    let printed = served.stdout.join("\n");
+    assert!(printed.contains("device: virtual stylus"), "{printed}");
+    assert!(printed.contains("condensed backend"), "{printed}");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut client = Client::connect(&ready.websocket).await.unwrap();
+        assert_eq!(client.hello.scene_name, "small block");
+        assert!(
+            client.scene.modal_basis.is_none(),
+            "condensed scenes stream positions"
+        );
+        client.next_frame().await.unwrap();
+    });
+    let (status, _, stderr) = served.interrupt(WAIT);
+    assert!(status.success(), "{stderr}");
+
+    // --bind overrides the scene's address: a taken port fails, naming it.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    fails_naming(
+        &["serve", "--scene", scene, "--bind", &addr],
+        &[&addr],
+        dir.path(),
     );
 }

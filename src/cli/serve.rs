@@ -223,7 +223,7 @@ fn virtual_stylus(why: &str) -> OpenedDevice {
 
 fn open_device(choice: &DeviceChoice, scene: &Scene) -> Result<OpenedDevice, String> {
     match choice {
-        DeviceChoice::Sim => Ok(virtual_stylus("--device sim")),
+        DeviceChoice::Sim => Ok(virtual_stylus("device sim")),
         DeviceChoice::Replay(path) => {
             let trajectory = Trajectory::load(path).map_err(|e| e.to_string())?;
             let description = format!(
