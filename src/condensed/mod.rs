@@ -166,6 +166,10 @@ impl TissueModel for CondensedModel {
             .sum()
     }
 
+    fn reset(&mut self) {
+        self.loads.clear();
+    }
+
     /// Superposition of the last step's loads over their complete K⁻¹ columns; a load
     /// on a newly contacted node joins once its columns are complete (a few steps).
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {

@@ -226,8 +226,20 @@ impl ModalRuntime {
         self.residual.as_mut()
     }
 
+    /// Modal coordinates q of the displaced shape, into `out` (length k): z − Λ⁻¹W̄ᵀF,
+    /// the modal part that [`TissueModel::displacements`] sums; with residual
+    /// flexibility the displaced surface is rest + W̄ q + the residual field of the last
+    /// step's contact loads.
+    pub fn visual_coordinates(&self, out: &mut [f64]) {
+        for ((o, z), h) in out.iter_mut().zip(self.osc.z()).zip(&self.h) {
+            *o = z - h;
+        }
+    }
+
+    /// Mode values of one node's `axis` (0 = x, 1 = y, 2 = z), one per mode (m per unit
+    /// modal coordinate): row 3·node + axis of W̄.
     #[inline]
-    fn mode_row(&self, node: usize, axis: usize) -> &[f64] {
+    pub fn mode_row(&self, node: usize, axis: usize) -> &[f64] {
         let r = 3 * node + axis;
         &self.w_bar[r * self.k..(r + 1) * self.k]
     }
@@ -489,6 +501,13 @@ impl TissueModel for ModalRuntime {
             None => 0.0,
         };
         modal + residual
+    }
+
+    fn reset(&mut self) {
+        self.z_free.fill(0.0);
+        self.osc.set_state(&self.z_free, &self.z_free);
+        self.loads.clear();
+        self.h.fill(0.0);
     }
 
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {

@@ -72,8 +72,10 @@ pub struct StreamServer {
     token: Option<String>,
     stats: watch::Sender<Option<Bytes>>,
     shutdown: watch::Sender<bool>,
+    stop_publisher: watch::Sender<bool>,
     frames: watch::Sender<Bytes>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    publisher: tokio::task::JoinHandle<()>,
+    server: tokio::task::JoinHandle<()>,
 }
 
 impl StreamServer {
@@ -108,6 +110,7 @@ impl StreamServer {
         let (frames_tx, frames_rx) = watch::channel(first);
         let (stats_tx, stats_rx) = watch::channel(None);
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let (stop_publisher_tx, stop_publisher_rx) = watch::channel(false);
 
         let shared = Arc::new(Shared {
             hello: Bytes::from(wire::encode_server(
@@ -128,7 +131,7 @@ impl StreamServer {
             encoder,
             frames_tx.clone(),
             Duration::from_secs_f64(1.0 / config.frame_rate_hz),
-            shutdown_rx.clone(),
+            stop_publisher_rx,
         ));
         let app = Router::new()
             .route("/", get(index))
@@ -156,8 +159,10 @@ impl StreamServer {
             token,
             stats: stats_tx,
             shutdown: shutdown_tx,
+            stop_publisher: stop_publisher_tx,
             frames: frames_tx,
-            tasks: vec![publisher, server],
+            publisher,
+            server,
         };
         match &server.token {
             Some(token) => tracing::info!(
@@ -200,13 +205,15 @@ impl StreamServer {
         self.stats.send_replace(Some(Bytes::from(bytes)));
     }
 
-    /// Tells every client the server stops, stops the publisher and the listener, and
-    /// waits for them.
+    /// Stops the publisher after it encoded the newest snapshot one last time, sends that
+    /// final frame to every client that has not seen it, tells every client the server
+    /// stops, stops the listener, and waits for all of it. Whatever the model thread
+    /// published last before this call is what viewers see last.
     pub async fn shutdown(self) {
+        self.stop_publisher.send_replace(true);
+        let _ = self.publisher.await;
         self.shutdown.send_replace(true);
-        for task in self.tasks {
-            let _ = task.await;
-        }
+        let _ = self.server.await;
     }
 }
 
