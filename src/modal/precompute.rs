@@ -6,8 +6,9 @@
 //! them; each operator application is one pair of block triangular solves with the
 //! sparse Cholesky factor of K − σM. A negative σ keeps K − σM positive definite for
 //! free bodies (λ = 0 rigid modes become θ = 1/|σ|). The Ritz vectors are then polished
-//! by block inverse iteration with Rayleigh–Ritz, which pushes all vectors through each
-//! triangular solve together and drives ‖Kx − λMx‖/‖Kx‖ to round-off.
+//! by block inverse iteration with Rayleigh–Ritz, which drives ‖Kx − λMx‖/‖Kx‖ to
+//! round-off: the first step comes free from the Lanczos relation (A·Y without a solve),
+//! further sweeps, if needed, push all vectors through each triangular solve together.
 //!
 //! Small problems (the Krylov subspace would not be smaller than the matrix) use faer's
 //! dense self-adjoint eigendecomposition of M^-½ K M^-½.
