@@ -31,6 +31,9 @@ pub(crate) struct RitzPairs {
     pub applications: usize,
     /// Wall time spent orthogonalising the basis (s).
     pub orth_seconds: f64,
+    /// Gram–Schmidt passes against the whole basis (one per block unless the DGKS test
+    /// asked for a second).
+    pub full_passes: usize,
 }
 
 /// The `nev` largest eigenpairs of the n×n operator `apply` (out = A·rhs, any number of
@@ -66,6 +69,7 @@ pub(crate) fn block_lanczos(
     let mut m = 0;
     let mut applications = 0;
     let mut orth_seconds = 0.0;
+    let mut full_passes = 0;
     loop {
         let vj = v.as_ref().subcols(m, b);
         apply(w.as_mut(), vj);
@@ -87,6 +91,7 @@ pub(crate) fn block_lanczos(
         let mut norms = column_norms(w.as_ref());
         for _ in 0..2 {
             project_out(basis, w.as_mut(), h.as_mut().submatrix_mut(0, m, m + b, b));
+            full_passes += 1;
             let after = column_norms(w.as_ref());
             let kept = after.iter().zip(&norms).all(|(&a, &n)| a > DGKS * n);
             norms = after;
@@ -113,6 +118,7 @@ pub(crate) fn block_lanczos(
                 let mut pairs = ritz(&v, &h, m, b, nev, true);
                 pairs.applications = applications;
                 pairs.orth_seconds = orth_seconds;
+                pairs.full_passes = full_passes;
                 return pairs;
             }
         }
@@ -245,6 +251,7 @@ fn ritz(v: &Mat<f64>, h: &Mat<f64>, m: usize, b: usize, nev: usize, vectors: boo
         basis_dim: m,
         applications: 0,
         orth_seconds: 0.0,
+        full_passes: 0,
     }
 }
 

@@ -245,10 +245,11 @@ pub fn compute_modes(
     }
     tracing::debug!(
         "block Lanczos: {} block solves of {LANCZOS_BLOCK} ({solve_wall:.3} s wall, \
-         {solve_cpu:.3} s CPU), orthogonalisation {:.3} s wall, basis {} vectors, worst \
-         Ritz residual {:.2e} (θ₁ = {:.3e}), {:.3} s wall, {:.3} s CPU",
+         {solve_cpu:.3} s CPU), orthogonalisation {:.3} s wall ({} full passes), basis {} \
+         vectors, worst Ritz residual {:.2e} (θ₁ = {:.3e}), {:.3} s wall, {:.3} s CPU",
         pairs.applications,
         pairs.orth_seconds,
+        pairs.full_passes,
         pairs.basis_dim,
         pairs.residuals.iter().cloned().fold(0.0, f64::max),
         pairs.theta[0],
