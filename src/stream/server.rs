@@ -76,6 +76,10 @@ pub struct StreamServer {
     frames: watch::Sender<Bytes>,
     publisher: tokio::task::JoinHandle<()>,
     server: tokio::task::JoinHandle<()>,
+    /// The clients' connection slots: every connection holds one until it has said
+    /// goodbye, so shutdown can wait for them.
+    slots: Arc<Semaphore>,
+    max_clients: usize,
 }
 
 impl StreamServer {
@@ -112,6 +116,7 @@ impl StreamServer {
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let (stop_publisher_tx, stop_publisher_rx) = watch::channel(false);
 
+        let slots = Arc::new(Semaphore::new(config.max_clients));
         let shared = Arc::new(Shared {
             hello: Bytes::from(wire::encode_server(
                 &scene.hello(config.frame_rate_hz, control.is_some()),
@@ -120,7 +125,7 @@ impl StreamServer {
             frames: frames_rx,
             stats: stats_rx,
             shutdown: shutdown_rx.clone(),
-            slots: Arc::new(Semaphore::new(config.max_clients)),
+            slots: slots.clone(),
             control: token.clone().zip(control),
             config: config.clone(),
         });
@@ -163,6 +168,8 @@ impl StreamServer {
             frames: frames_tx,
             publisher,
             server,
+            slots,
+            max_clients: config.max_clients,
         };
         match &server.token {
             Some(token) => tracing::info!(
@@ -214,8 +221,16 @@ impl StreamServer {
         let _ = self.publisher.await;
         self.shutdown.send_replace(true);
         let _ = self.server.await;
+        // Upgraded WebSockets outlive the HTTP server's graceful shutdown: wait (briefly)
+        // until every client got its last frame and the goodbye, so the process does not
+        // exit under them.
+        let all = u32::try_from(self.max_clients).unwrap_or(u32::MAX);
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.slots.acquire_many(all)).await;
     }
 }
+
+/// Longest wait for connected clients to receive their goodbye at shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 const INDEX_HTML: &str = include_str!("../../clients/web/index.html");
 const VIEWER_JS: &str = include_str!("../../clients/web/viewer.js");
