@@ -12,6 +12,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve a scene: haptic device, tissue model and the browser viewer.
+    Serve(palpa::cli::serve::ServeArgs),
     /// List HID devices and which device profile matches each.
     Devices(palpa::device::cli::DevicesArgs),
     /// Record a device's trajectory to CSV (Ctrl-C leaves a complete file).
@@ -22,6 +24,8 @@ enum Command {
     Precompute(palpa::cli::precompute::PrecomputeArgs),
     /// Replay a trajectory through a scene in lock-step; write forces (and a plot).
     Replay(palpa::cli::replay::ReplayArgs),
+    /// Watch a running server's visual stream: rate, latency, bandwidth; record it.
+    Watch(palpa_client::watch::WatchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -34,11 +38,13 @@ fn main() -> std::process::ExitCode {
         .init();
     let cli = Cli::parse();
     match &cli.command {
+        Command::Serve(args) => exit_code(palpa::cli::serve::run(args)),
         Command::Devices(args) => palpa::device::cli::devices(args),
         Command::Record(args) => palpa::device::cli::record(args),
         Command::Modes(args) => exit_code(palpa::cli::modes::run(args)),
         Command::Precompute(args) => exit_code(palpa::cli::precompute::run(args)),
         Command::Replay(args) => exit_code(palpa::cli::replay::run(args)),
+        Command::Watch(args) => palpa_client::watch::run_blocking(args, "palpa watch"),
     }
 }
 

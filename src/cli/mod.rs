@@ -4,3 +4,4 @@ pub mod modes;
 pub mod plot;
 pub mod precompute;
 pub mod replay;
+pub mod serve;

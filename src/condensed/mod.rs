@@ -163,6 +163,10 @@ impl TissueModel for CondensedModel {
         self.columns.field_bound(&self.loads)
     }
 
+    fn reset(&mut self) {
+        self.loads.clear();
+    }
+
     /// Superposition of the last step's loads over K⁻¹ ([`ComplianceColumns::add_field`]):
     /// exact at every node once the loads' columns are complete, and from the first
     /// step at the cached nodes (the contact patch); until then nodes never contacted

@@ -5,29 +5,47 @@
 //! applies the operator to one vector at a time and reorthogonalises element by element:
 //! on the bunny (9.4k DOFs, 40 modes) it needed 1.13 s, of which only 0.37 s were the
 //! 120 triangular solves. A block of b vectors goes through each supernode of the
-//! Cholesky factor together (≈5× cheaper per vector at b = 8), and classical
-//! Gram–Schmidt applied twice (CGS2) is two matrix products per block.
+//! Cholesky factor together (≈5× cheaper per vector at b = 8), and the
+//! reorthogonalisation is a few tall matrix products per block.
+
+use std::time::Instant;
 
 use faer::linalg::matmul::matmul;
-use faer::reborrow::ReborrowMut;
+use faer::reborrow::{Reborrow, ReborrowMut};
 use faer::{Accum, Mat, MatMut, MatRef, Par};
 
 /// Result of [`block_lanczos`]: Ritz values (descending) and vectors.
 pub(crate) struct RitzPairs {
     /// Ritz values θ, descending.
     pub theta: Vec<f64>,
-    /// Ritz vectors, orthonormal, one column per θ.
+    /// Ritz vectors Y, orthonormal, one column per θ.
     pub vectors: Mat<f64>,
+    /// A·Y, read off the Lanczos relation A V_m = V_{m+b} H without applying A again:
+    /// one step of inverse iteration for free (see [`block_lanczos`]).
+    pub applied: Mat<f64>,
     /// ‖A y − θ y‖ of each pair.
     pub residuals: Vec<f64>,
     /// Krylov basis size used.
     pub basis_dim: usize,
+    /// Block applications of A (one pair of triangular solves each for shift-invert).
+    pub applications: usize,
+    /// Wall time spent orthogonalising the basis (s).
+    pub orth_seconds: f64,
+    /// Gram–Schmidt passes against the whole basis (one per block unless the DGKS test
+    /// asked for a second).
+    pub full_passes: usize,
 }
 
 /// The `nev` largest eigenpairs of the n×n operator `apply` (out = A·rhs, any number of
 /// columns). Builds a Krylov basis in blocks of `block` vectors until the residuals of
 /// the first `wanted` pairs fall below `tol` × the largest θ or the basis reaches
 /// `max_dim` columns.
+///
+/// The relation A V_m = V_{m+b} H holds to round-off (H collects every Gram–Schmidt
+/// coefficient and the last block's R), so A·Y = V_{m+b} (H S) for the Ritz vectors
+/// Y = V_m S costs one product with the basis instead of another pass through `apply`;
+/// [`RitzPairs::applied`] returns it so the caller can refine Y by Rayleigh–Ritz on
+/// span(A·Y), i.e. one block inverse-iteration step without a solve.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn block_lanczos(
     n: usize,
@@ -36,7 +54,6 @@ pub(crate) fn block_lanczos(
     block: usize,
     max_dim: usize,
     tol: f64,
-    par: Par,
     apply: &mut dyn FnMut(MatMut<'_, f64>, MatRef<'_, f64>),
 ) -> RitzPairs {
     let b = block.max(1);
@@ -47,45 +64,143 @@ pub(crate) fn block_lanczos(
     // Starting block: random, orthonormalised.
     let mut w = Mat::<f64>::from_fn(n, b, |_, _| rng.next_f64() - 0.5);
     let mut r = Mat::<f64>::zeros(b, b);
-    orthonormalize_block(
-        v.as_ref().subcols(0, 0),
-        w.as_mut(),
-        r.as_mut(),
-        &mut rng,
-        par,
-    );
+    orthonormalize_block(v.as_ref().subcols(0, 0), w.as_mut(), r.as_mut(), &mut rng);
     v.as_mut().subcols_mut(0, b).copy_from(&w);
     let mut m = 0;
-    let mut last_check = 0;
+    let mut applications = 0;
+    let mut orth_seconds = 0.0;
+    let mut full_passes = 0;
     loop {
         let vj = v.as_ref().subcols(m, b);
         apply(w.as_mut(), vj);
-        // CGS2 against the whole basis; the coefficients are column block m of H.
+        applications += 1;
+        let t_orth = Instant::now();
+        // Gram–Schmidt against the basis; the coefficients are column block m of H. In
+        // exact arithmetic A·V_j lies in span(V_{j-1}, V_j, V_{j+1}) (block three-term
+        // recurrence), so a first pass against the last two blocks removes the large
+        // components and one pass against the whole basis the round-off drift: two
+        // streams of the basis through memory instead of four for CGS2. A further full
+        // pass runs only if that one removed a sizeable part of a column (DGKS test).
         let basis = v.as_ref().subcols(0, m + b);
+        let local = m.saturating_sub(b);
+        project_out(
+            basis.subcols(local, m + b - local),
+            w.as_mut(),
+            h.as_mut().submatrix_mut(local, m, m + b - local, b),
+        );
+        let mut norms = column_norms(w.as_ref());
         for _ in 0..2 {
-            let c = basis.transpose() * &w;
-            matmul(w.as_mut(), Accum::Add, basis, c.as_ref(), -1.0, par);
-            let mut hblock = h.as_mut().submatrix_mut(0, m, m + b, b);
-            hblock += &c;
+            project_out(basis, w.as_mut(), h.as_mut().submatrix_mut(0, m, m + b, b));
+            full_passes += 1;
+            let after = column_norms(w.as_ref());
+            let kept = after.iter().zip(&norms).all(|(&a, &n)| a > DGKS * n);
+            norms = after;
+            if kept {
+                break;
+            }
         }
         r.fill(0.0);
-        orthonormalize_block(basis, w.as_mut(), r.as_mut(), &mut rng, par);
+        orthonormalize_block(basis, w.as_mut(), r.as_mut(), &mut rng);
         h.as_mut().submatrix_mut(m + b, m, b, b).copy_from(&r);
+        orth_seconds += t_orth.elapsed().as_secs_f64();
         v.as_mut().subcols_mut(m + b, b).copy_from(&w);
         m += b;
         let full = m + b > max_dim;
-        if m >= nev + b && (m - last_check >= 2 * b || full) {
-            last_check = m;
+        // Checking costs an m×m eigendecomposition (m ≤ a few hundred), small next to a
+        // block solve, so after every block.
+        if m >= nev + b {
             let pairs = ritz(&v, &h, m, b, nev, false);
             let scale = pairs.theta.first().copied().unwrap_or(0.0).abs();
             let converged = pairs.residuals[..wanted.min(nev)]
                 .iter()
                 .all(|&res| res <= tol * scale);
             if converged || full {
-                return ritz(&v, &h, m, b, nev, true);
+                let mut pairs = ritz(&v, &h, m, b, nev, true);
+                pairs.applications = applications;
+                pairs.orth_seconds = orth_seconds;
+                pairs.full_passes = full_passes;
+                return pairs;
             }
         }
     }
+}
+
+/// A column keeping more than this fraction of its norm in a full Gram–Schmidt pass is
+/// orthogonal to working precision (Daniel–Gragg–Kaufman–Stewart criterion).
+const DGKS: f64 = std::f64::consts::FRAC_1_SQRT_2;
+
+/// Rows from which the basis products are split between two threads.
+const TWO_THREAD_ROWS: usize = 8192;
+
+/// w ← w − B (Bᵀ w), adding the coefficients Bᵀ w to `coef`.
+///
+/// These tall, narrow products stream the whole basis through memory. They are split by
+/// rows between two threads by hand (partial Bᵀ w summed after the join): faer's
+/// parallel matmul splits them finely and was 3–7× slower than sequential when other
+/// processes loaded the two cores (see docs/benchmarks.md).
+fn project_out(basis: MatRef<'_, f64>, w: MatMut<'_, f64>, mut coef: MatMut<'_, f64>) {
+    let (n, m, b) = (basis.nrows(), basis.ncols(), w.ncols());
+    let mut c = Mat::<f64>::zeros(m, b);
+    if n < TWO_THREAD_ROWS {
+        matmul(
+            c.as_mut(),
+            Accum::Replace,
+            basis.transpose(),
+            w.rb(),
+            1.0,
+            Par::Seq,
+        );
+        matmul(w, Accum::Add, basis, c.as_ref(), -1.0, Par::Seq);
+        coef += &c;
+        return;
+    }
+    let half = n / 2;
+    let (b0, b1) = basis.split_at_row(half);
+    let mut c1 = Mat::<f64>::zeros(m, b);
+    {
+        let (w0, w1) = w.rb().split_at_row(half);
+        let c0 = c.as_mut();
+        std::thread::scope(|scope| {
+            scope.spawn(move || matmul(c0, Accum::Replace, b0.transpose(), w0, 1.0, Par::Seq));
+            matmul(
+                c1.as_mut(),
+                Accum::Replace,
+                b1.transpose(),
+                w1,
+                1.0,
+                Par::Seq,
+            );
+        });
+    }
+    c += &c1;
+    let (w0, w1) = w.split_at_row_mut(half);
+    let cr = c.as_ref();
+    std::thread::scope(|scope| {
+        scope.spawn(move || matmul(w0, Accum::Add, b0, cr, -1.0, Par::Seq));
+        matmul(w1, Accum::Add, b1, cr, -1.0, Par::Seq);
+    });
+    coef += &c;
+}
+
+/// dst = lhs · rhs with the rows of `lhs` split between two threads (as in
+/// [`project_out`]).
+fn matmul_two_threads(mut dst: MatMut<'_, f64>, lhs: MatRef<'_, f64>, rhs: MatRef<'_, f64>) {
+    let n = lhs.nrows();
+    if n < TWO_THREAD_ROWS {
+        matmul(dst, Accum::Replace, lhs, rhs, 1.0, Par::Seq);
+        return;
+    }
+    let half = n / 2;
+    let (l0, l1) = lhs.split_at_row(half);
+    let (d0, d1) = dst.rb_mut().split_at_row_mut(half);
+    std::thread::scope(|scope| {
+        scope.spawn(move || matmul(d0, Accum::Replace, l0, rhs, 1.0, Par::Seq));
+        matmul(d1, Accum::Replace, l1, rhs, 1.0, Par::Seq);
+    });
+}
+
+fn column_norms(w: MatRef<'_, f64>) -> Vec<f64> {
+    (0..w.ncols()).map(|c| w.col(c).norm_l2()).collect()
 }
 
 /// Ritz pairs of the basis v[:, ..m]; vectors only when `vectors`.
@@ -107,17 +222,36 @@ fn ritz(v: &Mat<f64>, h: &Mat<f64>, m: usize, b: usize, nev: usize, vectors: boo
             (beta * tail).norm_l2()
         })
         .collect();
-    let vectors = if vectors {
-        let sel = Mat::<f64>::from_fn(m, nev, |r, c| u[(r, idx[c])]);
-        v.as_ref().subcols(0, m) * &sel
+    let (vectors, applied) = if vectors {
+        // [S | H S] over the basis V_{m+b} (S padded with b zero rows): Y and A·Y in one
+        // product.
+        let mut coef = Mat::<f64>::zeros(m + b, 2 * nev);
+        for (c, &i) in idx.iter().enumerate() {
+            for r in 0..m {
+                coef[(r, c)] = u[(r, i)];
+            }
+        }
+        let s = coef.as_ref().submatrix(0, 0, m, nev).to_owned();
+        let hs = h.as_ref().submatrix(0, 0, m + b, m) * &s;
+        coef.as_mut().subcols_mut(nev, nev).copy_from(&hs);
+        let mut both = Mat::<f64>::zeros(v.nrows(), 2 * nev);
+        matmul_two_threads(both.as_mut(), v.as_ref().subcols(0, m + b), coef.as_ref());
+        (
+            both.as_ref().subcols(0, nev).to_owned(),
+            both.as_ref().subcols(nev, nev).to_owned(),
+        )
     } else {
-        Mat::zeros(0, 0)
+        (Mat::zeros(0, 0), Mat::zeros(0, 0))
     };
     RitzPairs {
         theta,
         vectors,
+        applied,
         residuals,
         basis_dim: m,
+        applications: 0,
+        orth_seconds: 0.0,
+        full_passes: 0,
     }
 }
 
@@ -130,7 +264,6 @@ fn orthonormalize_block(
     mut w: MatMut<'_, f64>,
     mut r: MatMut<'_, f64>,
     rng: &mut SplitMix,
-    par: Par,
 ) {
     let (n, b) = (w.nrows(), w.ncols());
     for c in 0..b {
@@ -163,7 +296,7 @@ fn orthonormalize_block(
                     basis,
                     coef.as_ref(),
                     -1.0,
-                    par,
+                    Par::Seq,
                 );
                 for q in 0..c {
                     let d = w.as_ref().col(q).transpose() * w.as_ref().col(c);

@@ -236,8 +236,44 @@ impl ModalRuntime {
         self.residual.as_mut()
     }
 
+    /// Modal coordinates q of the displaced shape, into `out` (length k): z − Λ⁻¹W̄ᵀF,
+    /// the modal part that [`TissueModel::displacements`] sums; with residual
+    /// flexibility the displaced surface is rest + W̄ q + the residual field of the last
+    /// step's contact loads. Loads whose K⁻¹ columns are still being completed stay in
+    /// q (their residual is known at cached nodes only), so nodes never contacted need
+    /// no correction from them.
+    pub fn visual_coordinates(&self, out: &mut [f64]) {
+        for ((o, z), h) in out.iter_mut().zip(self.osc.z()).zip(&self.h) {
+            *o = z - h;
+        }
+        self.add_pending_modal(out);
+    }
+
+    /// Adds Λ⁻¹W̄ᵀf of the last step's loads whose K⁻¹ columns are still being
+    /// completed to `out` (length k); returns whether there were any.
+    fn add_pending_modal(&self, out: &mut [f64]) -> bool {
+        let Some(cache) = &self.residual else {
+            return false;
+        };
+        let k = self.k;
+        let mut pending = false;
+        for &(v, f) in self.loads.iter().filter(|(v, _)| !cache.is_complete(*v)) {
+            pending = true;
+            for axis in 0..3 {
+                let r = 3 * v + axis;
+                let row = &self.w_bar[r * k..(r + 1) * k];
+                for ((o, w), il) in out.iter_mut().zip(row).zip(&self.inv_lambda) {
+                    *o += w * f[axis] * il;
+                }
+            }
+        }
+        pending
+    }
+
+    /// Mode values of one node's `axis` (0 = x, 1 = y, 2 = z), one per mode (m per unit
+    /// modal coordinate): row 3·node + axis of W̄.
     #[inline]
-    fn mode_row(&self, node: usize, axis: usize) -> &[f64] {
+    pub fn mode_row(&self, node: usize, axis: usize) -> &[f64] {
         let r = 3 * node + axis;
         &self.w_bar[r * self.k..(r + 1) * self.k]
     }
@@ -507,6 +543,13 @@ impl TissueModel for ModalRuntime {
         modal + cache.field_bound(&self.loads)
     }
 
+    fn reset(&mut self) {
+        self.z_free.fill(0.0);
+        self.osc.set_state(&self.z_free, &self.z_free);
+        self.loads.clear();
+        self.h.fill(0.0);
+    }
+
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
         let k = self.k;
         // z − Λ⁻¹W̄ᵀF once, then three contiguous dot products per node.
@@ -515,19 +558,10 @@ impl TissueModel for ModalRuntime {
         }
         // Loads still being completed add their residual at cached nodes only; the
         // other nodes keep their modal part.
-        self.h_pending.fill(0.0);
-        let mut pending = false;
-        if let Some(cache) = &self.residual {
-            for &(v, f) in self.loads.iter().filter(|(v, _)| !cache.is_complete(*v)) {
-                pending = true;
-                for axis in 0..3 {
-                    let r = 3 * v + axis;
-                    for q in 0..k {
-                        self.h_pending[q] += self.w_bar[r * k + q] * f[axis] * self.inv_lambda[q];
-                    }
-                }
-            }
-        }
+        let mut h_pending = std::mem::take(&mut self.h_pending);
+        h_pending.fill(0.0);
+        let pending = self.add_pending_modal(&mut h_pending);
+        self.h_pending = h_pending;
         for ((e, z), p) in self
             .z_eff_far
             .iter_mut()

@@ -128,6 +128,19 @@ impl<M: TissueModel> Simulation<M> {
         self.proxy.position()
     }
 
+    /// Puts the tissue back at rest and forgets the contact and the proxy, as if the
+    /// simulation had just been built.
+    pub fn reset(&mut self) {
+        self.model.reset();
+        self.proxy.reset();
+        self.positions.copy_from_slice(self.model.rest_positions());
+        self.contact = None;
+        self.last_force = Vec3::zeros();
+        self.held = None;
+        self.stick.release();
+        self.phase = None;
+    }
+
     /// Brings the positions of the nodes within reach of the proxy's next move up to
     /// date, and inflates the rest-shape boxes by the model's displacement bound.
     fn refresh_near(&mut self, probe: &Vec3) {

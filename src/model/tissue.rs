@@ -75,4 +75,8 @@ pub trait TissueModel: Send {
     /// Current displacements (m) of mesh nodes `nodes` into `out` (same length); the
     /// displaced position is rest + displacement.
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]);
+
+    /// Puts the tissue back at rest: zero displacement and velocity, no loads (a
+    /// viewer's "reset tissue").
+    fn reset(&mut self);
 }

@@ -10,6 +10,7 @@
 
 pub mod build;
 pub mod model;
+pub mod visual;
 pub mod workspace;
 
 use std::collections::BTreeMap;

@@ -111,6 +111,22 @@ impl SceneModel {
         }
     }
 
+    /// The proxy (god-object) position after the last step (m), once placed.
+    pub fn proxy_position(&self) -> Option<Vec3> {
+        match self {
+            SceneModel::Modal(s) => s.proxy_position(),
+            SceneModel::Condensed(s) => s.proxy_position(),
+        }
+    }
+
+    /// Puts the tissue back at rest and forgets the contact.
+    pub fn reset(&mut self) {
+        match self {
+            SceneModel::Modal(s) => s.reset(),
+            SceneModel::Condensed(s) => s.reset(),
+        }
+    }
+
     /// Rest positions of all mesh nodes (m).
     pub fn rest_positions(&self) -> &[Vec3] {
         use crate::model::TissueModel;

@@ -40,6 +40,13 @@ impl Workspace {
         self.rotation * (p * self.scale) + self.offset
     }
 
+    /// Scene position (m) → device position (m), the inverse of [`Workspace::to_scene`]:
+    /// p_device = Rᵀ (p_scene − offset) / scale (e.g. to move a virtual stylus to a
+    /// point a viewer picked in the scene).
+    pub fn to_device(&self, p: &Vec3) -> Vec3 {
+        self.rotation.transpose() * (p - self.offset) / self.scale
+    }
+
     /// Scene force (N) → device force (N). Forces are not scaled: the user feels the
     /// tissue's force, only turned into the device's axes.
     pub fn force_to_device(&self, f: &Vec3) -> Vec3 {
@@ -108,6 +115,7 @@ mod tests {
         });
         let p = w.to_scene(&Vec3::new(0.01, 0.0, 0.0));
         assert!((p - Vec3::new(0.0, 0.02, 0.1)).norm() < 1e-15);
+        assert!((w.to_device(&p) - Vec3::new(0.01, 0.0, 0.0)).norm() < 1e-15);
         // A scene force along +y pushes the device along its +x.
         let f = w.force_to_device(&Vec3::new(0.0, 1.0, 0.0));
         assert!((f - Vec3::new(1.0, 0.0, 0.0)).norm() < 1e-15);

@@ -62,7 +62,14 @@ async fn write_loop(sink: &mut SplitSink<WebSocket, Message>, shared: &Shared) -
     loop {
         let message = tokio::select! {
             biased;
-            _ = shutdown.wait_for(|stop| *stop) => {
+            _ = async { shutdown.wait_for(|stop| *stop).await.is_ok() } => {
+                // The publisher's final frame goes out before the goodbye.
+                if frames.has_changed().unwrap_or(false) {
+                    let last = frames.borrow_and_update().clone();
+                    if let Err(closed) = send(sink, Message::Binary(last), stall).await {
+                        return closed;
+                    }
+                }
                 return Closed::Error(ErrorCode::ShuttingDown, "server is shutting down".into());
             }
             changed = frames.changed() => match changed {

@@ -66,7 +66,8 @@ impl FrameEncoder {
 
 /// Runs the publisher until `shutdown` turns true: every `period` it encodes the newest
 /// snapshot and replaces `frames`' value. `send_replace` never waits for a receiver, so
-/// no client can slow it down.
+/// no client can slow it down. On shutdown it encodes the newest snapshot once more, so
+/// the last thing published before shutdown becomes the final frame.
 pub async fn run(
     scene: std::sync::Arc<StreamScene>,
     mut reader: SnapshotReader,
@@ -79,10 +80,10 @@ pub async fn run(
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut reported_mismatch = false;
     loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = shutdown.wait_for(|stop| *stop) => return,
-        }
+        let stopping = tokio::select! {
+            _ = ticker.tick() => false,
+            _ = shutdown.wait_for(|stop| *stop) => true,
+        };
         match encoder.encode_next(&scene, &mut reader) {
             Ok(bytes) => {
                 frames.send_replace(bytes);
@@ -93,6 +94,9 @@ pub async fn run(
                 reported_mismatch = true;
             }
             Err(_) => {}
+        }
+        if stopping {
+            return;
         }
     }
 }

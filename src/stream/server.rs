@@ -72,8 +72,14 @@ pub struct StreamServer {
     token: Option<String>,
     stats: watch::Sender<Option<Bytes>>,
     shutdown: watch::Sender<bool>,
+    stop_publisher: watch::Sender<bool>,
     frames: watch::Sender<Bytes>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    publisher: tokio::task::JoinHandle<()>,
+    server: tokio::task::JoinHandle<()>,
+    /// The clients' connection slots: every connection holds one until it has said
+    /// goodbye, so shutdown can wait for them.
+    slots: Arc<Semaphore>,
+    max_clients: usize,
 }
 
 impl StreamServer {
@@ -108,7 +114,9 @@ impl StreamServer {
         let (frames_tx, frames_rx) = watch::channel(first);
         let (stats_tx, stats_rx) = watch::channel(None);
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let (stop_publisher_tx, stop_publisher_rx) = watch::channel(false);
 
+        let slots = Arc::new(Semaphore::new(config.max_clients));
         let shared = Arc::new(Shared {
             hello: Bytes::from(wire::encode_server(
                 &scene.hello(config.frame_rate_hz, control.is_some()),
@@ -117,7 +125,7 @@ impl StreamServer {
             frames: frames_rx,
             stats: stats_rx,
             shutdown: shutdown_rx.clone(),
-            slots: Arc::new(Semaphore::new(config.max_clients)),
+            slots: slots.clone(),
             control: token.clone().zip(control),
             config: config.clone(),
         });
@@ -128,7 +136,7 @@ impl StreamServer {
             encoder,
             frames_tx.clone(),
             Duration::from_secs_f64(1.0 / config.frame_rate_hz),
-            shutdown_rx.clone(),
+            stop_publisher_rx,
         ));
         let app = Router::new()
             .route("/", get(index))
@@ -156,8 +164,12 @@ impl StreamServer {
             token,
             stats: stats_tx,
             shutdown: shutdown_tx,
+            stop_publisher: stop_publisher_tx,
             frames: frames_tx,
-            tasks: vec![publisher, server],
+            publisher,
+            server,
+            slots,
+            max_clients: config.max_clients,
         };
         match &server.token {
             Some(token) => tracing::info!(
@@ -200,15 +212,25 @@ impl StreamServer {
         self.stats.send_replace(Some(Bytes::from(bytes)));
     }
 
-    /// Tells every client the server stops, stops the publisher and the listener, and
-    /// waits for them.
+    /// Stops the publisher after it encoded the newest snapshot one last time, sends that
+    /// final frame to every client that has not seen it, tells every client the server
+    /// stops, stops the listener, and waits for all of it. Whatever the model thread
+    /// published last before this call is what viewers see last.
     pub async fn shutdown(self) {
+        self.stop_publisher.send_replace(true);
+        let _ = self.publisher.await;
         self.shutdown.send_replace(true);
-        for task in self.tasks {
-            let _ = task.await;
-        }
+        let _ = self.server.await;
+        // Upgraded WebSockets outlive the HTTP server's graceful shutdown: wait (briefly)
+        // until every client got its last frame and the goodbye, so the process does not
+        // exit under them.
+        let all = u32::try_from(self.max_clients).unwrap_or(u32::MAX);
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.slots.acquire_many(all)).await;
     }
 }
+
+/// Longest wait for connected clients to receive their goodbye at shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 const INDEX_HTML: &str = include_str!("../../clients/web/index.html");
 const VIEWER_JS: &str = include_str!("../../clients/web/viewer.js");

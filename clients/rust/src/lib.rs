@@ -21,6 +21,8 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 pub use palpa_protocol;
 
+pub mod watch;
+
 /// Why the client stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {

@@ -1,141 +1,23 @@
-//! `palpa-watch`: watch a palpa visual stream from a terminal or a script.
+//! `palpa-watch`: watch a palpa visual stream from a terminal or a script (the same
+//! command as `palpa watch`; see `palpa_client::watch`).
 //!
 //! Prints frame rate, latency, bandwidth and lost frames once a second; optionally
 //! records the stream; exits 0 when the run met its targets, 1 when the frame rate was
 //! below `--min-rate`, 2 when the connection failed.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 use clap::Parser;
-use palpa_client::{Client, Event, Recorder};
+use palpa_client::watch::{run_blocking, WatchArgs};
 
 /// Watch a palpa visual stream: rate, latency, bandwidth; record it to a file.
 #[derive(Parser)]
 #[command(version, about)]
-struct Args {
-    /// Stream URL: ws://HOST:PORT/ws (or the viewer's http://HOST:PORT/).
-    #[arg(default_value = "ws://127.0.0.1:7878/ws")]
-    url: String,
-    /// Stop after this many frames.
-    #[arg(long)]
-    frames: Option<u64>,
-    /// Stop after this many seconds.
-    #[arg(long)]
-    seconds: Option<f64>,
-    /// Exit with status 1 if the mean frame rate was below this (Hz).
-    #[arg(long)]
-    min_rate: Option<f64>,
-    /// Record every received message to this file (format: palpa_client::Recorder).
-    #[arg(long)]
-    record: Option<PathBuf>,
-    /// Print only the final summary.
-    #[arg(long)]
-    quiet: bool,
+struct Cli {
+    #[command(flatten)]
+    args: WatchArgs,
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(&args).await {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("palpa-watch: {e}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-async fn run(args: &Args) -> Result<ExitCode, palpa_client::ClientError> {
-    let recorder = args.record.as_deref().map(Recorder::create).transpose()?;
-    let mut client = Client::connect_recording(&args.url, recorder).await?;
-    let modes = client
-        .scene
-        .modal_basis
-        .as_ref()
-        .map_or(0, |b| b.mode_count);
-    println!(
-        "scene \"{}\": {} vertices, {} triangles, {} modes; frames at {} Hz",
-        client.hello.scene_name,
-        client.scene.rest_positions.len(),
-        client.scene.triangles.len(),
-        modes,
-        client.hello.frame_rate_hz
-    );
-    let deadline = args
-        .seconds
-        .map(|s| Instant::now() + Duration::from_secs_f64(s));
-    let mut next_report = Instant::now() + Duration::from_secs(1);
-    let mut first_frame: Option<Instant> = None;
-    loop {
-        if args.frames.is_some_and(|n| client.stats.frames >= n)
-            || deadline.is_some_and(|d| Instant::now() >= d)
-        {
-            break;
-        }
-        let wait = deadline.map_or(Duration::from_secs(3600), |d| {
-            d.saturating_duration_since(Instant::now())
-        });
-        let event = match tokio::time::timeout(wait, client.next_event()).await {
-            Err(_) => break,
-            Ok(event) => event?,
-        };
-        match event {
-            Event::Frame(_) => {
-                first_frame.get_or_insert_with(Instant::now);
-            }
-            Event::HapticStats(s) if !args.quiet => println!(
-                "haptic: period p50 {:.3} ms p99 {:.3} ms max {:.3} ms, missed {}",
-                s.period_p50_s * 1e3,
-                s.period_p99_s * 1e3,
-                s.period_max_s * 1e3,
-                s.missed_deadlines
-            ),
-            Event::HapticStats(_) => {}
-        }
-        if !args.quiet && Instant::now() >= next_report {
-            next_report += Duration::from_secs(1);
-            report(&client);
-        }
-    }
-    let stats = &client.stats;
-    let span = first_frame.map_or(0.0, |t| t.elapsed().as_secs_f64());
-    let mean_rate = if span > 0.0 && stats.frames > 1 {
-        (stats.frames - 1) as f64 / span
-    } else {
-        0.0
-    };
-    println!(
-        "summary: {} frames, {:.1} Hz mean, {} lost, latency p50 {:.1} ms p99 {:.1} ms, {:.1} kB/s",
-        stats.frames,
-        mean_rate,
-        stats.lost,
-        stats.latency_quantile(0.5).unwrap_or(f64::NAN) * 1e3,
-        stats.latency_quantile(0.99).unwrap_or(f64::NAN) * 1e3,
-        stats.bandwidth() / 1e3
-    );
-    client.close().await.ok();
-    if let Some(min) = args.min_rate {
-        if mean_rate < min {
-            eprintln!(
-                "palpa-watch: mean frame rate {mean_rate:.1} Hz is below --min-rate {min} Hz"
-            );
-            return Ok(ExitCode::from(1));
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn report(client: &Client) {
-    let s = &client.stats;
-    println!(
-        "{:.1} Hz, latency p50 {:.1} ms p99 {:.1} ms, {:.1} kB/s, {} frames, {} lost",
-        s.frame_rate(Duration::from_secs(1)).unwrap_or(0.0),
-        s.latency_quantile(0.5).unwrap_or(f64::NAN) * 1e3,
-        s.latency_quantile(0.99).unwrap_or(f64::NAN) * 1e3,
-        s.bandwidth() / 1e3,
-        s.frames,
-        s.lost
-    );
+fn main() -> ExitCode {
+    run_blocking(&Cli::parse().args, "palpa-watch")
 }

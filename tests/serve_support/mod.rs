@@ -1,0 +1,169 @@
+//! Running the real `palpa serve` binary: start it, read what it prints, stop it with
+//! SIGINT. Shared by `tests/serve_smoke.rs` and `benches/serve.rs`.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A running `palpa serve` and the lines it printed so far.
+pub struct Served {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    /// Every stdout line seen.
+    pub stdout: Vec<String>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+/// What `palpa serve` printed when ready.
+pub struct Ready {
+    /// The viewer URL with the token.
+    pub viewer: String,
+    /// The WebSocket URL.
+    pub websocket: String,
+    /// The control token.
+    pub token: String,
+}
+
+impl Served {
+    /// Starts `palpa serve ARGS` with `PALPA_CACHE_DIR=cache_dir`.
+    pub fn start(binary: &str, args: &[&str], cache_dir: &Path) -> Self {
+        let mut child = Command::new(binary)
+            .arg("serve")
+            .args(args)
+            .env("PALPA_CACHE_DIR", cache_dir)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start palpa serve");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // Drain stderr so the server never blocks on a full pipe; kept for diagnostics.
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        });
+        Self {
+            child,
+            lines,
+            stdout: Vec::new(),
+            stderr: Some(stderr),
+        }
+    }
+
+    /// Waits (up to `timeout`) for the line with the control token; panics with
+    /// everything printed if the server exits or stays silent.
+    pub fn ready(&mut self, timeout: Duration) -> Ready {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let done = line.starts_with("control token: ");
+                    self.stdout.push(line);
+                    if done {
+                        break;
+                    }
+                }
+                Err(_) => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    panic!(
+                        "palpa serve did not become ready.\nstdout:\n{}\nstderr:\n{}",
+                        self.stdout.join("\n"),
+                        self.stderr
+                            .take()
+                            .map(|h| h.join().unwrap())
+                            .unwrap_or_default()
+                    );
+                }
+            }
+        }
+        let field = |prefix: &str| {
+            self.stdout
+                .iter()
+                .find_map(|l| l.strip_prefix(prefix))
+                .unwrap_or_else(|| panic!("no `{prefix}` line in {:?}", self.stdout))
+                .trim()
+                .to_owned()
+        };
+        let viewer = field("viewer: ");
+        let token = field("control token: ");
+        let host = viewer
+            .strip_prefix("http://")
+            .and_then(|r| r.split('/').next())
+            .expect("viewer URL is http://HOST:PORT/…");
+        Ready {
+            websocket: format!("ws://{host}/ws"),
+            viewer,
+            token,
+        }
+    }
+
+    /// Sends SIGINT and waits (up to `timeout`) for the exit; returns the status, all
+    /// of stdout and stderr.
+    pub fn interrupt(mut self, timeout: Duration) -> (ExitStatus, Vec<String>, String) {
+        // SAFETY: plain kill(2) on our own child's pid.
+        let r = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(r, 0, "kill(SIGINT) failed");
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait for palpa serve") {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("palpa serve did not exit within {timeout:?} of SIGINT");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.stdout.push(line);
+        }
+        let stderr = self
+            .stderr
+            .take()
+            .map(|h| h.join().unwrap())
+            .unwrap_or_default();
+        (status, std::mem::take(&mut self.stdout), stderr)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `palpa ARGS` to completion (for commands that fail fast); returns the exit
+/// status, stdout and stderr.
+pub fn run_to_end(binary: &str, args: &[&str], cache_dir: &Path) -> (ExitStatus, String, String) {
+    let out = Command::new(binary)
+        .args(args)
+        .env("PALPA_CACHE_DIR", cache_dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run palpa");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
