@@ -283,13 +283,12 @@ impl Proxy {
 /// The point closest to `goal` on the feasible side (normal · x ≥ offset) of every
 /// plane: the minimum over the faces of the feasible polyhedron, found by projecting
 /// onto the intersection of each subset of planes (at most 2³ − 1 subsets) and keeping
-/// the closest feasible one.
+/// the closest feasible one. A point more than `tol` behind a plane is infeasible —
+/// the same bound the sweep ([`SurfaceBvh::segment_cast`]) uses for "behind" — so the
+/// proxy never settles behind a face it hit, where the next sweep, starting behind the
+/// face, would not see it and the proxy would tunnel through.
 fn constrained_target(goal: &Vec3, planes: &[Plane], tol: f64) -> Vec3 {
-    let feasible = |x: &Vec3| {
-        planes
-            .iter()
-            .all(|pl| pl.normal.dot(x) - pl.offset >= -10.0 * tol)
-    };
+    let feasible = |x: &Vec3| planes.iter().all(|pl| pl.normal.dot(x) - pl.offset >= -tol);
     if feasible(goal) {
         return *goal;
     }
@@ -351,5 +350,53 @@ fn project_onto_intersection(goal: &Vec3, planes: &[Plane], mask: u32) -> Option
             Some(goal + nm * mu)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::generate::box_mesh;
+
+    /// A probe pressing straight down whose sample lands just behind the top face —
+    /// deeper than the BVH tolerance, but by no more than ten of them — must be in
+    /// contact there and stay in contact as it goes deeper, with the proxy on the
+    /// face. (A replayed trajectory interpolated at a real-time tick woken 20–200 ns
+    /// late lands exactly there; the proxy used to settle behind the face with no
+    /// contact and then tunnel through the tissue for good.)
+    #[test]
+    fn a_probe_landing_a_few_tolerances_behind_the_face_is_in_contact() {
+        let size = Vec3::new(0.1, 0.1, 0.04);
+        let mesh = box_mesh(size, [5, 5, 2]).unwrap();
+        let bvh = SurfaceBvh::build(mesh.boundary().triangles, &mesh.nodes);
+        let tol = bvh.tolerance();
+        let (x, y, top) = (0.062, 0.056, size.z);
+        for landing in [1.5, 2.0, 5.0, 9.0, 9.9] {
+            let landing = landing * tol;
+            let mut proxy = Proxy::new(0.0);
+            assert_eq!(
+                proxy.update(&bvh, &mesh.nodes, &Vec3::new(x, y, top + 4e-5)),
+                None
+            );
+            for depth in [landing, landing + 4e-5, landing + 8e-5, 1e-3] {
+                let probe = Vec3::new(x, y, top - depth);
+                let c = proxy
+                    .update(&bvh, &mesh.nodes, &probe)
+                    .unwrap_or_else(|| {
+                        panic!("no contact at depth {depth:e} m (landed {landing:e} m deep, tolerance {tol:e} m)")
+                    });
+                assert!(
+                    (c.depth - depth).abs() <= tol,
+                    "depth {} for {depth} (landed {landing:e} m deep)",
+                    c.depth
+                );
+                assert!(
+                    (c.proxy - Vec3::new(x, y, top)).norm() <= tol,
+                    "{:?}",
+                    c.proxy
+                );
+                assert_eq!(c.normal, Vec3::z());
+            }
+        }
     }
 }
