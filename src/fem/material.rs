@@ -1,6 +1,7 @@
 //! Isotropic linear-elastic materials and their assignment to tetrahedra.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +12,21 @@ use crate::Vec3;
 /// Poisson ratio from which linear tetrahedra lock (shear and bending become far too
 /// stiff as the material approaches incompressibility); a warning is logged above it.
 pub const LOCKING_POISSON: f64 = 0.45;
+
+/// Whether the locking warning for Poisson ratio `poisson` has not been logged yet in
+/// this process: one scene build validates its materials several times (construction,
+/// cache key, precompute, runtime), and the user needs to read it once per value.
+fn first_locking_warning(poisson: f64) -> bool {
+    static WARNED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+    let mut warned = WARNED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if warned.contains(&poisson.to_bits()) {
+        return false;
+    }
+    warned.push(poisson.to_bits());
+    true
+}
 
 /// An isotropic linear-elastic material.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,7 +52,8 @@ impl Material {
     }
 
     /// Checks E > 0, −1 < ν < 0.5, ρ > 0 (all finite); `what` names the material in the
-    /// error. Logs a warning when ν ≥ [`LOCKING_POISSON`], where linear tets lock.
+    /// error. Logs a warning (once per value) when ν ≥ [`LOCKING_POISSON`], where linear
+    /// tets lock.
     pub fn validate(&self, what: &str) -> Result<(), FemError> {
         let err = |field, value, reason| FemError::Material {
             what: what.to_string(),
@@ -65,7 +82,7 @@ impl Material {
                 "density must be finite and > 0 kg/m³",
             ));
         }
-        if self.poisson >= LOCKING_POISSON {
+        if self.poisson >= LOCKING_POISSON && first_locking_warning(self.poisson) {
             tracing::warn!(
                 "{what}: Poisson ratio {} is close to 0.5; linear tetrahedra lock \
                  (too stiff in bending and shear), refine the mesh or expect stiff results",
@@ -178,6 +195,14 @@ impl MaterialMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_locking_warning_is_logged_once_per_poisson_ratio() {
+        // Values no other test uses: the record is process-wide.
+        assert!(first_locking_warning(0.487_654_321));
+        assert!(!first_locking_warning(0.487_654_321));
+        assert!(first_locking_warning(0.487_654_322));
+    }
 
     #[test]
     fn lame_parameters_match_definitions() {
