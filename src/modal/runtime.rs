@@ -249,6 +249,39 @@ impl ModalRuntime {
         self.add_pending_modal(out);
     }
 
+    /// What rest + W̄ q (q from [`Self::visual_coordinates`]) misses of
+    /// [`TissueModel::displacements`] at mesh nodes `nodes`, into `out` (m): the residual
+    /// field of the last step's contact loads (zero without residual flexibility). The
+    /// visual stream sends it as per-vertex corrections; computing it directly spares
+    /// rebuilding every vertex's modal displacement only to subtract it again.
+    pub fn residual_displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
+        out.fill(Vec3::zeros());
+        let pending = self.refresh_pending_modal();
+        let Some(cache) = self.residual.as_mut() else {
+            return;
+        };
+        if pending {
+            // At cached nodes the exact field of a pending load replaces its modal
+            // part, which q still carries.
+            for (o, &v) in out.iter_mut().zip(nodes) {
+                if cache.is_cached(v) {
+                    *o -= node_modal(&self.w_bar, self.k, v, &self.h_pending);
+                }
+            }
+        }
+        cache.add_field(&self.loads, nodes, out);
+    }
+
+    /// Recomputes `h_pending` (Λ⁻¹W̄ᵀf of the loads still being completed); returns
+    /// whether there are any.
+    fn refresh_pending_modal(&mut self) -> bool {
+        let mut h_pending = std::mem::take(&mut self.h_pending);
+        h_pending.fill(0.0);
+        let pending = self.add_pending_modal(&mut h_pending);
+        self.h_pending = h_pending;
+        pending
+    }
+
     /// Adds Λ⁻¹W̄ᵀf of the last step's loads whose K⁻¹ columns are still being
     /// completed to `out` (length k); returns whether there were any.
     fn add_pending_modal(&self, out: &mut [f64]) -> bool {
@@ -558,10 +591,7 @@ impl TissueModel for ModalRuntime {
         }
         // Loads still being completed add their residual at cached nodes only; the
         // other nodes keep their modal part.
-        let mut h_pending = std::mem::take(&mut self.h_pending);
-        h_pending.fill(0.0);
-        let pending = self.add_pending_modal(&mut h_pending);
-        self.h_pending = h_pending;
+        let pending = self.refresh_pending_modal();
         for ((e, z), p) in self
             .z_eff_far
             .iter_mut()
@@ -573,21 +603,22 @@ impl TissueModel for ModalRuntime {
         for (o, &v) in out.iter_mut().zip(nodes) {
             let near = !pending || self.residual.as_ref().is_some_and(|c| c.is_cached(v));
             let z_eff = if near { &self.z_eff } else { &self.z_eff_far };
-            let rows = &self.w_bar[3 * v * k..3 * (v + 1) * k];
-            let (rx, rest) = rows.split_at(k);
-            let (ry, rz) = rest.split_at(k);
-            let (mut x, mut y, mut zz) = (0.0, 0.0, 0.0);
-            for q in 0..k {
-                x += rx[q] * z_eff[q];
-                y += ry[q] * z_eff[q];
-                zz += rz[q] * z_eff[q];
-            }
-            *o = Vec3::new(x, y, zz);
+            *o = node_modal(&self.w_bar, k, v, z_eff);
         }
         if let Some(cache) = self.residual.as_mut() {
             cache.add_field(&self.loads, nodes, out);
         }
     }
+}
+
+/// W̄_v c: the displacement of node `v` (m) for modal coefficients `c` (length `k`),
+/// three contiguous dot products over the node's rows of the vertex-major W̄.
+#[inline]
+fn node_modal(w_bar: &[f64], k: usize, v: usize, c: &[f64]) -> Vec3 {
+    let rows = &w_bar[3 * v * k..3 * (v + 1) * k];
+    let (rx, rest) = rows.split_at(k);
+    let (ry, rz) = rest.split_at(k);
+    Vec3::new(dot(rx, c), dot(ry, c), dot(rz, c))
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {

@@ -20,11 +20,10 @@ pub struct SceneVisual {
     surface_nodes: Vec<usize>,
     /// Modes per frame (modal scenes).
     mode_count: Option<usize>,
-    /// Surface modal basis, vertex-major (`surface_nodes.len() · k` vectors, m per unit q).
-    basis: Vec<Vec3>,
     /// Rest position of every surface vertex (m).
     rest: Vec<Vec3>,
-    /// Scratch: displacement of every surface vertex (m).
+    /// Scratch per surface vertex (m): its displacement (condensed) or the residual part
+    /// of it that the modes do not carry (modal).
     displacement: Vec<Vec3>,
 }
 
@@ -56,10 +55,6 @@ impl SceneVisual {
         }
         let visual = Self {
             mode_count: scene.mode_count(),
-            basis: scene
-                .modal_basis
-                .as_ref()
-                .map_or_else(Vec::new, |b| b.vectors.clone()),
             rest: scene.rest_positions.clone(),
             displacement: vec![Vec3::zeros(); nodes.len()],
             surface_nodes: nodes,
@@ -106,22 +101,16 @@ impl SceneVisual {
                 };
                 coordinates.resize(k, 0.0);
                 sim.model().visual_coordinates(coordinates);
-                sim.model_mut()
-                    .displacements(&self.surface_nodes, &mut self.displacement);
                 // What the modes do not carry is the residual field near the contact.
+                sim.model_mut()
+                    .residual_displacements(&self.surface_nodes, &mut self.displacement);
                 corrections.clear();
-                for (v, d) in self.displacement.iter().enumerate() {
-                    let row = &self.basis[v * k..(v + 1) * k];
-                    let modal: Vec3 = row
-                        .iter()
-                        .zip(coordinates.iter())
-                        .map(|(phi, q)| phi * *q)
-                        .sum();
-                    let residual = d - modal;
-                    if residual.norm() > VISIBLE_DISPLACEMENT {
-                        corrections.push((v as u32, residual));
-                    }
-                }
+                corrections.extend(
+                    (0..)
+                        .zip(&self.displacement)
+                        .filter(|(_, r)| r.norm() > VISIBLE_DISPLACEMENT)
+                        .map(|(v, r)| (v, *r)),
+                );
             }
             SceneModel::Condensed(sim) => {
                 sim.model_mut()
