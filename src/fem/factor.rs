@@ -157,10 +157,7 @@ impl Factor {
         for p in parent.iter_mut().filter(|p| **p != usize::MAX) {
             *p = supernode_of[*p];
         }
-        let split = match symbolic.raw() {
-            SymbolicCholeskyRaw::Supernodal(sn) => TreeSplit::new(sn),
-            SymbolicCholeskyRaw::Simplicial(_) => None,
-        };
+        let split = TreeSplit::new(sn, &parent);
         Ok(Self {
             symbolic,
             values,
@@ -398,10 +395,9 @@ impl Factor {
             let (start, pattern) = (node.start(), node.pattern());
             let (top, bottom) = node.val().split_at_row(node.val().ncols());
             let size = top.nrows();
-            let mut x = ws.work.as_mut().submatrix_mut(start, 0, size, k);
-            solve_lower_triangular_in_place(top, x.rb_mut(), Par::Seq);
+            let x = ws.work.as_mut().submatrix_mut(start, 0, size, k);
             let mut tmp = ws.tmp.as_mut().submatrix_mut(0, 0, pattern.len(), k);
-            matmul(tmp.rb_mut(), Accum::Replace, bottom, x.rb(), 1.0, Par::Seq);
+            forward_block(top, bottom, x, tmp.rb_mut());
             for j in 0..k {
                 for (idx, &i) in pattern.iter().enumerate() {
                     ws.work[(i, j)] -= tmp[(idx, j)];
@@ -495,16 +491,8 @@ impl Factor {
                     tmp[(idx, j)] = ws.work[(i, j)];
                 }
             }
-            let mut x = ws.work.as_mut().submatrix_mut(start, 0, size, k);
-            matmul(
-                x.rb_mut(),
-                Accum::Add,
-                bottom.transpose(),
-                tmp.rb(),
-                -1.0,
-                Par::Seq,
-            );
-            solve_upper_triangular_in_place(top.transpose(), x.rb_mut(), Par::Seq);
+            let x = ws.work.as_mut().submatrix_mut(start, 0, size, k);
+            backward_block(top, bottom, x, tmp.rb());
             spent += (size + pattern.len()) * size * k.max(1);
         }
         spent
@@ -599,17 +587,17 @@ impl Factor {
     /// meant for offline block solves (shift-invert Lanczos), where one pass over a
     /// factor of ~1 GB is memory bound and a single thread cannot use both cores' share
     /// of bandwidth. Falls back to [`Factor::solve_in_place`] when the tree does not
-    /// split (simplicial factor, a chain).
+    /// split (a chain).
     ///
     /// Written here because faer's supernodal solve walks the supernodes one after the
     /// other and only parallelises inside each dense block, which for 8–32 right-hand
     /// sides is too fine-grained to help (measured: no faster than sequential, and
     /// slower when other processes load the cores).
     pub fn solve_in_place_two_threads(&self, mut rhs: MatMut<'_, f64>) -> Result<(), FemError> {
-        let (Some(split), SymbolicCholeskyRaw::Supernodal(sn)) = (&self.split, self.symbolic.raw())
-        else {
+        let Some(split) = &self.split else {
             return self.solve_in_place(rhs);
         };
+        let sn = supernodal(&self.symbolic);
         let n = self.n();
         if rhs.nrows() != n {
             return self.solve_in_place(rhs);
@@ -700,21 +688,18 @@ struct TreeSplit {
 impl TreeSplit {
     /// Splits below the chain of single-child supernodes at the root, balancing the
     /// entries of L between the two groups; `None` if the tree does not branch or the
-    /// supernodes are not in an order where subtrees are contiguous.
-    fn new(sn: &SymbolicSupernodalCholesky<usize>) -> Option<Self> {
+    /// supernodes are not in an order where subtrees are contiguous. `parent` is the
+    /// supernodal elimination tree (`usize::MAX` at a root).
+    fn new(sn: &SymbolicSupernodalCholesky<usize>, parent: &[usize]) -> Option<Self> {
         let n_super = sn.n_supernodes();
-        let begin = sn.supernode_begin();
         let col_ptr_val = sn.col_ptr_for_val();
-        let super_of = |col: usize| begin.partition_point(|&b| b <= col) - 1;
-        let parent: Vec<Option<usize>> = (0..n_super)
-            .map(|s| sn.supernode(s).pattern().first().map(|&r| super_of(r)))
-            .collect();
         let mut children = vec![Vec::new(); n_super];
         let mut roots = Vec::new();
-        for (s, p) in parent.iter().enumerate() {
-            match p {
-                Some(p) => children[*p].push(s),
-                None => roots.push(s),
+        for (s, &p) in parent.iter().enumerate() {
+            if p == usize::MAX {
+                roots.push(s);
+            } else {
+                children[p].push(s);
             }
         }
         let mut top = n_super;
@@ -745,9 +730,12 @@ impl TreeSplit {
                 2
             }
         };
-        let separable = parent.iter().enumerate().all(|(s, p)| match p {
-            Some(p) => group(*p) == group(s) || group(*p) == 2,
-            None => group(s) == 2 || top == n_super,
+        let separable = parent.iter().enumerate().all(|(s, &p)| {
+            if p == usize::MAX {
+                group(s) == 2 || top == n_super
+            } else {
+                group(p) == group(s) || group(p) == 2
+            }
         });
         (separable && mid > 0).then_some(Self { mid, top })
     }
@@ -772,17 +760,9 @@ fn forward(
         let size = ls.ncols();
         let (l_top, l_bot) = ls.split_at_row(size);
         let pattern = node.pattern();
-        let mut x_top = own.rb_mut().subrows_mut(node.start() - own_start, size);
-        solve_lower_triangular_in_place(l_top, x_top.rb_mut(), Par::Seq);
         tmp.resize_with(pattern.len(), k, |_, _| 0.0);
-        matmul(
-            tmp.as_mut(),
-            Accum::Replace,
-            l_bot,
-            x_top.rb(),
-            1.0,
-            Par::Seq,
-        );
+        let x_top = own.rb_mut().subrows_mut(node.start() - own_start, size);
+        forward_block(l_top, l_bot, x_top, tmp.as_mut());
         let split = pattern.partition_point(|&i| i < upper_start);
         for j in 0..k {
             for (idx, &i) in pattern[..split].iter().enumerate() {
@@ -823,17 +803,34 @@ fn backward(
                 tmp[(split + idx, j)] = upper[(i - upper_start, j)];
             }
         }
-        let mut x_top = own.rb_mut().subrows_mut(node.start() - own_start, size);
-        matmul(
-            x_top.rb_mut(),
-            Accum::Add,
-            l_bot.transpose(),
-            tmp.as_ref(),
-            -1.0,
-            Par::Seq,
-        );
-        solve_upper_triangular_in_place(l_top.transpose(), x_top, Par::Seq);
+        let x_top = own.rb_mut().subrows_mut(node.start() - own_start, size);
+        backward_block(l_top, l_bot, x_top, tmp.as_ref());
     }
+}
+
+/// Forward step of one supernode with diagonal block `l_top` and below-diagonal rows
+/// `l_bot`: solves l_top x = b in place in `x` and writes l_bot x, the update its
+/// pattern's rows receive, into `update`. Shared by every supernodal solve here.
+fn forward_block(
+    l_top: MatRef<'_, f64>,
+    l_bot: MatRef<'_, f64>,
+    mut x: MatMut<'_, f64>,
+    update: MatMut<'_, f64>,
+) {
+    solve_lower_triangular_in_place(l_top, x.rb_mut(), Par::Seq);
+    matmul(update, Accum::Replace, l_bot, x.rb(), 1.0, Par::Seq);
+}
+
+/// Backward step of one supernode: x ← l_top⁻ᵀ (x − l_botᵀ y), with `y` the already
+/// solved rows of its pattern.
+fn backward_block(
+    l_top: MatRef<'_, f64>,
+    l_bot: MatRef<'_, f64>,
+    mut x: MatMut<'_, f64>,
+    y: MatRef<'_, f64>,
+) {
+    matmul(x.rb_mut(), Accum::Add, l_bot.transpose(), y, -1.0, Par::Seq);
+    solve_upper_triangular_in_place(l_top.transpose(), x, Par::Seq);
 }
 
 /// AMD on the node graph, expanded to DOFs.
