@@ -612,13 +612,21 @@ impl TissueModel for ModalRuntime {
 }
 
 /// W̄_v c: the displacement of node `v` (m) for modal coefficients `c` (length `k`),
-/// three contiguous dot products over the node's rows of the vertex-major W̄.
+/// over the node's three rows of the vertex-major W̄.
 #[inline]
 fn node_modal(w_bar: &[f64], k: usize, v: usize, c: &[f64]) -> Vec3 {
     let rows = &w_bar[3 * v * k..3 * (v + 1) * k];
     let (rx, rest) = rows.split_at(k);
     let (ry, rz) = rest.split_at(k);
-    Vec3::new(dot(rx, c), dot(ry, c), dot(rz, c))
+    let c = &c[..k];
+    // One pass over c for all three rows.
+    let (mut x, mut y, mut z) = (0.0, 0.0, 0.0);
+    for q in 0..k {
+        x += rx[q] * c[q];
+        y += ry[q] * c[q];
+        z += rz[q] * c[q];
+    }
+    Vec3::new(x, y, z)
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
