@@ -103,6 +103,21 @@ fn modal(b: &Bunny, k: usize, cache: usize, max_rows: usize) -> ModalRuntime {
     .unwrap()
 }
 
+/// The condensed model of the bunny with a column cache of `cache` nodes, nothing
+/// precomputed, up to 3 constraint rows.
+fn condensed(b: &Bunny, cache: usize) -> CondensedModel {
+    let columns = ComplianceColumns::new(b.factor.clone(), b.system.dofs.clone(), cache).unwrap();
+    CondensedModel::new(
+        b.mesh.nodes.clone(),
+        b.triangles.clone(),
+        b.surface.clone(),
+        columns,
+        0,
+        3,
+    )
+    .unwrap()
+}
+
 /// The scene default contact patch radius: twice the mean surface edge (m).
 fn patch_radius(b: &Bunny) -> f64 {
     let total: f64 = b
@@ -191,16 +206,7 @@ fn benches(c: &mut Criterion) {
     }
 
     {
-        let columns = ComplianceColumns::new(b.factor.clone(), b.system.dofs.clone(), 16).unwrap();
-        let mut model = CondensedModel::new(
-            b.mesh.nodes.clone(),
-            b.triangles.clone(),
-            b.surface.clone(),
-            columns,
-            0,
-            3,
-        )
-        .unwrap();
+        let mut model = condensed(&b, 16);
         let press = PointConstraint::contact(nodes, w, n, x - n * 1e-3);
         let mut f = [Vec3::zeros()];
         model.advance(dt, &[press], &mut f).unwrap();
@@ -209,16 +215,7 @@ fn benches(c: &mut Criterion) {
             |bch| bch.iter(|| model.advance(dt, black_box(&[press]), &mut f).unwrap()),
         );
         let press_patch = PointConstraint::contact_on(patch, n, x - n * 1e-3);
-        let columns = ComplianceColumns::new(b.factor.clone(), b.system.dofs.clone(), 64).unwrap();
-        let mut model = CondensedModel::new(
-            b.mesh.nodes.clone(),
-            b.triangles.clone(),
-            b.surface.clone(),
-            columns,
-            0,
-            3,
-        )
-        .unwrap();
+        let mut model = condensed(&b, 64);
         model.advance(dt, &[press_patch], &mut f).unwrap();
         c.bench_function(
             "condensed: advance with pressed patch contact, cached columns",
@@ -234,16 +231,7 @@ fn benches(c: &mut Criterion) {
         // step forward-solves the node along the elimination tree (the force needs
         // nothing more) and spends what is left of the column budget on completing
         // earlier nodes' full columns.
-        let columns = ComplianceColumns::new(b.factor.clone(), b.system.dofs.clone(), 1).unwrap();
-        let mut model = CondensedModel::new(
-            b.mesh.nodes.clone(),
-            b.triangles.clone(),
-            b.surface.clone(),
-            columns,
-            0,
-            3,
-        )
-        .unwrap();
+        let mut model = condensed(&b, 1);
         let free: Vec<usize> = b
             .surface
             .iter()
@@ -265,16 +253,7 @@ fn benches(c: &mut Criterion) {
             })
         });
         // Newly contacted triangle: three new nodes solved together.
-        let columns = ComplianceColumns::new(b.factor.clone(), b.system.dofs.clone(), 3).unwrap();
-        let mut model = CondensedModel::new(
-            b.mesh.nodes.clone(),
-            b.triangles.clone(),
-            b.surface.clone(),
-            columns,
-            0,
-            3,
-        )
-        .unwrap();
+        let mut model = condensed(&b, 3);
         let free_tris: Vec<[usize; 3]> = b
             .triangles
             .iter()
