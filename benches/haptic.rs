@@ -10,9 +10,9 @@ use criterion::Criterion;
 use palpa::device::hid::{HidDevice, MemoryPeer, MemoryTransport, MAX_REPORT_LEN};
 use palpa::device::profile::DeviceProfile;
 use palpa::haptic::analytic::HertzHalfSpace;
-use palpa::haptic::rt::now_ns;
 use palpa::haptic::{HapticConfig, HapticLoop, SafetyLimits};
 use palpa::model::{LocalForceModel, ModelStep};
+use palpa::rt::now_ns;
 use palpa::Vec3;
 use std::hint::black_box;
 

@@ -10,9 +10,9 @@
 use palpa::device::sim::{Script, SimDevice};
 use palpa::device::HapticDevice;
 use palpa::haptic::analytic::HertzHalfSpace;
-use palpa::haptic::rt::{interrupt_flag, RealtimePolicy};
 use palpa::haptic::runtime::{HapticRuntime, RuntimeConfig};
 use palpa::haptic::{HapticConfig, SafetyLimits};
+use palpa::rt::{stop_flag, RealtimePolicy};
 use palpa::Vec3;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -43,7 +43,7 @@ fn main() {
         telemetry_capacity: 4096,
         log_stats,
     };
-    let interrupted = interrupt_flag();
+    let interrupted = stop_flag();
     let runtime = HapticRuntime::start(device, HertzHalfSpace::default_scene(), config)
         .expect("start threads");
     let shared = runtime.shared().clone();

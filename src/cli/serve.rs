@@ -30,10 +30,9 @@ use crate::device::profile::DeviceProfile;
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::sim::SimDevice;
 use crate::device::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
-use crate::haptic::handoff::SlotWriter;
-use crate::haptic::rt::{self, RealtimePolicy};
 use crate::haptic::runtime::{HapticRuntime, RuntimeConfig, RuntimeShared};
 use crate::model::{LocalForceModel, ModelStep};
+use crate::rt::{self, RealtimePolicy, SlotWriter};
 use crate::scene::model::{self, SceneModel};
 use crate::scene::visual::SceneVisual;
 use crate::scene::workspace::{MappedDevice, Workspace};
@@ -448,7 +447,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let interrupted = rt::interrupt_flag();
+    let interrupted = rt::stop_flag();
     tokio.block_on(async move {
         let server = StreamServer::start(
             stream_config,

@@ -6,7 +6,7 @@ use super::record::Recorder;
 use super::replay::{ReplayDevice, Trajectory};
 use super::sim::{Script, SimDevice};
 use super::{DeviceError, HapticDevice};
-use crate::haptic::rt;
+use crate::rt;
 use crate::Vec3;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -168,7 +168,7 @@ pub fn record(args: &RecordArgs) -> ExitCode {
 }
 
 fn run_record(args: &RecordArgs) -> Result<(), String> {
-    let interrupted = rt::interrupt_flag();
+    let interrupted = rt::stop_flag();
     let (device, natural_end) = open_device(&args.device)?;
     let end = args.duration.or(natural_end).unwrap_or(f64::INFINITY);
     let recorder =

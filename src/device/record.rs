@@ -9,7 +9,7 @@
 
 use super::replay::{write_row, HEADER_WITH_FORCE};
 use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
-use crate::haptic::handoff::DropCounter;
+use crate::rt::DropCounter;
 use crate::Vec3;
 use crossbeam::queue::ArrayQueue;
 use std::fs::File;

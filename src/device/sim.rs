@@ -2,7 +2,7 @@
 //! viewer's mouse) through a wait-free slot. The force it is sent is kept for display.
 
 use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
-use crate::haptic::handoff::{slot, SlotReader, SlotWriter};
+use crate::rt::{slot, SlotReader, SlotWriter};
 use crate::Vec3;
 use std::f64::consts::TAU;
 

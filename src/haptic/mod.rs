@@ -11,9 +11,7 @@
 pub mod analytic;
 pub mod extrapolate;
 pub mod fidelity;
-pub mod handoff;
 pub mod lockstep;
-pub mod rt;
 pub mod runtime;
 pub mod safety;
 pub mod stats;

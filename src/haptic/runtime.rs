@@ -2,12 +2,11 @@
 //! wait-free slots (probe down, local force model up), a drop-on-full telemetry queue,
 //! and a thread that logs tick statistics once a second.
 
-use super::handoff::{slot, DropCounter, SlotReader, SlotWriter};
-use super::rt::{self, RealtimePolicy};
 use super::stats::TickStats;
 use super::tick::{HapticConfig, HapticLoop, ProbeSample, TickRecord, ZeroForceGuard};
 use crate::device::HapticDevice;
 use crate::model::{LocalForceModel, ModelStep};
+use crate::rt::{self, slot, DropCounter, RealtimePolicy, SlotReader, SlotWriter};
 use crossbeam::queue::ArrayQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

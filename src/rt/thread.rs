@@ -1,44 +1,5 @@
-//! Real-time plumbing for the haptic and model threads: a monotonic clock in ns,
-//! absolute-deadline sleeps (sleep most of the way, spin the rest), SCHED_FIFO and core
-//! pinning, and a Ctrl-C flag. Linux only (libc), like the hidraw backend.
-
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Monotonic time (ns) on the same clock the deadline sleeps use.
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Sleeps until the absolute time `deadline_ns` (ns, [`now_ns`] clock) minus `spin_ns`,
-/// then spins until the deadline: the kernel's wake-up jitter is absorbed by the spin.
-pub fn sleep_until(deadline_ns: u64, spin_ns: u64) {
-    let wake = deadline_ns.saturating_sub(spin_ns);
-    if now_ns() < wake {
-        let ts = libc::timespec {
-            tv_sec: (wake / 1_000_000_000) as libc::time_t,
-            tv_nsec: (wake % 1_000_000_000) as libc::c_long,
-        };
-        // SAFETY: valid timespec; TIMER_ABSTIME sleeps to an absolute time and is
-        // restarted below on EINTR by the spin loop's check.
-        unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
-    }
-    while now_ns() < deadline_ns {
-        std::hint::spin_loop();
-    }
-}
+//! Real-time scheduling of the calling thread: SCHED_FIFO, core pinning, and keeping
+//! its pages resident.
 
 /// Real-time scheduling wish for a thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,22 +62,4 @@ pub fn apply_to_current_thread(policy: RealtimePolicy) -> Result<(), String> {
     } else {
         Err(problems.join("; "))
     }
-}
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_interrupt(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Installs a SIGINT/SIGTERM handler that only sets a flag (async-signal-safe), and
-/// returns the flag: loops poll it and shut down cleanly, zeroing the force.
-pub fn interrupt_flag() -> &'static AtomicBool {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        let handler = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
-    }
-    &INTERRUPTED
 }
