@@ -11,14 +11,15 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use faer::Par;
-use palpa::condensed::{ComplianceColumns, CondensedModel};
+use palpa::condensed::CondensedModel;
 use palpa::contact::{ContactPatch, Proxy, SurfaceBvh};
 use palpa::fem::{
     assemble, fixed_nodes, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap, Ordering,
 };
+use palpa::fem::{ComplianceColumns, Support};
 use palpa::mesh::TetMesh;
 use palpa::modal::{compute_modes, ModalBasis, ModalParams, ModalRuntime, Timings};
-use palpa::model::{ModelStep, PointConstraint, Simulation, Support, TissueModel};
+use palpa::model::{ModelStep, PointConstraint, Simulation, TissueModel};
 use palpa::Vec3;
 
 struct Bunny {

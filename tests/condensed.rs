@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use faer::{Mat, Par};
 use nalgebra::{DMatrix, DVector};
-use palpa::condensed::{ComplianceColumns, CondensedModel};
+use palpa::condensed::CondensedModel;
 use palpa::contact::{ContactPatch, SurfaceBvh};
 use palpa::fem::{
     assemble, fixed_nodes, Axis, DofMap, Factor, Fix, Material, MaterialMap, Ordering, Shape,
 };
+use palpa::fem::{ComplianceColumns, Support};
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
-use palpa::model::{ModelStep, PointConstraint, Simulation, Support, TissueModel};
+use palpa::model::{ModelStep, PointConstraint, Simulation, TissueModel};
 use palpa::{Mat3, Vec3};
 
 mod tissue_block;

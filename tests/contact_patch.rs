@@ -205,8 +205,9 @@ fn scene_friction_reaches_the_probe() {
 mod friction {
     use super::tissue_block::{block, Block, SIZE};
     use faer::Par;
-    use palpa::condensed::{ComplianceColumns, CondensedModel};
+    use palpa::condensed::CondensedModel;
     use palpa::contact::{Friction, FrictionPhase};
+    use palpa::fem::ComplianceColumns;
     use palpa::fem::{Factor, Ordering};
     use palpa::model::{LocalForceModel, ModelStep, Simulation};
     use palpa::Vec3;

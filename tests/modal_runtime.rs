@@ -211,8 +211,8 @@ mod with_fem {
     use std::sync::Arc;
 
     use faer::{Mat, Par};
-    use palpa::condensed::ComplianceColumns;
     use palpa::contact::{ContactPatch, SurfaceBvh};
+    use palpa::fem::ComplianceColumns;
     use palpa::fem::{
         assemble, fixed_nodes, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap,
         Ordering,
@@ -478,7 +478,7 @@ mod with_fem {
         ] {
             let mut model = runtime(&fx, params, false);
             let con = PointConstraint {
-                support: palpa::model::Support::triangle(nodes, c.bary),
+                support: palpa::fem::Support::triangle(nodes, c.bary),
                 kind,
                 directions: Directions::All,
                 target,
@@ -689,7 +689,7 @@ mod tissue_block;
 mod contact_through_modal {
     use super::tissue_block::{block, Block, SIZE};
     use faer::Par;
-    use palpa::condensed::ComplianceColumns;
+    use palpa::fem::ComplianceColumns;
     use palpa::fem::{Factor, Ordering};
     use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
     use palpa::model::{ModelStep, Simulation, TissueModel};

@@ -1,17 +1,14 @@
 //! Condensed static FEM (Basdogan; Bro-Nielsen & Cotin): linear elasticity condensed
 //! to the surface. The compliance between surface points is K⁻¹ restricted to them;
 //! point interaction needs only the columns of the contacted nodes, computed from the
-//! sparse Cholesky factor on demand ([`ComplianceColumns`]). An imposed displacement at
+//! sparse Cholesky factor on demand ([`ComplianceColumns`](crate::fem::ComplianceColumns)). An imposed displacement at
 //! a contact point gives the force by a small solve (3×3 for a held point, 1×1 for a
 //! frictionless contact), and the surface displacement by superposition of columns.
 
-pub mod columns;
-
-pub use columns::ComplianceColumns;
-
+use crate::fem::{ComplianceColumns, Support};
 use crate::model::{
     add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
-    ModelError, PointConstraint, Support, TissueModel,
+    ModelError, PointConstraint, TissueModel,
 };
 use crate::{Mat3, Vec3};
 
@@ -48,14 +45,11 @@ impl CondensedModel {
         max_rows: usize,
     ) -> Result<Self, ModelError> {
         if columns.n_nodes() != rest.len() {
-            return Err(ModelError::Column {
-                node: usize::MAX,
-                msg: format!(
-                    "column cache covers {} nodes, mesh has {}",
-                    columns.n_nodes(),
-                    rest.len()
-                ),
-            });
+            return Err(ModelError::Setup(format!(
+                "the column cache covers {} nodes, the mesh has {}",
+                columns.n_nodes(),
+                rest.len()
+            )));
         }
         if surface_nodes.len() <= precompute_cap {
             columns.precompute(&surface_nodes)?;
@@ -134,7 +128,7 @@ impl TissueModel for CondensedModel {
         self.s[..m * m].fill(0.0);
         let columns = &mut self.columns;
         add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
-            columns.point_block(&a.support, &b.support)
+            Ok(columns.point_block(&a.support, &b.support)?)
         })?;
         self.solver.solve(
             m,
@@ -154,7 +148,7 @@ impl TissueModel for CondensedModel {
     }
 
     fn point_compliance(&mut self, support: &Support) -> Result<Mat3, ModelError> {
-        self.columns.point_block(support, support)
+        Ok(self.columns.point_block(support, support)?)
     }
 
     /// Bounds what [`TissueModel::displacements`] reports

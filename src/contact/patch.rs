@@ -16,7 +16,7 @@
 //! measure the patch displacement and carry the force ([`Support`]), so the constraint
 //! stays symmetric in both backends.
 
-use crate::model::Support;
+use crate::fem::Support;
 use crate::Vec3;
 
 use super::bvh::SurfaceBvh;
@@ -62,7 +62,7 @@ impl ContactPatch {
             near: Vec::with_capacity(n_tri.min(1024)),
             stamp: vec![0; rest.len()],
             queries: 0,
-            pairs: Vec::with_capacity(4 * crate::model::MAX_SUPPORT_NODES),
+            pairs: Vec::with_capacity(4 * crate::fem::MAX_SUPPORT_NODES),
         }
     }
 

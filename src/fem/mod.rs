@@ -5,21 +5,27 @@
 //! Data flow: a [`TetMesh`](crate::mesh::TetMesh) and a [`MaterialMap`] give one
 //! [`Material`] per tetrahedron; [`Fix`] predicates give the fixed nodes and a [`DofMap`]
 //! that drops their DOFs before anything else; [`assemble`] builds the [`FemSystem`]
-//! (sparse symmetric K, diagonal lumped M); [`Factor`] factorises K (or K − σM).
+//! (sparse symmetric K, diagonal lumped M); [`Factor`] factorises K (or K − σM);
+//! [`ComplianceColumns`] keeps the K⁻¹ columns of contacted nodes, and a [`Support`]
+//! is a material point as weighted nodes.
 
 mod assemble;
+mod columns;
 mod element;
 mod factor;
 mod fixed;
 mod material;
 mod ordering;
+mod support;
 
 pub use assemble::{assemble, lumped_mass, FemSystem};
+pub use columns::{ColumnError, ComplianceColumns, COMPLETION_PERIOD, DEFAULT_COMPLETION_BUDGET};
 pub use element::{TetElement, ELEMENT_DOFS};
 pub use factor::{Factor, Ordering, PathColumns, PathWorkspace, AUTO_ND_NODES};
 pub use fixed::{fixed_nodes, Axis, DofMap, Fix};
 pub use material::{Material, MaterialMap, Shape, LOCKING_POISSON};
 pub use ordering::{expand_node_permutation, nested_dissection, node_graph, NodeGraph};
+pub use support::{Support, MAX_SUPPORT_NODES};
 
 /// Why an FEM model could not be built or solved. Every variant names what is wrong.
 #[derive(Debug, thiserror::Error)]

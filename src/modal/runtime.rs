@@ -34,10 +34,10 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::oscillator::{ModeTransition, Oscillators};
-use crate::condensed::ComplianceColumns;
+use crate::fem::{ComplianceColumns, Support};
 use crate::model::{
     add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
-    ModelError, PointConstraint, Support, TissueModel,
+    ModelError, PointConstraint, TissueModel,
 };
 use crate::{Mat3, Vec3};
 
@@ -145,11 +145,10 @@ impl ModalRuntime {
         let scale = lambda.iter().fold(0.0f64, |m, l| m.max(l.abs()));
         let rigid = |l: f64| l.abs() <= 1e-8 * scale;
         if residual.is_some() && lambda.iter().any(|&l| rigid(l)) {
-            return Err(ModelError::Column {
-                node: usize::MAX,
-                msg: "residual flexibility needs a clamped body, but a rigid-body mode is present"
+            return Err(ModelError::Setup(
+                "residual flexibility needs a clamped body, but a rigid-body mode is present"
                     .into(),
-            });
+            ));
         }
         let mut w_bar = vec![0.0; 3 * n * k];
         for r in 0..3 * n {
@@ -384,7 +383,7 @@ impl ModalRuntime {
         if with_residual {
             let cache = self.residual.as_mut().expect("checked above");
             add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
-                cache.point_block(&a.support, &b.support)
+                Ok(cache.point_block(&a.support, &b.support)?)
             })?;
         }
         Ok(())
@@ -536,7 +535,7 @@ impl TissueModel for ModalRuntime {
 
     fn point_compliance(&mut self, support: &Support) -> Result<Mat3, ModelError> {
         if let Some(cache) = self.residual.as_mut() {
-            return cache.point_block(support, support);
+            return Ok(cache.point_block(support, support)?);
         }
         // Modal static compliance Σ_m (U wₘ)(U wₘ)ᵀ / λₘ.
         let mut c = Mat3::zeros();

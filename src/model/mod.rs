@@ -57,7 +57,7 @@ pub mod tissue;
 
 pub use constraint::{
     add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
-    Directions, PointConstraint, Support, MAX_SUPPORT_NODES,
+    Directions, PointConstraint,
 };
 pub use simulation::Simulation;
 pub use tissue::{ModelError, TissueModel};

@@ -1,9 +1,10 @@
 //! The interface both tissue backends (modal, condensed) implement: what the model
 //! thread needs from a tissue model each 5 ms step.
 
+use crate::fem::{ColumnError, Support};
 use crate::{Mat3, Vec3};
 
-use super::constraint::{PointConstraint, Support};
+use super::constraint::PointConstraint;
 
 /// Why a model step could not be taken. The step is skipped and the probe gets zero
 /// force; nothing panics.
@@ -29,13 +30,12 @@ pub enum ModelError {
         msg: String,
     },
     /// A compliance column could not be computed.
-    #[error("compliance column of node {node}: {msg}")]
-    Column {
-        /// Mesh node.
-        node: usize,
-        /// Solver message.
-        msg: String,
-    },
+    #[error(transparent)]
+    Column(#[from] ColumnError),
+    /// The model's parts do not fit together (sizes, a free body with residual
+    /// flexibility).
+    #[error("{0}")]
+    Setup(String),
 }
 
 /// A tissue model the model thread can drive: advance under point constraints,

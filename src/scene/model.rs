@@ -8,9 +8,11 @@ use std::time::Instant;
 
 use super::build::{build_mesh, resolve_fixes, resolve_materials, FixRule, SceneMesh, Selector};
 use super::{BackendKind, Scene, SceneError};
-use crate::condensed::{ComplianceColumns, CondensedModel};
+use crate::condensed::CondensedModel;
 use crate::device::DeviceRating;
-use crate::fem::{self, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap, Shape};
+use crate::fem::{
+    self, Axis, ComplianceColumns, DofMap, Factor, FemSystem, Fix, Material, MaterialMap, Shape,
+};
 use crate::haptic::HapticConfig;
 use crate::modal::{
     self, CacheError, ModalCache, ModalParams, ModalRuntime, PrecomputeParams, Precomputed,

@@ -23,9 +23,37 @@ use std::sync::Arc;
 
 use faer::Mat;
 
-use crate::fem::{DofMap, Factor, PathColumns, PathWorkspace};
-use crate::model::{ModelError, Support};
+use super::{DofMap, Factor, PathColumns, PathWorkspace, Support};
 use crate::{Mat3, Vec3};
+
+/// Why a compliance column could not be computed.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum ColumnError {
+    /// The factor and the DOF map describe different systems.
+    #[error("the factor has {factor_rows} rows but the DOF map {free_dofs} free DOFs")]
+    SizeMismatch {
+        /// Rows of the factor.
+        factor_rows: usize,
+        /// Free DOFs of the map.
+        free_dofs: usize,
+    },
+    /// A node index outside the mesh.
+    #[error("node {node} is outside the mesh ({n_nodes} nodes)")]
+    NodeOutOfRange {
+        /// The node asked for.
+        node: usize,
+        /// Nodes in the mesh.
+        n_nodes: usize,
+    },
+    /// The sparse solve failed.
+    #[error("compliance column of node {node}: {message}")]
+    Solve {
+        /// First node of the failed batch.
+        node: usize,
+        /// The solver's message.
+        message: String,
+    },
+}
 
 /// Nodes forward-solved, or back-solved, together (their columns side by side).
 const BATCH: usize = 8;
@@ -109,15 +137,11 @@ impl ComplianceColumns {
     /// A cache of at most `capacity` nodes (≥ 1) over the factor of K (σ = 0) for the
     /// free DOFs of `dofs`. Each completed node costs 72·n_nodes bytes. One query
     /// keeps all the nodes it needs, so the cache may exceed `capacity` by those.
-    pub fn new(factor: Arc<Factor>, dofs: DofMap, capacity: usize) -> Result<Self, ModelError> {
+    pub fn new(factor: Arc<Factor>, dofs: DofMap, capacity: usize) -> Result<Self, ColumnError> {
         if factor.n() != dofs.n_free() {
-            return Err(ModelError::Column {
-                node: usize::MAX,
-                msg: format!(
-                    "factor has {} rows, the DOF map {} free DOFs",
-                    factor.n(),
-                    dofs.n_free()
-                ),
+            return Err(ColumnError::SizeMismatch {
+                factor_rows: factor.n(),
+                free_dofs: dofs.n_free(),
             });
         }
         let n_nodes = dofs.n_nodes();
@@ -216,7 +240,7 @@ impl ComplianceColumns {
     /// Makes sure `nodes` are cached with full columns, computing missing ones with
     /// one block solve of 3 columns per node (the whole surface at load time for
     /// small meshes). Raises the capacity if `nodes` alone exceed it.
-    pub fn precompute(&mut self, nodes: &[usize]) -> Result<(), ModelError> {
+    pub fn precompute(&mut self, nodes: &[usize]) -> Result<(), ColumnError> {
         for &v in nodes {
             self.check_node(v)?;
         }
@@ -243,9 +267,9 @@ impl ComplianceColumns {
             }
             self.factor
                 .solve_in_place(rhs.as_mut())
-                .map_err(|e| ModelError::Column {
+                .map_err(|e| ColumnError::Solve {
                     node: chunk[0],
-                    msg: e.to_string(),
+                    message: e.to_string(),
                 })?;
             self.solves += 3 * chunk.len() as u64;
             for (c, &v) in chunk.iter().enumerate() {
@@ -264,7 +288,7 @@ impl ComplianceColumns {
 
     /// The 3×3 block K⁻¹[u, v] (m/N): displacement of node `u` per unit force at node
     /// `v`, forward-solving and caching the nodes if needed. Zero if either is fixed.
-    pub fn block(&mut self, u: usize, v: usize) -> Result<Mat3, ModelError> {
+    pub fn block(&mut self, u: usize, v: usize) -> Result<Mat3, ColumnError> {
         self.clock += 1;
         self.ensure([u, v])?;
         Ok(self.pair_block(u, v))
@@ -349,7 +373,7 @@ impl ComplianceColumns {
     /// per unit force at point `q`, Σ_v Σ_u p_u q_v K⁻¹[u, v] over their weighted nodes.
     /// New nodes cost one joint forward solve; their full columns are completed later by
     /// [`Self::advance_completion`].
-    pub fn point_block(&mut self, p: &Support, q: &Support) -> Result<Mat3, ModelError> {
+    pub fn point_block(&mut self, p: &Support, q: &Support) -> Result<Mat3, ColumnError> {
         if let Some((lp, lq, c)) = &self.last_point {
             if lp == p && lq == q {
                 return Ok(*c);
@@ -388,7 +412,7 @@ impl ComplianceColumns {
 
     /// Makes every free node of `nodes` present in the cache, stamped with the current
     /// clock, forward-solving the missing ones together.
-    fn ensure(&mut self, nodes: impl IntoIterator<Item = usize>) -> Result<(), ModelError> {
+    fn ensure(&mut self, nodes: impl IntoIterator<Item = usize>) -> Result<(), ColumnError> {
         self.new_nodes.clear();
         for v in nodes {
             self.check_node(v)?;
@@ -410,7 +434,7 @@ impl ComplianceColumns {
     }
 
     /// Forward-solves the nodes in `new_nodes` and caches them (incomplete).
-    fn forward_new(&mut self) -> Result<(), ModelError> {
+    fn forward_new(&mut self) -> Result<(), ColumnError> {
         if self.new_nodes.is_empty() {
             return Ok(());
         }
@@ -515,11 +539,11 @@ impl ComplianceColumns {
         }
     }
 
-    fn check_node(&self, v: usize) -> Result<(), ModelError> {
+    fn check_node(&self, v: usize) -> Result<(), ColumnError> {
         if v >= self.dofs.n_nodes() {
-            return Err(ModelError::Column {
+            return Err(ColumnError::NodeOutOfRange {
                 node: v,
-                msg: format!("mesh has {} nodes", self.dofs.n_nodes()),
+                n_nodes: self.dofs.n_nodes(),
             });
         }
         Ok(())
