@@ -15,9 +15,9 @@ enum Command {
     /// Serve a scene: haptic device, tissue model and the browser viewer.
     Serve(palpa::cli::serve::ServeArgs),
     /// List HID devices and which device profile matches each.
-    Devices(palpa::device::cli::DevicesArgs),
+    Devices(palpa::cli::devices::DevicesArgs),
     /// Record a device's trajectory to CSV (Ctrl-C leaves a complete file).
-    Record(palpa::device::cli::RecordArgs),
+    Record(palpa::cli::record::RecordArgs),
     /// Compute, select and print the vibration modes of a tetrahedral mesh.
     Modes(palpa::cli::modes::ModesArgs),
     /// Precompute a scene's modes and write them to the cache.
@@ -39,8 +39,8 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Serve(args) => exit_code(palpa::cli::serve::run(args)),
-        Command::Devices(args) => palpa::device::cli::devices(args),
-        Command::Record(args) => palpa::device::cli::record(args),
+        Command::Devices(args) => palpa::cli::devices::run(args),
+        Command::Record(args) => palpa::cli::record::run(args),
         Command::Modes(args) => exit_code(palpa::cli::modes::run(args)),
         Command::Precompute(args) => exit_code(palpa::cli::precompute::run(args)),
         Command::Replay(args) => exit_code(palpa::cli::replay::run(args)),

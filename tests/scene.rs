@@ -83,8 +83,8 @@ fn embedded_default_is_the_shipped_default_and_the_documented_block() {
         vec![FixRule::Below(2, 0.0)]
     );
     // Device frame = scene frame.
-    let w = palpa::scene::workspace::Workspace::from_spec(&embedded.device.workspace);
-    assert_eq!(w, palpa::scene::workspace::Workspace::IDENTITY);
+    let w = embedded.device.workspace.mapping();
+    assert_eq!(w, palpa::device::mapped::Workspace::IDENTITY);
 }
 
 #[test]

@@ -1,7 +1,10 @@
-//! Implementations of the `palpa` subcommands (`src/main.rs` only dispatches).
+//! Implementations of the `palpa` subcommands, one file each (`src/main.rs` only
+//! dispatches; `watch` lives in the Rust client, `palpa_client::watch`).
 
+pub mod devices;
 pub mod modes;
 pub mod plot;
 pub mod precompute;
+pub mod record;
 pub mod replay;
 pub mod serve;

@@ -9,11 +9,11 @@ use clap::Args;
 
 use super::plot;
 use super::precompute::{describe, progress_bar, SceneArgs};
+use crate::device::mapped::MappedDevice;
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::HapticDevice;
 use crate::haptic::LockStep;
 use crate::scene::model::{self, BuiltScene};
-use crate::scene::workspace::{MappedDevice, Workspace};
 
 /// Header of the replay output.
 pub const HEADER: &str = "t,x,y,z,fx,fy,fz,depth,contact";
@@ -54,7 +54,7 @@ pub struct ReplayRow {
 /// Replays `trajectory` through the built scene in lock-step: one row per haptic tick
 /// from t = 0 to the trajectory's last sample.
 pub fn replay(built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
-    let map = Workspace::from_spec(&built.scene.device.workspace);
+    let map = built.scene.device.workspace.mapping();
     let device = MappedDevice::new(ReplayDevice::new(trajectory.clone()), map);
     let config = built.haptic_config(device.rating());
     let radius = built.scene.contact.probe_radius;

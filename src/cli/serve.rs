@@ -17,7 +17,6 @@
 //! ```
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -25,18 +24,15 @@ use clap::Args;
 use palpa_protocol as wire;
 
 use super::precompute::{describe, progress_bar, SceneArgs};
-use crate::device::hid::{HidDevice, HidapiTransport};
-use crate::device::profile::DeviceProfile;
-use crate::device::replay::{ReplayDevice, Trajectory};
-use crate::device::sim::SimDevice;
-use crate::device::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
+use crate::device::choice::DeviceChoice;
+use crate::device::force_log::ForceLog;
+use crate::device::mapped::{MappedDevice, Workspace};
+use crate::device::HapticDevice;
 use crate::haptic::runtime::{HapticRuntime, RuntimeConfig, RuntimeShared};
 use crate::model::{LocalForceModel, ModelStep};
 use crate::rt::{self, RealtimePolicy, SlotWriter};
 use crate::scene::model::{self, SceneModel};
 use crate::scene::visual::SceneVisual;
-use crate::scene::workspace::{MappedDevice, Workspace};
-use crate::scene::{DeviceKind, Scene};
 use crate::stream::{
     control_channel, snapshot_slot, ControlReceiver, ProbeControl, SnapshotWriter, StreamConfig,
     StreamServer, VisualSnapshot,
@@ -58,7 +54,8 @@ pub struct ServeArgs {
     pub scene: SceneArgs,
     /// Device: `auto` (a connected HID device a profile matches, else the virtual
     /// stylus), `hid`, `hid:PROFILE.toml`, `sim` (the virtual stylus, moved from the
-    /// viewer) or `replay:FILE.csv`; default: the scene's `device.kind`.
+    /// viewer), `sim:still|circle|press` (scripted) or `replay:FILE.csv`; default: the
+    /// scene's `device.kind`.
     #[arg(long, value_name = "DEVICE", value_parser = DeviceChoice::parse)]
     pub device: Option<DeviceChoice>,
     /// Address and port of the viewer and the stream (port 0: any free port);
@@ -70,106 +67,6 @@ pub struct ServeArgs {
     /// (`mlockall`), several hundred MB to GB, so it is for dedicated haptic machines.
     #[arg(long)]
     pub realtime: bool,
-}
-
-/// Which device drives the probe.
-#[derive(Clone, Debug, PartialEq)]
-pub enum DeviceChoice {
-    /// A connected HID device a profile matches, else the virtual stylus.
-    Auto,
-    /// A HID device matched by this profile (else the scene's, else the reference one).
-    Hid(Option<PathBuf>),
-    /// The virtual stylus, moved by viewers' control messages.
-    Sim,
-    /// A recorded trajectory (CSV, device frame).
-    Replay(PathBuf),
-}
-
-impl DeviceChoice {
-    /// Parses a `--device` value.
-    pub fn parse(spec: &str) -> Result<Self, String> {
-        let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
-        match (kind, arg) {
-            ("auto", "") => Ok(Self::Auto),
-            ("sim", "") => Ok(Self::Sim),
-            ("hid", "") => Ok(Self::Hid(None)),
-            ("hid", profile) => Ok(Self::Hid(Some(PathBuf::from(profile)))),
-            ("replay", file) if !file.is_empty() => Ok(Self::Replay(PathBuf::from(file))),
-            _ => Err(format!(
-                "unknown device `{spec}`: use auto, hid, hid:PROFILE.toml, sim or replay:FILE.csv"
-            )),
-        }
-    }
-
-    /// The device the scene's `[device]` section asks for (paths resolved against the
-    /// scene file).
-    pub fn from_scene(scene: &Scene) -> Self {
-        let d = &scene.device;
-        match d.kind {
-            DeviceKind::Auto => Self::Auto,
-            DeviceKind::Sim => Self::Sim,
-            DeviceKind::Hid => Self::Hid(d.profile.as_deref().map(|p| scene.resolve(p))),
-            DeviceKind::Replay => Self::Replay(
-                scene.resolve(
-                    d.trajectory
-                        .as_deref()
-                        .expect("validated: a replay device names its trajectory"),
-                ),
-            ),
-        }
-    }
-}
-
-/// A device that remembers the last force commanded to it (N, scene frame), so the
-/// server can show what the hand got last, and that zeroes its force when dropped: no
-/// error path can leave a force on.
-pub struct ForceLog<D: HapticDevice> {
-    inner: D,
-    last: Vec3,
-}
-
-impl<D: HapticDevice> ForceLog<D> {
-    /// Wraps `inner`; nothing commanded yet (zero).
-    pub fn new(inner: D) -> Self {
-        Self {
-            inner,
-            last: Vec3::zeros(),
-        }
-    }
-
-    /// The last force commanded (N).
-    pub fn last_force(&self) -> Vec3 {
-        self.last
-    }
-}
-
-impl<D: HapticDevice> HapticDevice for ForceLog<D> {
-    fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError> {
-        self.inner.read(now)
-    }
-    fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
-        self.last = force;
-        self.inner.write_force(force)
-    }
-    fn zero_force(&mut self) -> Result<(), DeviceError> {
-        self.last = Vec3::zeros();
-        self.inner.zero_force()
-    }
-    fn reconnect(&mut self) -> Result<bool, DeviceError> {
-        self.inner.reconnect()
-    }
-    fn rating(&self) -> DeviceRating {
-        self.inner.rating()
-    }
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-}
-
-impl<D: HapticDevice> Drop for ForceLog<D> {
-    fn drop(&mut self) {
-        let _ = self.zero_force();
-    }
 }
 
 /// The device as the haptic thread drives it: scene coordinates, force logged.
@@ -187,89 +84,6 @@ struct Stylus {
 impl Stylus {
     fn move_to(&mut self, scene_position: &Vec3) {
         self.input.write((self.map.to_device(scene_position), 0));
-    }
-}
-
-/// An opened device and what it is, for the console.
-struct OpenedDevice {
-    device: Box<dyn HapticDevice>,
-    stylus_input: Option<SlotWriter<(Vec3, u32)>>,
-    description: String,
-}
-
-fn open_hid(profile: &DeviceProfile) -> Result<Box<dyn HapticDevice>, DeviceError> {
-    let transport = HidapiTransport::open(profile)?;
-    Ok(Box::new(HidDevice::new(transport, profile.clone())))
-}
-
-/// The profile for a HID device: the given file, else the scene's, else the reference.
-fn hid_profile(path: Option<&PathBuf>, scene: &Scene) -> Result<DeviceProfile, String> {
-    let scene_profile = scene.device.profile.as_deref().map(|p| scene.resolve(p));
-    match path.or(scene_profile.as_ref()) {
-        Some(p) => DeviceProfile::load(p).map_err(|e| e.to_string()),
-        None => Ok(DeviceProfile::reference()),
-    }
-}
-
-fn virtual_stylus(why: &str) -> OpenedDevice {
-    let (device, input) = SimDevice::external(Vec3::zeros());
-    OpenedDevice {
-        device: Box::new(device),
-        stylus_input: Some(input),
-        description: format!("virtual stylus, moved from the viewer ({why})"),
-    }
-}
-
-fn open_device(choice: &DeviceChoice, scene: &Scene) -> Result<OpenedDevice, String> {
-    match choice {
-        DeviceChoice::Sim => Ok(virtual_stylus("device sim")),
-        DeviceChoice::Replay(path) => {
-            let trajectory = Trajectory::load(path).map_err(|e| e.to_string())?;
-            let description = format!(
-                "replay of {} ({:.1} s, then holds its last sample)",
-                path.display(),
-                trajectory.duration()
-            );
-            Ok(OpenedDevice {
-                device: Box::new(ReplayDevice::new(trajectory)),
-                stylus_input: None,
-                description,
-            })
-        }
-        DeviceChoice::Hid(path) => {
-            let profile = hid_profile(path.as_ref(), scene)?;
-            let device = open_hid(&profile)
-                .map_err(|e| format!("HID device with profile `{}`: {e}", profile.name))?;
-            let description = format!("HID device `{}` (profile {})", device.name(), profile.name);
-            Ok(OpenedDevice {
-                device,
-                stylus_input: None,
-                description,
-            })
-        }
-        DeviceChoice::Auto => {
-            let mut profiles = vec![DeviceProfile::reference()];
-            if scene.device.profile.is_some() {
-                profiles.insert(0, hid_profile(None, scene)?);
-            }
-            let mut misses = Vec::new();
-            for profile in &profiles {
-                match open_hid(profile) {
-                    Ok(device) => {
-                        let description =
-                            format!("HID device `{}` (profile {})", device.name(), profile.name);
-                        return Ok(OpenedDevice {
-                            device,
-                            stylus_input: None,
-                            description,
-                        });
-                    }
-                    Err(e) => misses.push(format!("{}: {e}", profile.name)),
-                }
-            }
-            tracing::debug!("no HID device: {}", misses.join("; "));
-            Ok(virtual_stylus("no HID device matches a profile"))
-        }
     }
 }
 
@@ -367,15 +181,13 @@ fn haptic_stats(
 /// by then).
 pub fn run(args: &ServeArgs) -> Result<(), String> {
     let scene = args.scene.load()?;
-    let choice = args
-        .device
-        .clone()
-        .unwrap_or_else(|| DeviceChoice::from_scene(&scene));
+    let choice = args.device.clone().unwrap_or_else(|| scene.device_choice());
     let bind = args.bind.unwrap_or_else(|| scene.stream.bind_addr());
     // Open the device first (a wrong device fails before a long precompute) and make
     // sure it holds no force from before.
-    let opened = open_device(&choice, &scene)?;
-    let map = Workspace::from_spec(&scene.device.workspace);
+    let scene_profile = scene.device.profile.as_deref().map(|p| scene.resolve(p));
+    let opened = choice.open(scene_profile.as_deref())?;
+    let map = scene.device.workspace.mapping();
     let mut device: ServeDevice = ForceLog::new(MappedDevice::new(opened.device, map));
     device
         .zero_force()
@@ -402,7 +214,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     println!("device: {}", opened.description);
 
     let idle = idle_position(&built);
-    let stylus = opened.stylus_input.map(|input| {
+    let stylus = opened.stylus.map(|input| {
         let mut s = Stylus { input, map, idle };
         s.move_to(&idle);
         s
@@ -507,71 +319,4 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         );
         Ok(())
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn device_choices_parse_and_unknown_ones_are_named() {
-        assert_eq!(DeviceChoice::parse("auto"), Ok(DeviceChoice::Auto));
-        assert_eq!(DeviceChoice::parse("sim"), Ok(DeviceChoice::Sim));
-        assert_eq!(DeviceChoice::parse("hid"), Ok(DeviceChoice::Hid(None)));
-        assert_eq!(
-            DeviceChoice::parse("hid:my.toml"),
-            Ok(DeviceChoice::Hid(Some("my.toml".into())))
-        );
-        assert_eq!(
-            DeviceChoice::parse("replay:a.csv"),
-            Ok(DeviceChoice::Replay("a.csv".into()))
-        );
-        for bad in ["", "replay", "replay:", "sim:circle", "joystick"] {
-            let e = DeviceChoice::parse(bad).unwrap_err();
-            assert!(e.contains(&format!("`{bad}`")), "{e}");
-        }
-    }
-
-    /// A device whose commanded force stays observable after it is dropped.
-    struct Observed(std::sync::Arc<std::sync::Mutex<Vec3>>);
-
-    impl HapticDevice for Observed {
-        fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError> {
-            Ok(DeviceSample {
-                device_time: now,
-                ..DeviceSample::ORIGIN
-            })
-        }
-        fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
-            *self.0.lock().unwrap() = force;
-            Ok(())
-        }
-        fn rating(&self) -> DeviceRating {
-            DeviceRating {
-                max_force: 1.0,
-                max_stiffness: 1.0,
-            }
-        }
-        fn name(&self) -> &str {
-            "observed"
-        }
-    }
-
-    #[test]
-    fn the_force_log_remembers_the_last_force_and_zeroes_on_drop() {
-        let at_device = std::sync::Arc::new(std::sync::Mutex::new(Vec3::zeros()));
-        let mut log = ForceLog::new(Observed(at_device.clone()));
-        log.write_force(Vec3::new(0.0, 0.0, 1.5)).unwrap();
-        assert_eq!(log.last_force(), Vec3::new(0.0, 0.0, 1.5));
-        log.zero_force().unwrap();
-        assert_eq!(log.last_force(), Vec3::zeros());
-        log.write_force(Vec3::new(0.2, 0.0, 0.0)).unwrap();
-        assert_eq!(*at_device.lock().unwrap(), Vec3::new(0.2, 0.0, 0.0));
-        drop(log);
-        assert_eq!(
-            *at_device.lock().unwrap(),
-            Vec3::zeros(),
-            "dropping zeroes the force"
-        );
-    }
 }

@@ -4,13 +4,18 @@
 //!   (TOML), over hidapi or an in-memory transport;
 //! * [`sim`] — a virtual stylus following a scripted motion or external input;
 //! * [`replay`] — a recorded trajectory CSV;
-//! * [`record`] — wraps any device and writes the trajectory it sees.
+//! * [`record`] — wraps any device and writes the trajectory it sees;
+//! * [`mapped`] and [`force_log`] — decorators: the workspace mapping into the scene,
+//!   and remembering (and zeroing on drop) the commanded force;
+//! * [`choice`] — the one `--device` parser, and opening what it names.
 //!
 //! Every backend works in device SI units (m, N, s) after its own scaling and axis
 //! mapping; the haptic loop maps the device frame to the scene.
 
-pub mod cli;
+pub mod choice;
+pub mod force_log;
 pub mod hid;
+pub mod mapped;
 pub mod profile;
 pub mod record;
 pub mod replay;

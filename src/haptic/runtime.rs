@@ -7,6 +7,7 @@ use super::tick::{HapticConfig, HapticLoop, ProbeSample, TickRecord, ZeroForceGu
 use crate::device::HapticDevice;
 use crate::model::{LocalForceModel, ModelStep};
 use crate::rt::{self, slot, DropCounter, RealtimePolicy, SlotReader, SlotWriter};
+use crate::Vec3;
 use crossbeam::queue::ArrayQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -61,7 +62,7 @@ impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
         });
         let (probe_w, probe_r) = slot(ProbeSample {
             t: 0.0,
-            position: config.haptic.device_offset,
+            position: Vec3::zeros(),
             buttons: 0,
         });
         let (model_w, model_r) = slot(LocalForceModel::NONE);

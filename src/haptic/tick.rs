@@ -19,19 +19,18 @@ pub struct HapticConfig {
     pub strategy: ForceStrategy,
     /// Safety limits.
     pub limits: SafetyLimits,
-    /// Scene position of the device origin (m): scene = device + offset.
-    pub device_offset: Vec3,
 }
 
 impl HapticConfig {
-    /// 1 kHz ticks, 200 Hz model, `local-stiffness`, the given limits, no offset.
+    /// 1 kHz ticks, 200 Hz model, `local-stiffness`, the given limits. The device
+    /// reports scene coordinates (a [`MappedDevice`](crate::device::mapped::MappedDevice)
+    /// maps other frames).
     pub fn new(limits: SafetyLimits) -> Self {
         Self {
             tick_period: 1e-3,
             ticks_per_model_step: 5,
             strategy: ForceStrategy::LocalStiffness,
             limits,
-            device_offset: Vec3::zeros(),
         }
     }
 
@@ -111,8 +110,8 @@ impl<D: HapticDevice> HapticLoop<D> {
             safety: SafetyFilter::new(config.limits),
             config,
             sample: DeviceSample::ORIGIN,
-            probe: config.device_offset,
-            prev_probe: config.device_offset,
+            probe: Vec3::zeros(),
+            prev_probe: Vec3::zeros(),
             probe_finite: true,
             device_ok: true,
             last_sequence: u64::MAX,
@@ -170,7 +169,7 @@ impl<D: HapticDevice> HapticLoop<D> {
                     self.last_sequence = s.sequence;
                     self.last_fresh_sample = t;
                 }
-                let p = s.position + self.config.device_offset;
+                let p = s.position;
                 self.probe_finite = p.iter().all(|c| c.is_finite());
                 if self.probe_finite {
                     self.prev_probe = self.probe;

@@ -5,13 +5,12 @@
 //! Data flow: [`Scene::load`] (or [`Scene::embedded_default`]) parses the file with
 //! unknown keys rejected and checks every value's range, naming the key;
 //! [`build::build_mesh`] loads or generates the mesh and resolves materials and fixed
-//! nodes per element and node; [`workspace::Workspace`] maps the device into the scene.
+//! nodes per element and node; [`WorkspaceSpec::mapping`] maps the device into the scene.
 //! Lengths are in m, moduli in Pa, densities in kg/m³, rates in Hz, times in s.
 
 pub mod build;
 pub mod model;
 pub mod visual;
-pub mod workspace;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -20,7 +19,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::device::choice::DeviceChoice;
+use crate::device::mapped::Workspace;
 use crate::haptic::ForceStrategy;
+use crate::Vec3;
 
 /// The default scene's text (a tissue block with a stiff spherical inclusion), built
 /// into the binary so `palpa serve` needs no files.
@@ -553,6 +555,13 @@ pub struct WorkspaceSpec {
     pub rotation_deg: [f64; 3],
 }
 
+impl WorkspaceSpec {
+    /// The mapping this section describes.
+    pub fn mapping(&self) -> Workspace {
+        Workspace::new(self.scale, Vec3::from(self.offset), self.rotation_deg)
+    }
+}
+
 impl Default for WorkspaceSpec {
     fn default() -> Self {
         Self {
@@ -593,6 +602,21 @@ impl StreamSpec {
 }
 
 impl Scene {
+    /// The device the `[device]` section asks for (paths resolved against the scene
+    /// file).
+    pub fn device_choice(&self) -> DeviceChoice {
+        let d = &self.device;
+        let path = |p: &Option<PathBuf>| p.as_deref().map(|p| self.resolve(p));
+        match d.kind {
+            DeviceKind::Auto => DeviceChoice::Auto,
+            DeviceKind::Sim => DeviceChoice::Sim(None),
+            DeviceKind::Hid => DeviceChoice::Hid(path(&d.profile)),
+            DeviceKind::Replay => DeviceChoice::Replay(
+                path(&d.trajectory).expect("validated: a replay device names its trajectory"),
+            ),
+        }
+    }
+
     /// Reads and checks a scene file; relative paths in it are resolved against its
     /// directory.
     pub fn load(path: &Path) -> Result<Self, SceneError> {

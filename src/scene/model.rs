@@ -188,7 +188,7 @@ pub struct BuiltScene {
 impl BuiltScene {
     /// The haptic loop configuration for a device rated `rating`: the scene's rates,
     /// force strategy and safety limits. The workspace mapping is applied by wrapping
-    /// the device ([`super::workspace::MappedDevice`]), so no offset here.
+    /// the device ([`MappedDevice`](crate::device::mapped::MappedDevice)), so no offset here.
     pub fn haptic_config(&self, rating: DeviceRating) -> HapticConfig {
         let mut c = HapticConfig::new(self.scene.safety.limits(rating));
         c.tick_period = 1.0 / self.scene.rates.haptic;

@@ -2,8 +2,7 @@
 //! device frame for forces, as a device wrapper so the haptic loop sees scene
 //! coordinates and every backend (HID, sim, replay) is mapped the same way.
 
-use super::WorkspaceSpec;
-use crate::device::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
+use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
 use crate::{Mat3, Vec3};
 
 /// p_scene = R · (scale · p_device) + offset; f_device = Rᵀ f_scene.
@@ -25,13 +24,15 @@ impl Workspace {
         offset: Vec3::new(0.0, 0.0, 0.0),
     };
 
-    /// The mapping a scene file describes (angles about x, then y, then z, degrees).
-    pub fn from_spec(spec: &WorkspaceSpec) -> Self {
-        let [rx, ry, rz] = spec.rotation_deg.map(f64::to_radians);
+    /// The mapping with motion `scale` (scene m per device m), scene position of the
+    /// device origin `offset` (m), and rotation angles `rotation_deg` about x, then y,
+    /// then z (degrees).
+    pub fn new(scale: f64, offset: Vec3, rotation_deg: [f64; 3]) -> Self {
+        let [rx, ry, rz] = rotation_deg.map(f64::to_radians);
         Self {
             rotation: *nalgebra::Rotation3::from_euler_angles(rx, ry, rz).matrix(),
-            scale: spec.scale,
-            offset: Vec3::from(spec.offset),
+            scale,
+            offset,
         }
     }
 
@@ -108,11 +109,7 @@ mod tests {
     #[test]
     fn rotation_order_and_inverse_force_map() {
         // 90° about z: device +x is scene +y.
-        let w = Workspace::from_spec(&WorkspaceSpec {
-            scale: 2.0,
-            offset: [0.0, 0.0, 0.1],
-            rotation_deg: [0.0, 0.0, 90.0],
-        });
+        let w = Workspace::new(2.0, Vec3::new(0.0, 0.0, 0.1), [0.0, 0.0, 90.0]);
         let p = w.to_scene(&Vec3::new(0.01, 0.0, 0.0));
         assert!((p - Vec3::new(0.0, 0.02, 0.1)).norm() < 1e-15);
         assert!((w.to_device(&p) - Vec3::new(0.01, 0.0, 0.0)).norm() < 1e-15);
@@ -131,11 +128,7 @@ mod tests {
     #[test]
     fn x_then_y_then_z() {
         // 90° about x then 90° about z: device +y → (x) scene +z → (z) still +z.
-        let w = Workspace::from_spec(&WorkspaceSpec {
-            scale: 1.0,
-            offset: [0.0; 3],
-            rotation_deg: [90.0, 0.0, 90.0],
-        });
+        let w = Workspace::new(1.0, Vec3::zeros(), [90.0, 0.0, 90.0]);
         let p = w.to_scene(&Vec3::new(0.0, 1.0, 0.0));
         assert!((p - Vec3::new(0.0, 0.0, 1.0)).norm() < 1e-12, "{p}");
         // device +x → (x) +x → (z) +y.

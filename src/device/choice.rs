@@ -1,0 +1,217 @@
+//! The one device-spec parser (`--device`, and the scene's `[device]` section through
+//! it) and opening the device it names.
+
+use std::path::{Path, PathBuf};
+
+use super::hid::{HidDevice, HidapiTransport};
+use super::profile::DeviceProfile;
+use super::replay::{ReplayDevice, Trajectory};
+use super::sim::{Script, SimDevice};
+use super::{DeviceError, HapticDevice};
+use crate::rt::SlotWriter;
+use crate::Vec3;
+
+/// What every `--device` takes, for error messages.
+pub const DEVICE_SPECS: &str =
+    "auto, hid, hid:PROFILE.toml, sim, sim:still, sim:circle, sim:press or replay:FILE.csv";
+
+/// A scripted motion of the virtual stylus (device frame, m).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimMotion {
+    /// Still, 1 cm above the origin.
+    Still,
+    /// A 2 cm circle 3 mm below the origin, once every 4 s.
+    Circle,
+    /// Down 16 mm from 1 cm above the origin and back, once every 2 s.
+    Press,
+}
+
+impl SimMotion {
+    fn script(self) -> Script {
+        let above = Vec3::new(0.0, 0.0, 0.01);
+        match self {
+            SimMotion::Still => Script::Still(above),
+            SimMotion::Circle => Script::Circle {
+                center: Vec3::new(0.0, 0.0, -0.003),
+                radius: 0.02,
+                period: 4.0,
+            },
+            SimMotion::Press => Script::Press {
+                top: above,
+                depth: 0.016,
+                period: 2.0,
+            },
+        }
+    }
+}
+
+/// Which device drives the probe.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeviceChoice {
+    /// A connected HID device a profile matches, else the viewer-driven virtual stylus.
+    Auto,
+    /// A HID device matched by this profile (absent: the scene's, else the reference
+    /// profile).
+    Hid(Option<PathBuf>),
+    /// The virtual stylus: moved by viewers' control messages, or following a script.
+    Sim(Option<SimMotion>),
+    /// A recorded trajectory (CSV, device frame).
+    Replay(PathBuf),
+}
+
+/// An opened device and what it is.
+pub struct OpenedDevice {
+    /// The device.
+    pub device: Box<dyn HapticDevice>,
+    /// The virtual stylus's input (positions in the device frame, m), when nothing
+    /// else moves it.
+    pub stylus: Option<SlotWriter<(Vec3, u32)>>,
+    /// One line for the console.
+    pub description: String,
+    /// When the device's motion ends by itself (s; a replay's duration).
+    pub motion_end: Option<f64>,
+}
+
+impl DeviceChoice {
+    /// Parses a `--device` value ([`DEVICE_SPECS`]); an unknown one is named.
+    pub fn parse(spec: &str) -> Result<Self, String> {
+        let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
+        match (kind, arg) {
+            ("auto", "") if !spec.ends_with(':') => Ok(Self::Auto),
+            ("hid", "") if !spec.ends_with(':') => Ok(Self::Hid(None)),
+            ("hid", profile) if !profile.is_empty() => Ok(Self::Hid(Some(profile.into()))),
+            ("sim", "") if !spec.ends_with(':') => Ok(Self::Sim(None)),
+            ("sim", "still") => Ok(Self::Sim(Some(SimMotion::Still))),
+            ("sim", "circle") => Ok(Self::Sim(Some(SimMotion::Circle))),
+            ("sim", "press") => Ok(Self::Sim(Some(SimMotion::Press))),
+            ("replay", file) if !file.is_empty() => Ok(Self::Replay(file.into())),
+            _ => Err(format!("unknown device `{spec}`: use {DEVICE_SPECS}")),
+        }
+    }
+
+    /// Opens the device. `scene_profile` is the profile a scene names for HID devices
+    /// (`hid` and `auto` try it before the shipped reference profile).
+    pub fn open(&self, scene_profile: Option<&Path>) -> Result<OpenedDevice, String> {
+        let load = |p: &Path| DeviceProfile::load(p).map_err(|e| e.to_string());
+        match self {
+            DeviceChoice::Sim(None) => Ok(virtual_stylus("device sim")),
+            DeviceChoice::Sim(Some(motion)) => Ok(OpenedDevice {
+                device: Box::new(SimDevice::new(motion.script())),
+                stylus: None,
+                description: format!("virtual stylus, scripted: {motion:?}").to_lowercase(),
+                motion_end: None,
+            }),
+            DeviceChoice::Replay(path) => {
+                let trajectory = Trajectory::load(path).map_err(|e| e.to_string())?;
+                let end = trajectory.duration();
+                Ok(OpenedDevice {
+                    device: Box::new(ReplayDevice::new(trajectory)),
+                    stylus: None,
+                    description: format!(
+                        "replay of {} ({end:.1} s, then holds its last sample)",
+                        path.display()
+                    ),
+                    motion_end: Some(end),
+                })
+            }
+            DeviceChoice::Hid(path) => {
+                let profile = match path.as_deref().or(scene_profile) {
+                    Some(p) => load(p)?,
+                    None => DeviceProfile::reference(),
+                };
+                open_hid(&profile)
+                    .map_err(|e| format!("HID device with profile `{}`: {e}", profile.name))
+            }
+            DeviceChoice::Auto => {
+                let mut profiles = vec![DeviceProfile::reference()];
+                if let Some(p) = scene_profile {
+                    profiles.insert(0, load(p)?);
+                }
+                let mut misses = Vec::new();
+                for profile in &profiles {
+                    match open_hid(profile) {
+                        Ok(opened) => return Ok(opened),
+                        Err(e) => misses.push(format!("{}: {e}", profile.name)),
+                    }
+                }
+                tracing::debug!("no HID device: {}", misses.join("; "));
+                Ok(virtual_stylus("no HID device matches a profile"))
+            }
+        }
+    }
+}
+
+fn open_hid(profile: &DeviceProfile) -> Result<OpenedDevice, DeviceError> {
+    let transport = HidapiTransport::open(profile)?;
+    let device = HidDevice::new(transport, profile.clone());
+    let description = format!("HID device `{}` (profile {})", device.name(), profile.name);
+    Ok(OpenedDevice {
+        device: Box::new(device),
+        stylus: None,
+        description,
+        motion_end: None,
+    })
+}
+
+fn virtual_stylus(why: &str) -> OpenedDevice {
+    let (device, input) = SimDevice::external(Vec3::zeros());
+    OpenedDevice {
+        device: Box::new(device),
+        stylus: Some(input),
+        description: format!("virtual stylus, moved from the viewer ({why})"),
+        motion_end: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_choices_parse_and_unknown_ones_are_named() {
+        assert_eq!(DeviceChoice::parse("auto"), Ok(DeviceChoice::Auto));
+        assert_eq!(DeviceChoice::parse("sim"), Ok(DeviceChoice::Sim(None)));
+        assert_eq!(
+            DeviceChoice::parse("sim:circle"),
+            Ok(DeviceChoice::Sim(Some(SimMotion::Circle)))
+        );
+        assert_eq!(DeviceChoice::parse("hid"), Ok(DeviceChoice::Hid(None)));
+        assert_eq!(
+            DeviceChoice::parse("hid:my.toml"),
+            Ok(DeviceChoice::Hid(Some("my.toml".into())))
+        );
+        assert_eq!(
+            DeviceChoice::parse("replay:a.csv"),
+            Ok(DeviceChoice::Replay("a.csv".into()))
+        );
+        for bad in [
+            "",
+            "replay",
+            "replay:",
+            "sim:",
+            "hid:",
+            "auto:",
+            "sim:wobble",
+            "joystick",
+        ] {
+            let e = DeviceChoice::parse(bad).unwrap_err();
+            assert!(e.contains(&format!("`{bad}`")), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_scripted_stylus_moves_and_a_missing_replay_is_named() {
+        let mut opened = DeviceChoice::Sim(Some(SimMotion::Press))
+            .open(None)
+            .unwrap();
+        assert!(opened.stylus.is_none());
+        let top = opened.device.read(0.0).unwrap().position;
+        let bottom = opened.device.read(1.0).unwrap().position;
+        assert!((top.z - 0.01).abs() < 1e-12 && (bottom.z + 0.006).abs() < 1e-12);
+        let e = DeviceChoice::Replay("no/such.csv".into())
+            .open(None)
+            .err()
+            .unwrap();
+        assert!(e.contains("no/such.csv"), "{e}");
+    }
+}

@@ -1,0 +1,106 @@
+//! A device wrapper that remembers the last force commanded (so the server can show
+//! what the hand got last) and zeroes the force when dropped, so no error path leaves a
+//! force on.
+
+use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
+use crate::Vec3;
+
+/// A device that remembers the last force commanded to it (N, scene frame), so the
+/// server can show what the hand got last, and that zeroes its force when dropped: no
+/// error path can leave a force on.
+pub struct ForceLog<D: HapticDevice> {
+    inner: D,
+    last: Vec3,
+}
+
+impl<D: HapticDevice> ForceLog<D> {
+    /// Wraps `inner`; nothing commanded yet (zero).
+    pub fn new(inner: D) -> Self {
+        Self {
+            inner,
+            last: Vec3::zeros(),
+        }
+    }
+
+    /// The last force commanded (N).
+    pub fn last_force(&self) -> Vec3 {
+        self.last
+    }
+}
+
+impl<D: HapticDevice> HapticDevice for ForceLog<D> {
+    fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError> {
+        self.inner.read(now)
+    }
+    fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
+        self.last = force;
+        self.inner.write_force(force)
+    }
+    fn zero_force(&mut self) -> Result<(), DeviceError> {
+        self.last = Vec3::zeros();
+        self.inner.zero_force()
+    }
+    fn reconnect(&mut self) -> Result<bool, DeviceError> {
+        self.inner.reconnect()
+    }
+    fn rating(&self) -> DeviceRating {
+        self.inner.rating()
+    }
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+}
+
+impl<D: HapticDevice> Drop for ForceLog<D> {
+    fn drop(&mut self) {
+        let _ = self.zero_force();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A device whose commanded force stays observable after it is dropped.
+    struct Observed(std::sync::Arc<std::sync::Mutex<Vec3>>);
+
+    impl HapticDevice for Observed {
+        fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError> {
+            Ok(DeviceSample {
+                device_time: now,
+                ..DeviceSample::ORIGIN
+            })
+        }
+        fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
+            *self.0.lock().unwrap() = force;
+            Ok(())
+        }
+        fn rating(&self) -> DeviceRating {
+            DeviceRating {
+                max_force: 1.0,
+                max_stiffness: 1.0,
+            }
+        }
+        fn name(&self) -> &str {
+            "observed"
+        }
+    }
+
+    #[test]
+    fn the_force_log_remembers_the_last_force_and_zeroes_on_drop() {
+        let at_device = std::sync::Arc::new(std::sync::Mutex::new(Vec3::zeros()));
+        let mut log = ForceLog::new(Observed(at_device.clone()));
+        log.write_force(Vec3::new(0.0, 0.0, 1.5)).unwrap();
+        assert_eq!(log.last_force(), Vec3::new(0.0, 0.0, 1.5));
+        log.zero_force().unwrap();
+        assert_eq!(log.last_force(), Vec3::zeros());
+        log.write_force(Vec3::new(0.2, 0.0, 0.0)).unwrap();
+        assert_eq!(*at_device.lock().unwrap(), Vec3::new(0.2, 0.0, 0.0));
+        drop(log);
+        assert_eq!(
+            *at_device.lock().unwrap(),
+            Vec3::zeros(),
+            "dropping zeroes the force"
+        );
+    }
+}
