@@ -19,7 +19,8 @@ use palpa::fem::{
 use palpa::fem::{ComplianceColumns, Support};
 use palpa::mesh::TetMesh;
 use palpa::modal::{compute_modes, ModalBasis, ModalParams, ModalRuntime, Timings};
-use palpa::model::{ModelStep, PointConstraint, Simulation, TissueModel};
+use palpa::model::{ModelStep, PointConstraint, TissueModel};
+use palpa::session::Simulation;
 use palpa::Vec3;
 
 struct Bunny {

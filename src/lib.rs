@@ -3,7 +3,7 @@
 //! Data flow (see `docs/architecture.md`): a tetrahedral [`mesh`] becomes sparse
 //! stiffness and mass matrices in [`fem`], is precomputed into a [`modal`] basis or a
 //! [`condensed`] surface compliance, and is advanced by the 200 Hz model thread with the
-//! probe as a [`contact`] constraint. The 1 kHz [`haptic`] thread reads a [`device`],
+//! probe as a [`contact`] constraint ([`session`] composes the two). The 1 kHz [`haptic`] thread reads a [`device`],
 //! evaluates the local force model the model thread published, and writes the force back.
 //! The [`stream`] sends 30 Hz visual frames to render clients.
 
@@ -18,6 +18,7 @@ pub mod modal;
 pub mod model;
 pub mod rt;
 pub mod scene;
+pub mod session;
 pub mod stream;
 
 /// A point or vector in scene space (m, N, m/s …, by context).

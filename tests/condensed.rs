@@ -13,7 +13,8 @@ use palpa::fem::{
 use palpa::fem::{ComplianceColumns, Support};
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
-use palpa::model::{ModelStep, PointConstraint, Simulation, TissueModel};
+use palpa::model::{ModelStep, PointConstraint, TissueModel};
+use palpa::session::Simulation;
 use palpa::{Mat3, Vec3};
 
 mod tissue_block;

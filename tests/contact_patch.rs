@@ -4,8 +4,9 @@
 mod tissue_block;
 
 use palpa::model::{LocalForceModel, ModelStep};
-use palpa::scene::model::{build, SceneModel};
+use palpa::scene::model::build;
 use palpa::scene::{BackendKind, Scene};
+use palpa::session::SceneModel;
 use palpa::Vec3;
 
 /// The default scene's block (5 mm cells, top at z = 0) on the condensed backend (static:
@@ -209,7 +210,8 @@ mod friction {
     use palpa::contact::{Friction, FrictionPhase};
     use palpa::fem::ComplianceColumns;
     use palpa::fem::{Factor, Ordering};
-    use palpa::model::{LocalForceModel, ModelStep, Simulation};
+    use palpa::model::{LocalForceModel, ModelStep};
+    use palpa::session::Simulation;
     use palpa::Vec3;
     use std::sync::Arc;
 

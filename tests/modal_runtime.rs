@@ -692,7 +692,8 @@ mod contact_through_modal {
     use palpa::fem::ComplianceColumns;
     use palpa::fem::{Factor, Ordering};
     use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
-    use palpa::model::{ModelStep, Simulation, TissueModel};
+    use palpa::model::{ModelStep, TissueModel};
+    use palpa::session::Simulation;
     use palpa::Vec3;
     use std::sync::Arc;
 

@@ -26,17 +26,13 @@ use palpa_protocol as wire;
 use super::precompute::{describe, progress_bar, SceneArgs};
 use crate::device::choice::DeviceChoice;
 use crate::device::force_log::ForceLog;
-use crate::device::mapped::{MappedDevice, Workspace};
+use crate::device::mapped::MappedDevice;
 use crate::device::HapticDevice;
 use crate::haptic::runtime::{HapticRuntime, RuntimeConfig, RuntimeShared};
-use crate::model::{LocalForceModel, ModelStep};
-use crate::rt::{self, RealtimePolicy, SlotWriter};
-use crate::scene::model::{self, SceneModel};
-use crate::scene::visual::SceneVisual;
-use crate::stream::{
-    control_channel, snapshot_slot, ControlReceiver, ProbeControl, SnapshotWriter, StreamConfig,
-    StreamServer, VisualSnapshot,
-};
+use crate::rt::{self, RealtimePolicy};
+use crate::scene::model;
+use crate::session::{SceneVisual, ServeStep, Stylus};
+use crate::stream::{control_channel, snapshot_slot, StreamConfig, StreamServer};
 use crate::Vec3;
 
 /// Height of the idle virtual stylus above the top of the mesh (m).
@@ -71,75 +67,6 @@ pub struct ServeArgs {
 
 /// The device as the haptic thread drives it: scene coordinates, force logged.
 type ServeDevice = ForceLog<MappedDevice<Box<dyn HapticDevice>>>;
-
-/// The virtual stylus's input: positions a viewer picked (scene frame) go to the device
-/// frame through the workspace mapping.
-struct Stylus {
-    input: SlotWriter<(Vec3, u32)>,
-    map: Workspace,
-    /// Where it rests when released (m, scene frame).
-    idle: Vec3,
-}
-
-impl Stylus {
-    fn move_to(&mut self, scene_position: &Vec3) {
-        self.input.write((self.map.to_device(scene_position), 0));
-    }
-}
-
-/// The model thread's step: obey viewers' commands, step the tissue, publish what
-/// viewers see at the visual rate.
-struct ServeStep {
-    model: SceneModel,
-    visual: SceneVisual,
-    snapshot: VisualSnapshot,
-    snapshots: SnapshotWriter,
-    control: ControlReceiver,
-    stylus: Option<Stylus>,
-    visual_period: f64,
-    next_visual: f64,
-    warned_no_stylus: bool,
-}
-
-impl ServeStep {
-    fn obey(&mut self, command: ProbeControl) {
-        match (command, self.stylus.as_mut()) {
-            (ProbeControl::MoveTo(p), Some(stylus)) => stylus.move_to(&p),
-            (ProbeControl::Release, Some(stylus)) => {
-                let idle = stylus.idle;
-                stylus.move_to(&idle);
-            }
-            (ProbeControl::ResetTissue, _) => self.model.reset(),
-            (ProbeControl::MoveTo(_) | ProbeControl::Release, None) => {
-                if !self.warned_no_stylus {
-                    self.warned_no_stylus = true;
-                    tracing::warn!("a viewer moves the probe, but the device is not the virtual stylus; ignored");
-                }
-            }
-        }
-    }
-
-    /// Publishes the state of the last step with `force` (N) as the force on the hand.
-    fn publish(&mut self, t: f64, probe: Vec3, force: Vec3) {
-        self.visual
-            .fill(&mut self.model, t, probe, force, &mut self.snapshot);
-        self.snapshots.publish(&self.snapshot);
-    }
-}
-
-impl ModelStep for ServeStep {
-    fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
-        while let Ok(command) = self.control.try_recv() {
-            self.obey(command);
-        }
-        let out = self.model.step(t, dt, probe);
-        if t >= self.next_visual {
-            self.next_visual = (self.next_visual + self.visual_period).max(t);
-            self.publish(t, probe, out.f0);
-        }
-        out
-    }
-}
 
 /// Where the virtual stylus rests (m, scene frame): above the middle of the mesh's top.
 fn idle_position(built: &model::BuiltScene) -> Vec3 {
@@ -200,7 +127,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     bar.finish_and_clear();
     let built = built.map_err(|e| e.to_string())?;
     println!("model: {}", describe(&built.precompute));
-    let (stream_scene, visual) = SceneVisual::new(&built);
+    let (mut stream_scene, visual) = SceneVisual::new(&name, &built.mesh.mesh, &built.model);
+    stream_scene.model_rate_hz = built.scene.rates.model;
+    stream_scene.haptic_rate_hz = built.scene.rates.haptic;
     println!(
         "model: {} nodes, {} tetrahedra, {} surface vertices, {}",
         built.mesh.mesh.nodes.len(),
@@ -214,11 +143,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     println!("device: {}", opened.description);
 
     let idle = idle_position(&built);
-    let stylus = opened.stylus.map(|input| {
-        let mut s = Stylus { input, map, idle };
-        s.move_to(&idle);
-        s
-    });
+    let stylus = opened.stylus.map(|input| Stylus::new(input, map, idle));
     let (snapshot_writer, snapshot_reader) = snapshot_slot(visual.at_rest(idle));
     let (control_tx, control_rx) = control_channel(CONTROL_CAPACITY);
     let scene = &built.scene;
@@ -242,17 +167,15 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         telemetry_capacity: 2 * scene.rates.haptic as usize,
         log_stats: false,
     };
-    let step = ServeStep {
-        snapshot: visual.at_rest(idle),
+    let step = ServeStep::new(
+        built.model,
         visual,
-        visual_period: 1.0 / scene.rates.visual,
-        next_visual: 0.0,
-        model: built.model,
-        snapshots: snapshot_writer,
-        control: control_rx,
+        snapshot_writer,
+        control_rx,
         stylus,
-        warned_no_stylus: false,
-    };
+        scene.rates.visual,
+        idle,
+    );
 
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -309,8 +232,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let (haptic, mut step) = runtime.stop();
         let last = haptic.device().last_force();
         eprintln!("stopping: haptic and model threads stopped, force on the device zeroed");
-        let (t, probe) = (step.snapshot.time, step.snapshot.probe);
-        step.publish(t, probe, last);
+        step.publish_final(last);
         server.shutdown().await;
         drop(haptic);
         println!(

@@ -52,12 +52,10 @@ pub trait ModelStep: Send {
 }
 
 pub mod constraint;
-pub mod simulation;
 pub mod tissue;
 
 pub use constraint::{
     add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
     Directions, PointConstraint,
 };
-pub use simulation::Simulation;
 pub use tissue::{ModelError, TissueModel};

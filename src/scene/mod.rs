@@ -10,7 +10,6 @@
 
 pub mod build;
 pub mod model;
-pub mod visual;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -7,11 +7,8 @@ use crate::contact::{
     geometry::at_barycentric, Contact, ContactPatch, Friction, FrictionPhase, Proxy, StickPoint,
     SurfaceBvh,
 };
+use crate::model::{LocalForceModel, ModelStep, PointConstraint, TissueModel};
 use crate::{Mat3, Vec3};
-
-use super::constraint::PointConstraint;
-use super::tissue::TissueModel;
-use super::{LocalForceModel, ModelStep};
 
 /// A tissue model probed by one point (or sphere) probe with a god-object proxy.
 ///

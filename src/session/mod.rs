@@ -1,0 +1,19 @@
+//! The composition layer: what composes a probe's contact with a tissue model, and what
+//! the model thread steps.
+//!
+//! * [`Simulation`] — a tissue model probed through the god-object proxy, contact
+//!   patch and friction: one model step → one local force model;
+//! * [`SceneModel`] — the simulation over whichever backend a scene chose;
+//! * [`SceneVisual`] — the scene model as viewers see it (visual snapshots);
+//! * [`ServeStep`] — what `palpa serve` runs on the model thread: viewers' commands,
+//!   the model step, and the snapshots at the visual rate.
+
+mod scene_model;
+mod serve_step;
+mod simulation;
+mod visual;
+
+pub use scene_model::SceneModel;
+pub use serve_step::{ServeStep, Stylus};
+pub use simulation::Simulation;
+pub use visual::{SceneVisual, VISIBLE_DISPLACEMENT};

@@ -1,0 +1,122 @@
+//! What `palpa serve` steps on the model thread: obey viewers' commands (move the
+//! virtual stylus, reset the tissue), step the scene model, and publish what viewers
+//! see at the visual rate.
+
+use crate::device::mapped::Workspace;
+use crate::model::{LocalForceModel, ModelStep};
+use crate::rt::SlotWriter;
+use crate::stream::{ControlReceiver, ProbeControl, SnapshotWriter, VisualSnapshot};
+use crate::Vec3;
+
+use super::{SceneModel, SceneVisual};
+
+/// The virtual stylus's input: positions a viewer picked (scene frame) go to the device
+/// frame through the workspace mapping.
+pub struct Stylus {
+    input: SlotWriter<(Vec3, u32)>,
+    map: Workspace,
+    /// Where it rests when released (m, scene frame).
+    idle: Vec3,
+}
+
+impl Stylus {
+    /// Stylus `input` (device frame), the workspace `map` into the scene, and where it
+    /// rests when released (`idle`, m, scene frame); it starts there.
+    pub fn new(input: SlotWriter<(Vec3, u32)>, map: Workspace, idle: Vec3) -> Self {
+        let mut stylus = Self { input, map, idle };
+        stylus.move_to(&idle);
+        stylus
+    }
+
+    /// Moves the stylus to `scene_position` (m, scene frame).
+    pub fn move_to(&mut self, scene_position: &Vec3) {
+        self.input.write((self.map.to_device(scene_position), 0));
+    }
+}
+
+/// The model thread's step: obey viewers' commands, step the tissue, publish what
+/// viewers see at the visual rate.
+pub struct ServeStep {
+    model: SceneModel,
+    visual: SceneVisual,
+    snapshot: VisualSnapshot,
+    snapshots: SnapshotWriter,
+    control: ControlReceiver,
+    stylus: Option<Stylus>,
+    visual_period: f64,
+    next_visual: f64,
+    warned_no_stylus: bool,
+}
+
+impl ServeStep {
+    /// Steps `model`, publishing through `visual` into `snapshots` at `visual_rate_hz`
+    /// (Hz), obeying the commands on `control`; `stylus` is the virtual stylus viewers
+    /// move, if that is the device. The first snapshot shows the tissue at rest with the
+    /// probe at `probe` (m).
+    pub fn new(
+        model: SceneModel,
+        visual: SceneVisual,
+        snapshots: SnapshotWriter,
+        control: ControlReceiver,
+        stylus: Option<Stylus>,
+        visual_rate_hz: f64,
+        probe: Vec3,
+    ) -> Self {
+        Self {
+            snapshot: visual.at_rest(probe),
+            model,
+            visual,
+            snapshots,
+            control,
+            stylus,
+            visual_period: 1.0 / visual_rate_hz,
+            next_visual: 0.0,
+            warned_no_stylus: false,
+        }
+    }
+
+    /// Publishes the last state once more with `force` (N) as the force on the hand:
+    /// the final frame, after the haptic thread stopped.
+    pub fn publish_final(&mut self, force: Vec3) {
+        let (t, probe) = (self.snapshot.time, self.snapshot.probe);
+        self.publish(t, probe, force);
+    }
+
+    fn obey(&mut self, command: ProbeControl) {
+        match (command, self.stylus.as_mut()) {
+            (ProbeControl::MoveTo(p), Some(stylus)) => stylus.move_to(&p),
+            (ProbeControl::Release, Some(stylus)) => {
+                let idle = stylus.idle;
+                stylus.move_to(&idle);
+            }
+            (ProbeControl::ResetTissue, _) => self.model.reset(),
+            (ProbeControl::MoveTo(_) | ProbeControl::Release, None) => {
+                if !self.warned_no_stylus {
+                    self.warned_no_stylus = true;
+                    tracing::warn!("a viewer moves the probe, but the device is not the virtual stylus; ignored");
+                }
+            }
+        }
+    }
+
+    /// Publishes the state of the last step with `force` (N) as the force on the hand.
+    fn publish(&mut self, t: f64, probe: Vec3, force: Vec3) {
+        self.visual
+            .fill(&mut self.model, t, probe, force, &mut self.snapshot);
+        self.snapshots.publish(&self.snapshot);
+    }
+}
+
+impl ModelStep for ServeStep {
+    fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
+        while let Ok(command) = self.control.try_recv() {
+            self.obey(command);
+        }
+        let out = self.model.step(t, dt, probe);
+        if t >= self.next_visual {
+            self.next_visual = (self.next_visual + self.visual_period).max(t);
+            self.publish(t, probe, out.f0);
+        }
+        out
+    }
+}
