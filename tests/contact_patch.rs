@@ -4,7 +4,7 @@
 mod tissue_block;
 
 use palpa::model::{LocalForceModel, ModelStep};
-use palpa::scene::model::build;
+use palpa::scene::build;
 use palpa::scene::{BackendKind, Scene};
 use palpa::session::SceneModel;
 use palpa::Vec3;
@@ -25,7 +25,7 @@ fn default_block_on(
     let mut scene = Scene::embedded_default();
     scene.backend.kind = backend;
     scene.backend.condensed.precompute_cap = 0;
-    scene.backend.condensed.cache_size = 512;
+    scene.backend.columns.cache_size = 512;
     scene.contact.patch_radius = patch;
     build(scene, cache, &mut |_| {}).unwrap().model
 }

@@ -5,7 +5,7 @@
 //! cache instead of recomputing.
 
 use palpa::device::replay::Trajectory;
-use palpa::scene::model::{build, PrecomputeOutcome};
+use palpa::scene::{build, PrecomputeOutcome};
 use palpa::scene::{BackendKind, Scene};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,8 @@
 //! Scene files: every shipped scene parses, validates and builds its mesh; bad scenes
 //! fail with a message naming the file and the key (or path) at fault.
 
-use palpa::scene::build::{build_mesh, resolve_fixes, resolve_materials, FixRule, Selector};
+use palpa::fem::{Axis, Fix, Shape};
+use palpa::scene::{build_mesh, FemInputs};
 use palpa::scene::{BackendKind, DeviceKind, Scene, SceneError};
 use palpa::Vec3;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,10 @@ fn parse(text: &str) -> Result<Scene, SceneError> {
     parse_in(text, &scenes_dir())
 }
 
+fn below(axis: Axis, dist: f64) -> Fix {
+    Fix::Below { axis, dist }
+}
+
 fn error(text: &str) -> String {
     parse(text)
         .expect_err("scene should be rejected")
@@ -41,12 +46,11 @@ fn every_shipped_scene_loads_and_builds_its_mesh() {
     assert!(files.len() >= 2, "{files:?}");
     for f in files {
         let scene = Scene::load(&f).unwrap_or_else(|e| panic!("{e}"));
-        let built = build_mesh(&scene).unwrap_or_else(|e| panic!("{e}"));
-        assert!(!built.mesh.tets.is_empty(), "{}", f.display());
-        resolve_materials(&scene, &built.mesh).unwrap();
-        let fixes = resolve_fixes(&scene, &built.mesh).unwrap();
+        let inputs = FemInputs::resolve(&scene).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!inputs.mesh.mesh.tets.is_empty(), "{}", f.display());
+        assert_eq!(inputs.per_tet.len(), inputs.mesh.mesh.tets.len());
         assert!(
-            !fixes.is_empty(),
+            inputs.fixed.iter().any(|&f| f),
             "{}: shipped scenes are clamped",
             f.display()
         );
@@ -63,25 +67,30 @@ fn embedded_default_is_the_shipped_default_and_the_documented_block() {
     );
     assert_eq!(embedded.backend.kind, BackendKind::Modal);
     assert_eq!(file.device.kind, DeviceKind::Auto);
-    let mesh = build_mesh(&embedded).unwrap().mesh;
+    let inputs = FemInputs::resolve(&embedded).unwrap();
+    let mesh = &inputs.mesh.mesh;
     let (lo, hi) = mesh.bounds();
     assert!((lo - Vec3::new(-0.05, -0.05, -0.04)).norm() < 1e-12, "{lo}");
     assert!((hi - Vec3::new(0.05, 0.05, 0.0)).norm() < 1e-12, "{hi}");
     assert!((mesh.volume() - 0.1 * 0.1 * 0.04).abs() < 1e-12);
 
-    let mats = resolve_materials(&embedded, &mesh).unwrap();
-    let (_, sel, inc) = mats.iter().find(|(n, _, _)| n == "inclusion").unwrap();
-    assert_eq!(*sel, Selector::Sphere(Vec3::new(0.0, 0.0, -0.015), 0.01));
-    let (_, _, tissue) = mats.iter().find(|(n, _, _)| n == "default").unwrap();
+    let tissue = inputs.materials.default;
+    let [(shape, inc)] = inputs.materials.overrides.as_slice() else {
+        panic!("one inclusion: {:?}", inputs.materials.overrides);
+    };
+    let ball = Shape::Sphere {
+        center: Vec3::new(0.0, 0.0, -0.015),
+        radius: 0.01,
+    };
+    assert_eq!(*shape, ball);
     assert_eq!(tissue.young, 30e3);
     assert_eq!(inc.young / tissue.young, 8.0);
     assert_eq!((tissue.poisson, tissue.density), (0.45, 1000.0));
 
     // The bottom (z = −4 cm) is fixed.
-    assert_eq!(
-        resolve_fixes(&embedded, &mesh).unwrap(),
-        vec![FixRule::Below(2, 0.0)]
-    );
+    assert_eq!(inputs.fixes, [below(Axis::Z, 0.0)]);
+    let bottom = mesh.nodes.iter().map(|p| p.z == -0.04);
+    assert!(bottom.eq(inputs.fixed.iter().copied()));
     // Device frame = scene frame.
     let w = embedded.device.workspace.mapping();
     assert_eq!(w, palpa::device::mapped::Workspace::IDENTITY);
@@ -90,17 +99,14 @@ fn embedded_default_is_the_shipped_default_and_the_documented_block() {
 #[test]
 fn bunny_is_scaled_to_metres_with_its_base_fixed() {
     let scene = Scene::load(&scenes_dir().join("bunny.toml")).unwrap();
-    let mesh = build_mesh(&scene).unwrap().mesh;
-    let (lo, hi) = mesh.bounds();
+    let inputs = FemInputs::resolve(&scene).unwrap();
+    let (lo, hi) = inputs.mesh.mesh.bounds();
     // The file spans about 9.7 cm in y (in cm units).
     assert!((hi.y - lo.y - 0.0966).abs() < 1e-3, "{lo} {hi}");
-    assert_eq!(
-        resolve_fixes(&scene, &mesh).unwrap(),
-        vec![FixRule::Below(1, 0.005)]
-    );
-    let mats = resolve_materials(&scene, &mesh).unwrap();
-    assert_eq!(mats.len(), 1);
-    assert_eq!(mats[0].2.young, 50e3);
+    assert_eq!(inputs.fixes, [below(Axis::Y, 0.005)]);
+    let m = &inputs.materials;
+    assert!(m.regions.is_empty() && m.overrides.is_empty());
+    assert_eq!(m.default.young, 50e3);
 }
 
 #[test]
@@ -109,19 +115,15 @@ fn an_empty_scene_is_the_default_block_with_defaults_everywhere() {
     assert_eq!(s.rates.ticks_per_model_step(), 5);
     assert_eq!(s.modal_max_frequency(), 100.0);
     assert_eq!(s.stream.max_clients, 64);
-    let mesh = build_mesh(&s).unwrap().mesh;
-    assert_eq!(mesh.bounds().1.z, 0.0);
-    let mats = resolve_materials(&s, &mesh).unwrap();
-    assert_eq!(mats.len(), 1);
-    assert_eq!(mats[0].2.young, 30e3);
-    assert_eq!(
-        resolve_fixes(&s, &mesh).unwrap(),
-        vec![FixRule::Below(2, 0.0)]
-    );
+    let inputs = FemInputs::resolve(&s).unwrap();
+    assert_eq!(inputs.mesh.mesh.bounds().1.z, 0.0);
+    let m = &inputs.materials;
+    assert!(m.regions.is_empty() && m.overrides.is_empty());
+    assert_eq!(m.default.young, 30e3);
+    assert_eq!(inputs.fixes, [below(Axis::Z, 0.0)]);
     // `fixed = []` says "nothing fixed".
-    assert!(resolve_fixes(&parse("fixed = []").unwrap(), &mesh)
-        .unwrap()
-        .is_empty());
+    let free = FemInputs::resolve(&parse("fixed = []").unwrap()).unwrap();
+    assert!(free.fixes.is_empty() && !free.fixed.contains(&true));
     // Every section may be present and empty.
     parse(
         "[mesh]\n[materials]\n[backend]\n[backend.modal]\n[backend.condensed]\n[contact]\n\
@@ -195,8 +197,12 @@ fn out_of_range_values_name_the_key_and_the_value() {
         ("[backend.modal]\nmodes = 0\n", "backend.modal.modes"),
         ("[backend.modal]\nalpha1 = -1\n", "backend.modal.alpha1"),
         (
-            "[backend.condensed]\ncache_size = 0\n",
-            "backend.condensed.cache_size",
+            "[backend.columns]\ncache_size = 0\n",
+            "backend.columns.cache_size: must be >= 1",
+        ),
+        (
+            "[backend.condensed]\ncache_size = 512\n",
+            "backend.condensed.cache_size: moved",
         ),
         ("[contact]\nprobe_radius = -0.001\n", "contact.probe_radius"),
         ("[contact]\nfriction = -0.3\n", "contact.friction"),
@@ -281,28 +287,21 @@ fn regions_resolve_by_name_and_unknown_ones_are_named() {
          [[fixed]]\nregion = {id}\n"
     );
     let scene = parse_in(&text, Path::new(data)).unwrap();
-    let mats = resolve_materials(&scene, &mesh).unwrap();
-    assert!(mats.contains(&(
-        "hard".to_string(),
-        Selector::Region(id),
-        scene.materials["hard"].get_ref().clone()
-    )));
-    assert_eq!(
-        resolve_fixes(&scene, &mesh).unwrap(),
-        vec![FixRule::Region(id)]
-    );
+    let inputs = FemInputs::resolve(&scene).unwrap();
+    assert_eq!(inputs.materials.regions[&id].young, 1e5);
+    assert_eq!(inputs.fixes, [Fix::Region(id)]);
 
     let text =
         "[mesh]\nfile = \"blocks41.msh\"\n[materials.hard]\nyoung = 1e5\nregion = \"spleen\"\n";
     let scene = parse_in(text, Path::new(data)).unwrap();
-    let e = resolve_materials(&scene, &mesh).unwrap_err().to_string();
+    let e = FemInputs::resolve(&scene).err().unwrap().to_string();
     assert!(
         e.contains("materials.hard.region") && e.contains("spleen"),
         "{e}"
     );
     let text = "[mesh]\nfile = \"blocks41.msh\"\n[[fixed]]\nnodes = [0, 100000]\n";
     let scene = parse_in(text, Path::new(data)).unwrap();
-    let e = resolve_fixes(&scene, &mesh).unwrap_err().to_string();
+    let e = FemInputs::resolve(&scene).err().unwrap().to_string();
     assert!(e.contains("fixed[0].nodes") && e.contains("100000"), "{e}");
 }
 
@@ -314,19 +313,16 @@ fn geometric_materials_keep_file_order_after_regions() {
          [materials.default]\nyoung = 3e3\n",
     )
     .unwrap();
-    let mesh = build_mesh(&s).unwrap().mesh;
-    let names: Vec<String> = resolve_materials(&s, &mesh)
-        .unwrap()
-        .into_iter()
-        .map(|(n, _, _)| n)
-        .collect();
-    assert_eq!(names, ["default", "zeta", "alpha"]);
+    let m = FemInputs::resolve(&s).unwrap().materials;
+    assert_eq!(m.default.young, 3e3);
+    let order: Vec<f64> = m.overrides.iter().map(|(_, m)| m.young).collect();
+    assert_eq!(order, [1e3, 2e3], "zeta, then alpha: file order");
 }
 
 #[test]
 fn every_shipped_scene_builds_its_model_and_reuses_the_cache() {
     use palpa::model::ModelStep;
-    use palpa::scene::model::{build, PrecomputeOutcome};
+    use palpa::scene::{build, PrecomputeOutcome};
     let cache = tempfile::tempdir().unwrap();
     for f in shipped() {
         let built = build(Scene::load(&f).unwrap(), cache.path(), &mut |_| {})

@@ -3,7 +3,7 @@
 //! or positions), and a reset returns it to rest.
 
 use palpa::model::{ModelStep, TissueModel};
-use palpa::scene::model::build;
+use palpa::scene::build;
 use palpa::scene::Scene;
 use palpa::session::{SceneModel, SceneVisual, VISIBLE_DISPLACEMENT};
 use palpa::stream::{SnapshotDeformation, StreamScene, VisualSnapshot};

@@ -8,7 +8,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::modal::Progress;
-use crate::scene::model::{self, PrecomputeOutcome};
+use crate::scene::{self, FemInputs, PrecomputeOutcome};
 use crate::scene::{BackendKind, Scene};
 
 /// Which scene, and where its precompute cache lives (shared by the scene commands).
@@ -34,7 +34,7 @@ impl SceneArgs {
 
     /// The cache directory.
     pub fn cache_dir(&self) -> PathBuf {
-        model::cache_dir(self.cache_dir.as_deref())
+        scene::cache_dir(self.cache_dir.as_deref())
     }
 }
 
@@ -95,7 +95,7 @@ pub fn describe(outcome: &PrecomputeOutcome) -> String {
 pub fn run(args: &PrecomputeArgs) -> Result<(), String> {
     let start = Instant::now();
     let scene = args.scene.load()?;
-    let inputs = model::fem_inputs(&scene).map_err(|e| e.to_string())?;
+    let inputs = FemInputs::resolve(&scene).map_err(|e| e.to_string())?;
     let mesh = &inputs.mesh.mesh;
     println!(
         "scene {}: {} nodes, {} tetrahedra, volume {:.4e} m³",
@@ -110,7 +110,8 @@ pub fn run(args: &PrecomputeArgs) -> Result<(), String> {
     }
     let dir = args.scene.cache_dir();
     let (bar, mut on_progress) = progress_bar("loading the precompute cache");
-    let result = model::modal_precompute(&scene, &inputs, &dir, &mut on_progress);
+    let system = inputs.assemble(&scene).map_err(|e| e.to_string())?;
+    let result = scene::modal_precompute(&scene, &inputs, &system, &dir, &mut on_progress);
     bar.finish_and_clear();
     let (pre, outcome) = result.map_err(|e| e.to_string())?;
     println!(

@@ -13,7 +13,7 @@ use crate::device::mapped::MappedDevice;
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::HapticDevice;
 use crate::haptic::LockStep;
-use crate::scene::model::{self, BuiltScene};
+use crate::scene::{self, BuiltScene};
 
 /// Header of the replay output.
 pub const HEADER: &str = "t,x,y,z,fx,fy,fz,depth,contact";
@@ -114,7 +114,7 @@ pub fn run(args: &ReplayArgs) -> Result<(), String> {
     let trajectory = Trajectory::load(&args.trajectory).map_err(|e| e.to_string())?;
     let scene = args.scene.load()?;
     let (bar, mut on_progress) = progress_bar("building the scene");
-    let built = model::build(scene, &args.scene.cache_dir(), &mut on_progress);
+    let built = scene::build(scene, &args.scene.cache_dir(), &mut on_progress);
     bar.finish_and_clear();
     let built = built.map_err(|e| e.to_string())?;
     eprintln!("precompute: {}", describe(&built.precompute));

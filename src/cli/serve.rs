@@ -30,7 +30,7 @@ use crate::device::mapped::MappedDevice;
 use crate::device::HapticDevice;
 use crate::haptic::runtime::{HapticRuntime, RuntimeConfig, RuntimeShared};
 use crate::rt::{self, RealtimePolicy};
-use crate::scene::model;
+use crate::scene::{self, BuiltScene};
 use crate::session::{SceneVisual, ServeStep, Stylus};
 use crate::stream::{control_channel, snapshot_slot, StreamConfig, StreamServer};
 use crate::Vec3;
@@ -69,7 +69,7 @@ pub struct ServeArgs {
 type ServeDevice = ForceLog<MappedDevice<Box<dyn HapticDevice>>>;
 
 /// Where the virtual stylus rests (m, scene frame): above the middle of the mesh's top.
-fn idle_position(built: &model::BuiltScene) -> Vec3 {
+fn idle_position(built: &BuiltScene) -> Vec3 {
     let nodes = &built.mesh.mesh.nodes;
     let (mut lo, mut hi) = (nodes[0], nodes[0]);
     for p in nodes {
@@ -123,7 +123,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let name = scene.name.clone().unwrap_or_else(|| scene.source.clone());
     println!("palpa serve: scene \"{name}\" ({})", scene.source);
     let (bar, mut on_progress) = progress_bar("building the scene");
-    let built = model::build(scene, &args.scene.cache_dir(), &mut on_progress);
+    let built = scene::build(scene, &args.scene.cache_dir(), &mut on_progress);
     bar.finish_and_clear();
     let built = built.map_err(|e| e.to_string())?;
     println!("model: {}", describe(&built.precompute));

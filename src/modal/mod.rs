@@ -11,8 +11,8 @@ pub mod select;
 pub use cache::{input_hash, precompute_hash, CacheError, ModalCache};
 pub use oscillator::{ModeTransition, Oscillators};
 pub use precompute::{
-    compute_modes, precompute, EigenInfo, ModalBasis, ModalError, PrecomputeParams, Precomputed,
-    Progress, Timings,
+    compute_modes, precompute, precompute_assembled, EigenInfo, ModalBasis, ModalError,
+    PrecomputeParams, Precomputed, Progress, Timings,
 };
 pub use residual::{residual_flexibility, ResidualFlexibility};
 pub use runtime::{ModalParams, ModalRuntime};

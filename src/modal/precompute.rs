@@ -577,16 +577,29 @@ pub fn precompute(
     params: &PrecomputeParams,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Precomputed, ModalError> {
-    let mut timings = Timings::default();
     progress(Progress::Assembling);
     let t = Instant::now();
     let per_tet = materials.per_tet(mesh)?;
     let fixed = fem::fixed_nodes(mesh, fixes)?;
     let system = fem::assemble(mesh, &per_tet, DofMap::new(&fixed)?)?;
-    timings.assembly = t.elapsed().as_secs_f64();
+    let assembly = t.elapsed().as_secs_f64();
+    let mut pre = precompute_assembled(mesh, &system, params, progress)?;
+    pre.timings.assembly = assembly;
+    Ok(pre)
+}
+
+/// The same from `system`, already assembled on `mesh` (its boundary gives the surface
+/// nodes of the residual flexibility).
+pub fn precompute_assembled(
+    mesh: &TetMesh,
+    system: &FemSystem,
+    params: &PrecomputeParams,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Precomputed, ModalError> {
+    let mut timings = Timings::default();
     progress(Progress::SolvingModes);
     let (all, factor, eigen) =
-        compute_modes(&system, params.n_modes, params.ordering, &mut timings)?;
+        compute_modes(system, params.n_modes, params.ordering, &mut timings)?;
     let reports = select_modes(&all, &params.selection);
     let keep: Vec<usize> = reports
         .iter()
@@ -598,16 +611,13 @@ pub fn precompute(
         let t = Instant::now();
         let factor = match factor {
             Some(f) => f,
-            None => Factor::for_system(
-                &system,
-                0.0,
-                params.ordering,
-                faer::get_global_parallelism(),
-            )
-            .map_err(|e| ModalError::NotClamped(e.to_string()))?,
+            None => {
+                Factor::for_system(system, 0.0, params.ordering, faer::get_global_parallelism())
+                    .map_err(|e| ModalError::NotClamped(e.to_string()))?
+            }
         };
         let surface = mesh.boundary().nodes;
-        let r = residual_flexibility(&system, &factor, &basis, &surface, &mut |done, total| {
+        let r = residual_flexibility(system, &factor, &basis, &surface, &mut |done, total| {
             progress(Progress::Residual { done, total })
         })?;
         timings.residual = t.elapsed().as_secs_f64();

@@ -1,0 +1,128 @@
+//! The modal precompute of a scene, cached on disk by a hash of its inputs: where the
+//! cache lives, what a scene asks the precompute for, and load-or-compute.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::fem::FemSystem;
+use crate::modal::{
+    self, CacheError, ModalCache, PrecomputeParams, Precomputed, Progress, SelectionParams,
+};
+use crate::scene::Scene;
+
+use super::fem::FemInputs;
+use super::{stage, BuildError};
+
+/// Environment variable naming the precompute cache directory.
+pub const CACHE_DIR_ENV: &str = "PALPA_CACHE_DIR";
+
+/// Where the precompute cache lives: `override_dir`, else `$PALPA_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/palpa`, else `~/.cache/palpa`, else a `palpa-cache` directory in the
+/// system temporary directory.
+pub fn cache_dir(override_dir: Option<&Path>) -> PathBuf {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    override_dir
+        .map(Path::to_path_buf)
+        .or_else(|| env(CACHE_DIR_ENV))
+        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("palpa")))
+        .or_else(|| env("HOME").map(|d| d.join(".cache").join("palpa")))
+        .unwrap_or_else(|| std::env::temp_dir().join("palpa-cache"))
+}
+
+/// What happened to the modal precompute.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PrecomputeOutcome {
+    /// Loaded from the cache file.
+    Loaded {
+        /// The cache file.
+        path: PathBuf,
+    },
+    /// Computed (the cache was absent, stale or damaged) and written.
+    Computed {
+        /// The cache file written.
+        path: PathBuf,
+        /// Why the cache could not be used (absent, stale, corrupt …).
+        reason: String,
+        /// Precompute wall time (s).
+        seconds: f64,
+    },
+    /// The condensed backend has nothing to precompute offline.
+    NotModal,
+}
+
+/// The modal precompute parameters a scene asks for. Residual flexibility is applied at
+/// run time from K⁻¹ columns, so the precompute does not store per-node blocks.
+pub fn precompute_params(scene: &Scene) -> PrecomputeParams {
+    let m = &scene.backend.modal;
+    PrecomputeParams {
+        n_modes: m.modes,
+        selection: SelectionParams {
+            max_force: m.max_force,
+            min_displacement: m.min_displacement,
+            max_frequency_hz: scene.modal_max_frequency(),
+            alpha_stiffness: m.alpha1,
+            alpha_mass: m.alpha2,
+        },
+        residual: false,
+        ..PrecomputeParams::default()
+    }
+}
+
+/// The cache file of a precompute with input hash `hash` in `dir`.
+pub fn cache_path(dir: &Path, hash: &[u8; 32]) -> PathBuf {
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    dir.join(format!("modal-{hex}.palpa"))
+}
+
+/// Loads the modal precompute from the cache in `dir`, or computes and writes it;
+/// `progress` sees the precompute's stages when it runs.
+pub fn modal_precompute(
+    scene: &Scene,
+    inputs: &FemInputs,
+    system: &FemSystem,
+    dir: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Precomputed, PrecomputeOutcome), BuildError> {
+    let params = precompute_params(scene);
+    let mesh = &inputs.mesh.mesh;
+    let hash = modal::input_hash(mesh, &inputs.per_tet, &inputs.fixed, &params);
+    let path = cache_path(dir, &hash);
+    let reason = match ModalCache::load(&path, &hash) {
+        Ok(cache) => {
+            tracing::info!("loaded precompute from {}", path.display());
+            return Ok((cache.data, PrecomputeOutcome::Loaded { path }));
+        }
+        Err(CacheError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            "no cache yet".to_string()
+        }
+        Err(e) => {
+            tracing::warn!("{}: {e}; recomputing", path.display());
+            e.to_string()
+        }
+    };
+    let start = Instant::now();
+    let data = modal::precompute_assembled(mesh, system, &params, progress)
+        .map_err(|e| stage(scene, "modal precompute", e))?;
+    let seconds = start.elapsed().as_secs_f64();
+    std::fs::create_dir_all(dir)
+        .map_err(|e| stage(scene, "precompute cache", format!("{}: {e}", dir.display())))?;
+    let cache = ModalCache {
+        input_hash: hash,
+        data,
+    };
+    cache
+        .save(&path)
+        .map_err(|e| stage(scene, "precompute cache", e))?;
+    Ok((
+        cache.data,
+        PrecomputeOutcome::Computed {
+            path,
+            reason,
+            seconds,
+        },
+    ))
+}

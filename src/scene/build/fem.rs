@@ -1,0 +1,165 @@
+//! Scene → FEM inputs: materials per tetrahedron and fixed nodes, resolved once against
+//! the mesh (region names and ids checked, node indices checked), and the assembled
+//! system they give.
+
+use crate::fem::{self, Axis, DofMap, FemSystem, Fix, Material, MaterialMap, Shape};
+use crate::mesh::TetMesh;
+use crate::scene::{FixSpec, RegionRef, Scene, SceneError, DEFAULT_MATERIAL};
+use crate::Vec3;
+
+use super::mesh::SceneMesh;
+use super::{stage, BuildError};
+
+/// The scene's FEM inputs, resolved once: the mesh, the material of every tetrahedron
+/// and the fixed nodes.
+pub struct FemInputs {
+    /// The mesh (m) and optional render surface.
+    pub mesh: SceneMesh,
+    /// Materials by region and shape, in the scene's precedence order.
+    pub materials: MaterialMap,
+    /// Fixed-node rules.
+    pub fixes: Vec<Fix>,
+    /// The material of every tetrahedron.
+    pub per_tet: Vec<Material>,
+    /// Whether each node is fixed.
+    pub fixed: Vec<bool>,
+}
+
+impl FemInputs {
+    /// Mesh, materials and fixed nodes of `scene`, checked against each other.
+    pub fn resolve(scene: &Scene) -> Result<Self, BuildError> {
+        let mesh = super::mesh::build_mesh(scene)?;
+        let materials = material_map(scene, &mesh.mesh)?;
+        let fixes = fixes(scene, &mesh.mesh)?;
+        let per_tet = materials
+            .per_tet(&mesh.mesh)
+            .map_err(|e| stage(scene, "materials", e))?;
+        let fixed =
+            fem::fixed_nodes(&mesh.mesh, &fixes).map_err(|e| stage(scene, "fixed nodes", e))?;
+        Ok(Self {
+            mesh,
+            materials,
+            fixes,
+            per_tet,
+            fixed,
+        })
+    }
+
+    /// Assembles K and the lumped M over the free DOFs.
+    pub fn assemble(&self, scene: &Scene) -> Result<FemSystem, BuildError> {
+        let dofs = DofMap::new(&self.fixed).map_err(|e| stage(scene, "fixed nodes", e))?;
+        fem::assemble(&self.mesh.mesh, &self.per_tet, dofs).map_err(|e| stage(scene, "assembly", e))
+    }
+}
+
+/// The scene's materials as one map: `default` (the scene's, or the built-in
+/// [`DEFAULT_MATERIAL`]), then region materials, then geometric ones in file order
+/// (later wins).
+fn material_map(scene: &Scene, mesh: &TetMesh) -> Result<MaterialMap, SceneError> {
+    let material = |name: &str, young: f64, poisson: f64, density: f64| {
+        Material::new(young, poisson, density)
+            .map_err(|e| scene.invalid(format!("materials.{name}"), e.to_string()))
+    };
+    let (young, poisson, density) = DEFAULT_MATERIAL;
+    let mut map = MaterialMap::uniform(material("default", young, poisson, density)?);
+    for (name, spec) in scene.materials_in_order() {
+        let m = material(name, spec.young, spec.poisson, spec.density)?;
+        map = if let Some(r) = &spec.region {
+            map.with_region(
+                region_id(scene, mesh, r, &format!("materials.{name}.region"))?,
+                m,
+            )
+        } else if let Some(s) = &spec.sphere {
+            let shape = Shape::Sphere {
+                center: Vec3::from(s.center),
+                radius: s.radius,
+            };
+            map.with_override(shape, m)
+        } else if let Some(b) = &spec.box_ {
+            let shape = Shape::Box {
+                min: Vec3::from(b.min),
+                max: Vec3::from(b.max),
+            };
+            map.with_override(shape, m)
+        } else {
+            MaterialMap { default: m, ..map }
+        };
+    }
+    Ok(map)
+}
+
+/// The scene's fixed-node rules with regions resolved and node indices checked.
+fn fixes(scene: &Scene, mesh: &TetMesh) -> Result<Vec<Fix>, SceneError> {
+    let axis = |a: usize| [Axis::X, Axis::Y, Axis::Z][a];
+    scene
+        .fix_rules()
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            Ok(match rule {
+                FixSpec::Below { axis: a, distance } => Fix::Below {
+                    axis: axis(a.index()),
+                    dist: *distance,
+                },
+                FixSpec::Box { min, max } => Fix::InBox {
+                    min: Vec3::from(*min),
+                    max: Vec3::from(*max),
+                },
+                FixSpec::Region(r) => {
+                    Fix::Region(region_id(scene, mesh, r, &format!("fixed[{i}].region"))?)
+                }
+                FixSpec::Nodes(list) => {
+                    if let Some(&n) = list.iter().find(|&&n| n >= mesh.nodes.len()) {
+                        return Err(scene.invalid(
+                            format!("fixed[{i}].nodes"),
+                            format!(
+                                "node {n} is out of range (the mesh has {} nodes)",
+                                mesh.nodes.len()
+                            ),
+                        ));
+                    }
+                    Fix::Nodes(list.clone())
+                }
+            })
+        })
+        .collect()
+}
+
+/// The region id `r` names in `mesh` (an id must occur; a name must be a physical name
+/// of the mesh file); `key` names the scene key in the error.
+fn region_id(scene: &Scene, mesh: &TetMesh, r: &RegionRef, key: &str) -> Result<i32, SceneError> {
+    let id = match r {
+        RegionRef::Id(id) => *id,
+        RegionRef::Name(name) => {
+            *mesh
+                .region_names
+                .iter()
+                .find(|(_, n)| *n == name)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = mesh.region_names.values().map(String::as_str).collect();
+                    scene.invalid(
+                        key,
+                        format!(
+                            "the mesh has no region named {name:?} (named regions: {})",
+                            if known.is_empty() {
+                                "none".to_string()
+                            } else {
+                                known.join(", ")
+                            }
+                        ),
+                    )
+                })?
+                .0
+        }
+    };
+    if !mesh.regions.contains(&id) {
+        let mut ids = mesh.regions.clone();
+        ids.sort_unstable();
+        ids.dedup();
+        return Err(scene.invalid(
+            key,
+            format!("no element has region id {id} (the mesh has regions {ids:?})"),
+        ));
+    }
+    Ok(id)
+}

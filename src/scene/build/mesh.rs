@@ -1,0 +1,89 @@
+//! Scene → mesh: load, fill or generate the tetrahedral mesh, scale it, and embed the
+//! render surface.
+
+use crate::mesh::embed::Embedding;
+use crate::mesh::generate::box_mesh_split;
+use crate::mesh::lattice::{fill_surface, LatticeOptions};
+use crate::mesh::surface::{load_surface, SurfaceMesh};
+use crate::mesh::{self, TetMesh};
+use crate::scene::{Scene, SceneError};
+use crate::Vec3;
+
+/// A detailed render surface moved with the tetrahedral mesh.
+#[derive(Clone, Debug)]
+pub struct RenderSurface {
+    /// The surface (m, scaled like the mesh).
+    pub surface: SurfaceMesh,
+    /// Its vertices' tetrahedra and barycentric coordinates.
+    pub embedding: Embedding,
+}
+
+/// The scene's mesh, in scene metres.
+#[derive(Clone, Debug)]
+pub struct SceneMesh {
+    /// The tetrahedral mesh.
+    pub mesh: TetMesh,
+    /// The embedded render surface, if the scene names one.
+    pub render: Option<RenderSurface>,
+}
+
+/// Loads (file), fills (lattice) or generates (box) the mesh, scales it by
+/// `mesh.scale`, and embeds the render surface.
+pub fn build_mesh(scene: &Scene) -> Result<SceneMesh, SceneError> {
+    let spec = &scene.mesh;
+    let mesh_err = |key: &str, source| SceneError::Mesh {
+        file: scene.source.clone(),
+        key: key.to_string(),
+        source,
+    };
+    let mut mesh = if let Some(file) = &spec.file {
+        let mut m = mesh::load(&scene.resolve(file)).map_err(|e| mesh_err("mesh.file", e))?;
+        m.scale(spec.scale);
+        m
+    } else if let Some(l) = &spec.lattice {
+        let mut surface =
+            load_surface(&scene.resolve(&l.surface)).map_err(|e| mesh_err("mesh.lattice", e))?;
+        surface.scale(spec.scale);
+        let options = LatticeOptions {
+            split: l.split.into(),
+            snap: l.snap,
+        };
+        fill_surface(&surface, l.cell_size, options).map_err(|e| mesh_err("mesh.lattice", e))?
+    } else {
+        let b = spec.box_.clone().unwrap_or_default();
+        let mut m = box_mesh_split(Vec3::from(b.size), b.cells, b.split.into())
+            .map_err(|e| mesh_err("mesh.box", e))?;
+        let origin = Vec3::from(b.origin);
+        for p in &mut m.nodes {
+            *p += origin;
+        }
+        m.scale(spec.scale);
+        m
+    };
+    for note in &mesh.notes {
+        tracing::info!("{}: mesh: {note}", scene.source);
+    }
+    mesh.notes.clear();
+    let render = match &spec.render_surface {
+        None => None,
+        Some(path) => {
+            let full = scene.resolve(path);
+            let mut surface =
+                load_surface(&full).map_err(|e| mesh_err("mesh.render_surface", e))?;
+            surface.scale(spec.scale);
+            let embedding = Embedding::new(&mesh, &surface.vertices, &full.display().to_string())
+                .map_err(|e| mesh_err("mesh.render_surface", e))?;
+            if embedding.outside > 0 {
+                tracing::info!(
+                    "{}: {} render-surface vertices lie outside the tetrahedral mesh \
+                     (farthest {:.2e} m); they follow their nearest tetrahedron",
+                    scene.source,
+                    embedding.outside,
+                    embedding.max_distance
+                );
+            }
+            Some(RenderSurface { surface, embedding })
+        }
+    };
+    Ok(SceneMesh { mesh, render })
+}

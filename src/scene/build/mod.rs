@@ -1,0 +1,218 @@
+//! Scene → running model: mesh → materials and fixed nodes (resolved once) → FEM
+//! system (assembled once) → modal precompute (cached by input hash) or condensed
+//! columns → the probe [`Simulation`], plus the haptic configuration the scene asks
+//! for.
+
+mod cache;
+mod fem;
+mod mesh;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use cache::{
+    cache_dir, cache_path, modal_precompute, precompute_params, PrecomputeOutcome, CACHE_DIR_ENV,
+};
+pub use fem::FemInputs;
+pub use mesh::{build_mesh, RenderSurface, SceneMesh};
+
+use crate::condensed::CondensedModel;
+use crate::device::DeviceRating;
+use crate::fem::{ComplianceColumns, Factor, FemSystem};
+use crate::haptic::HapticConfig;
+use crate::modal::{ModalParams, ModalRuntime, Progress};
+use crate::scene::{BackendKind, Scene, SceneError};
+use crate::session::{SceneModel, Simulation};
+use crate::Vec3;
+
+/// Constraint rows the model is sized for: one probe contact (1 row) or a held point
+/// (3 rows), with room for a second point.
+pub const MAX_CONSTRAINT_ROWS: usize = 6;
+
+/// Why a scene could not become a model: the scene itself, or the FEM/precompute stage
+/// (named).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The scene file or its mesh.
+    #[error(transparent)]
+    Scene(#[from] SceneError),
+    /// A stage of the build failed.
+    #[error("{scene}: {stage}: {message}")]
+    Stage {
+        /// The scene source.
+        scene: String,
+        /// Which stage (materials, fixed nodes, assembly, precompute, …).
+        stage: &'static str,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// A scene turned into a model, ready for a haptic loop.
+pub struct BuiltScene {
+    /// The scene.
+    pub scene: Scene,
+    /// The mesh and render surface.
+    pub mesh: SceneMesh,
+    /// The tissue model with the probe.
+    pub model: SceneModel,
+    /// What the modal precompute did.
+    pub precompute: PrecomputeOutcome,
+    /// Kept modes (modal backend; 0 for condensed).
+    pub n_modes: usize,
+}
+
+impl BuiltScene {
+    /// The haptic loop configuration for a device rated `rating`: the scene's rates,
+    /// force strategy and safety limits. The workspace mapping is applied by wrapping
+    /// the device ([`MappedDevice`](crate::device::mapped::MappedDevice)).
+    pub fn haptic_config(&self, rating: DeviceRating) -> HapticConfig {
+        let mut c = HapticConfig::new(self.scene.safety.limits(rating));
+        c.tick_period = 1.0 / self.scene.rates.haptic;
+        c.ticks_per_model_step = self.scene.rates.ticks_per_model_step();
+        c.strategy = self.scene.force.strategy;
+        c
+    }
+
+    /// The scene's name for viewers and logs (its `name`, else its source).
+    pub fn name(&self) -> String {
+        self.scene
+            .name
+            .clone()
+            .unwrap_or_else(|| self.scene.source.clone())
+    }
+}
+
+/// The error of build stage `stage` of `scene`.
+fn stage(scene: &Scene, stage: &'static str, e: impl std::fmt::Display) -> BuildError {
+    BuildError::Stage {
+        scene: scene.source.clone(),
+        stage,
+        message: e.to_string(),
+    }
+}
+
+/// Builds the scene's model: precompute (cached in `cache_dir`) or condensed columns,
+/// then the probe simulation.
+pub fn build(
+    scene: Scene,
+    cache_dir: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<BuiltScene, BuildError> {
+    let inputs = FemInputs::resolve(&scene)?;
+    let mesh = &inputs.mesh.mesh;
+    let boundary = mesh.boundary();
+    let system = inputs.assemble(&scene)?;
+    let columns = |system: &FemSystem, what: &'static str| {
+        let factor = Factor::for_system(
+            system,
+            0.0,
+            crate::fem::Ordering::default(),
+            faer::get_global_parallelism(),
+        )
+        .map_err(|e| stage(&scene, "factorising K", e))?;
+        let cache_size = scene.backend.columns.cache_size;
+        ComplianceColumns::new(Arc::new(factor), system.dofs.clone(), cache_size)
+            .map_err(|e| stage(&scene, what, e))
+    };
+    let radius = scene.contact.probe_radius;
+    let patch_radius = scene
+        .contact
+        .patch_radius
+        .unwrap_or_else(|| radius.max(2.0 * mean_edge(&mesh.nodes, &boundary.triangles)));
+    let friction = scene
+        .contact
+        .friction()
+        .map_err(|e| scene.invalid("contact.friction", e))?;
+    let (model, precompute, n_modes) = match scene.backend.kind {
+        BackendKind::Modal => {
+            let (pre, outcome) = modal_precompute(&scene, &inputs, &system, cache_dir, progress)?;
+            let clamped = !pre.basis.rigid.iter().any(|&r| r);
+            let residual = if scene.backend.modal.residual && clamped {
+                Some(columns(&system, "residual flexibility")?)
+            } else {
+                if scene.backend.modal.residual {
+                    tracing::warn!(
+                        "{}: the body is free (rigid modes present), so residual flexibility \
+                         is off; the contact will feel stiffer than full FEM",
+                        scene.source
+                    );
+                }
+                None
+            };
+            let params = ModalParams {
+                alpha1: scene.backend.modal.alpha1,
+                alpha2: scene.backend.modal.alpha2,
+                dt: 1.0 / scene.rates.model,
+                max_rows: MAX_CONSTRAINT_ROWS,
+            };
+            let n_modes = pre.basis.n_modes();
+            let runtime = ModalRuntime::new(
+                mesh.nodes.clone(),
+                boundary.triangles,
+                boundary.nodes,
+                &pre.basis.eigenvalues,
+                pre.basis.shapes.as_ref(),
+                params,
+                residual,
+            )
+            .map_err(|e| stage(&scene, "modal runtime", e))?;
+            (
+                SceneModel::Modal(Box::new(
+                    Simulation::new(runtime, radius)
+                        .with_patch_radius(patch_radius)
+                        .with_friction(friction),
+                )),
+                outcome,
+                n_modes,
+            )
+        }
+        BackendKind::Condensed => {
+            let columns = columns(&system, "condensed columns")?;
+            let cap = scene.backend.condensed.precompute_cap;
+            let model = CondensedModel::new(
+                mesh.nodes.clone(),
+                boundary.triangles,
+                boundary.nodes,
+                columns,
+                cap.min(scene.backend.columns.cache_size),
+                MAX_CONSTRAINT_ROWS,
+            )
+            .map_err(|e| stage(&scene, "condensed model", e))?;
+            (
+                SceneModel::Condensed(Box::new(
+                    Simulation::new(model, radius)
+                        .with_patch_radius(patch_radius)
+                        .with_friction(friction),
+                )),
+                PrecomputeOutcome::NotModal,
+                0,
+            )
+        }
+    };
+    Ok(BuiltScene {
+        mesh: inputs.mesh,
+        scene,
+        model,
+        precompute,
+        n_modes,
+    })
+}
+
+/// Mean edge length (m) of the surface triangles at rest: the mesh scale the default
+/// contact patch radius is tied to.
+fn mean_edge(nodes: &[Vec3], triangles: &[[usize; 3]]) -> f64 {
+    let total: f64 = triangles
+        .iter()
+        .map(|t| {
+            (nodes[t[0]] - nodes[t[1]]).norm()
+                + (nodes[t[1]] - nodes[t[2]]).norm()
+                + (nodes[t[2]] - nodes[t[0]]).norm()
+        })
+        .sum();
+    if triangles.is_empty() {
+        0.0
+    } else {
+        total / (3.0 * triangles.len() as f64)
+    }
+}

@@ -1,0 +1,48 @@
+//! `[contact]`: the probe tip, the contact patch and friction.
+
+use serde::Deserialize;
+
+use super::check::Check;
+use super::SceneError;
+
+/// Probe contact.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ContactSpec {
+    /// Probe tip radius (m), ≥ 0; 0 is a point probe.
+    pub probe_radius: f64,
+    /// Radius (m) of the contact patch the probe's force is spread over, ≥ 0; 0 is the
+    /// barycentric point of the touched triangle. Absent: the larger of the probe
+    /// radius and twice the mean surface edge length, so the force does not ripple
+    /// with the mesh as the probe slides.
+    pub patch_radius: Option<f64>,
+    /// Static Coulomb friction coefficient μ_s, ≥ 0; 0 is frictionless.
+    pub friction: f64,
+    /// Kinetic friction coefficient μ_k, 0 ≤ μ_k ≤ μ_s. Absent: μ_s.
+    pub friction_kinetic: Option<f64>,
+}
+
+impl ContactSpec {
+    /// The friction coefficients (μ_s, μ_k).
+    pub fn friction(&self) -> Result<crate::contact::Friction, String> {
+        crate::contact::Friction::new(
+            self.friction,
+            self.friction_kinetic.unwrap_or(self.friction),
+        )
+    }
+
+    pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
+        c.non_negative("contact.probe_radius", self.probe_radius)?;
+        if let Some(r) = self.patch_radius {
+            c.non_negative("contact.patch_radius", r)?;
+        }
+        c.non_negative("contact.friction", self.friction)?;
+        if let Some(mu_k) = self.friction_kinetic {
+            c.non_negative("contact.friction_kinetic", mu_k)?;
+        }
+        if let Err(e) = self.friction() {
+            return Err(c.invalid("contact.friction_kinetic", e));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,138 @@
+//! `[rates]`, `[force]` and `[safety]`: the loops' rates, the force between model
+//! updates, and the haptic loop's safety limits.
+
+use serde::Deserialize;
+
+use super::check::Check;
+use super::SceneError;
+use crate::device::DeviceRating;
+use crate::haptic::{ForceStrategy, SafetyLimits};
+
+/// Loop rates (Hz).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Rates {
+    /// Haptic loop rate (Hz).
+    pub haptic: f64,
+    /// Model step rate (Hz); must divide the haptic rate.
+    pub model: f64,
+    /// Visual frame rate (Hz).
+    pub visual: f64,
+}
+
+impl Default for Rates {
+    fn default() -> Self {
+        Self {
+            haptic: 1000.0,
+            model: 200.0,
+            visual: 30.0,
+        }
+    }
+}
+
+impl Rates {
+    /// Haptic ticks per model step (the checked ratio of the two rates).
+    pub fn ticks_per_model_step(&self) -> u32 {
+        (self.haptic / self.model).round() as u32
+    }
+}
+
+/// Force between model updates.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ForceSpec {
+    /// `hold`, `linear-time` or `local-stiffness`.
+    pub strategy: ForceStrategy,
+}
+
+impl Default for ForceSpec {
+    fn default() -> Self {
+        Self {
+            strategy: ForceStrategy::LocalStiffness,
+        }
+    }
+}
+
+/// Safety limits; absent values come from the device's rating and
+/// [`SafetyLimits::for_device`](crate::haptic::SafetyLimits::for_device).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SafetySpec {
+    /// Largest force magnitude (N); never above the device's rating.
+    pub max_force: Option<f64>,
+    /// Largest force change per second (N/s).
+    pub max_force_rate: Option<f64>,
+    /// Force ramp-in time at start and after a fault (s).
+    pub ramp_time: Option<f64>,
+    /// Cap on the extrapolation stiffness (N/m); never above the device's rating.
+    pub max_stiffness: Option<f64>,
+    /// A device sample older than this fades the force (s).
+    pub stale_sample_timeout: Option<f64>,
+    /// A local force model older than this fades the force (s).
+    pub model_timeout: Option<f64>,
+    /// Fade time on a soft fault (s).
+    pub fade_time: Option<f64>,
+    /// Passivity controller's largest added damping (N·s/m); absent: off.
+    pub passivity_max_damping: Option<f64>,
+}
+
+impl SafetySpec {
+    /// The limits for a device with `rating`: the scene's values where given (force and
+    /// stiffness never above the rating), the device defaults elsewhere.
+    pub fn limits(&self, rating: DeviceRating) -> SafetyLimits {
+        let d = SafetyLimits::for_device(rating);
+        SafetyLimits {
+            max_force: self.max_force.map_or(d.max_force, |f| f.min(d.max_force)),
+            max_force_rate: self.max_force_rate.unwrap_or(d.max_force_rate),
+            ramp_time: self.ramp_time.unwrap_or(d.ramp_time),
+            max_stiffness: self
+                .max_stiffness
+                .map_or(d.max_stiffness, |k| k.min(d.max_stiffness)),
+            stale_sample_timeout: self.stale_sample_timeout.unwrap_or(d.stale_sample_timeout),
+            model_timeout: self.model_timeout.unwrap_or(d.model_timeout),
+            fade_time: self.fade_time.unwrap_or(d.fade_time),
+            passivity_max_damping: self.passivity_max_damping.or(d.passivity_max_damping),
+        }
+    }
+}
+
+impl Rates {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
+        c.positive("rates.haptic", self.haptic)?;
+        c.positive("rates.model", self.model)?;
+        c.positive("rates.visual", self.visual)?;
+        let ratio = self.haptic / self.model;
+        if ratio < 1.0 || (ratio - ratio.round()).abs() > 1e-9 * ratio {
+            return Err(c.invalid(
+                "rates.model",
+                format!(
+                    "must divide the haptic rate {} Hz a whole number of times, got {} Hz",
+                    self.haptic, self.model
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl SafetySpec {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
+        for (key, v) in [
+            ("safety.max_force", self.max_force),
+            ("safety.max_force_rate", self.max_force_rate),
+            ("safety.max_stiffness", self.max_stiffness),
+            ("safety.stale_sample_timeout", self.stale_sample_timeout),
+            ("safety.model_timeout", self.model_timeout),
+            ("safety.fade_time", self.fade_time),
+            ("safety.passivity_max_damping", self.passivity_max_damping),
+        ] {
+            if let Some(v) = v {
+                c.positive(key, v)?;
+            }
+        }
+        if let Some(v) = self.ramp_time {
+            c.non_negative("safety.ramp_time", v)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,53 @@
+//! `[stream]`: the visual stream server's address, control token and client limit.
+
+use std::net::SocketAddr;
+
+use serde::Deserialize;
+
+use super::check::Check;
+use super::SceneError;
+
+/// Visual stream server.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StreamSpec {
+    /// Address and port to listen on (port 0: any free port).
+    pub bind: String,
+    /// Control token for viewers that move the probe; absent: a random one per start.
+    pub token: Option<String>,
+    /// Most simultaneous clients, ≥ 1.
+    pub max_clients: usize,
+}
+
+impl Default for StreamSpec {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:7878".into(),
+            token: None,
+            max_clients: 64,
+        }
+    }
+}
+
+impl StreamSpec {
+    /// The bind address (checked when the scene is loaded).
+    pub fn bind_addr(&self) -> SocketAddr {
+        self.bind.parse().expect("validated bind address")
+    }
+
+    pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
+        if let Err(e) = self.bind.parse::<SocketAddr>() {
+            return Err(c.invalid(
+                "stream.bind",
+                format!("expected ADDRESS:PORT, got {:?} ({e})", self.bind),
+            ));
+        }
+        if self.max_clients == 0 {
+            return Err(c.invalid("stream.max_clients", "must be >= 1, got 0"));
+        }
+        if self.token.as_deref() == Some("") {
+            return Err(c.invalid("stream.token", "must not be empty"));
+        }
+        Ok(())
+    }
+}
