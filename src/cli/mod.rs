@@ -5,6 +5,7 @@ pub mod devices;
 pub mod modes;
 pub mod plot;
 pub mod precompute;
+pub mod progress;
 pub mod record;
 pub mod replay;
 pub mod serve;

@@ -1,15 +1,15 @@
 //! `palpa modes MESH`: compute, select and print the vibration modes of a mesh.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use super::progress::progress_bar;
 use crate::fem::{Axis, Fix, Material, MaterialMap, Ordering};
 use crate::mesh::{self, generate::box_mesh, TetMesh};
-use crate::modal::{self, ModalCache, ModeReport, PrecomputeParams, Progress, SelectionParams};
+use crate::modal::{self, ModalCache, ModeReport, PrecomputeParams, SelectionParams};
 use crate::Vec3;
 
 /// Arguments of `palpa modes`.
@@ -170,23 +170,7 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
         "material: E = {:.4e} Pa, ν = {}, ρ = {} kg/m³",
         material.young, material.poisson, material.density
     );
-    let bar = ProgressBar::new_spinner();
-    bar.enable_steady_tick(Duration::from_millis(120));
-    let mut on_progress = |p: Progress| match p {
-        Progress::Assembling => bar.set_message("assembling K and M"),
-        Progress::SolvingModes => bar.set_message("factorising and solving for modes"),
-        Progress::Residual { done, total } => {
-            if bar.length() != Some(total as u64) {
-                bar.set_style(
-                    ProgressStyle::with_template("{bar:40} {pos}/{len} surface nodes {msg}")
-                        .expect("valid template"),
-                );
-                bar.set_length(total as u64);
-                bar.set_message("residual flexibility");
-            }
-            bar.set_position(done as u64);
-        }
-    };
+    let (bar, mut on_progress) = progress_bar("computing the modes");
     let result = modal::precompute(&mesh, &materials, &fixes, &params, &mut on_progress);
     bar.finish_and_clear();
     let pre = result.map_err(|e| e.to_string())?;

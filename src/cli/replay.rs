@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::plot;
-use super::precompute::{describe, progress_bar, SceneArgs};
+use super::precompute::{describe, SceneArgs};
+use super::progress::progress_bar;
 use crate::device::mapped::MappedDevice;
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::HapticDevice;

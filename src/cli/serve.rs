@@ -23,7 +23,8 @@ use std::time::Duration;
 use clap::Args;
 use palpa_protocol as wire;
 
-use super::precompute::{describe, progress_bar, SceneArgs};
+use super::precompute::{describe, SceneArgs};
+use super::progress::progress_bar;
 use crate::device::choice::DeviceChoice;
 use crate::device::force_log::ForceLog;
 use crate::device::mapped::MappedDevice;

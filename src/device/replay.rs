@@ -257,12 +257,6 @@ impl ReplayDevice {
         }
     }
 
-    /// With another rating.
-    pub fn with_rating(mut self, rating: DeviceRating) -> Self {
-        self.rating = rating;
-        self
-    }
-
     /// The trajectory being played.
     pub fn trajectory(&self) -> &Trajectory {
         &self.trajectory

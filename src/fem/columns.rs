@@ -189,12 +189,6 @@ impl ComplianceColumns {
         self.solves
     }
 
-    /// Multiply-adds of column solves per [`COMPLETION_PERIOD`] of simulated time
-    /// ([`Self::advance_completion`]).
-    pub fn completion_budget(&self) -> usize {
-        self.budget
-    }
-
     /// Sets the column-solve work per [`COMPLETION_PERIOD`] (multiply-adds): the back solve
     /// gets what the step's forward solves left, at least one supernode when they
     /// left anything.

@@ -30,7 +30,6 @@ pub struct TickStats {
 struct Histogram<const N: usize> {
     bins: [AtomicU64; N],
     max_ns: AtomicU64,
-    sum_ns: AtomicU64,
     bin_ns: u64,
 }
 
@@ -39,7 +38,6 @@ impl<const N: usize> Histogram<N> {
         Self {
             bins: std::array::from_fn(|_| AtomicU64::new(0)),
             max_ns: AtomicU64::new(0),
-            sum_ns: AtomicU64::new(0),
             bin_ns,
         }
     }
@@ -47,7 +45,6 @@ impl<const N: usize> Histogram<N> {
     fn record(&self, ns: u64) {
         let i = ((ns / self.bin_ns) as usize).min(N - 1);
         self.bins[i].fetch_add(1, Ordering::Relaxed);
-        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
         self.max_ns.fetch_max(ns, Ordering::Relaxed);
     }
 
@@ -60,7 +57,6 @@ impl<const N: usize> Histogram<N> {
                 .collect(),
             bin_ns: self.bin_ns,
             max_ns: self.max_ns.load(Ordering::Relaxed),
-            sum_ns: self.sum_ns.load(Ordering::Relaxed),
         }
     }
 }
@@ -123,8 +119,6 @@ pub struct HistogramSnapshot {
     pub bin_ns: u64,
     /// Largest value seen (ns).
     pub max_ns: u64,
-    /// Sum of all values (ns).
-    pub sum_ns: u64,
 }
 
 impl HistogramSnapshot {
@@ -155,11 +149,6 @@ impl HistogramSnapshot {
         self.max_ns
     }
 
-    /// Mean value (ns).
-    pub fn mean_ns(&self) -> f64 {
-        self.sum_ns as f64 / self.count().max(1) as f64
-    }
-
     /// The values recorded since `earlier` (bins subtracted; max is the overall max).
     pub fn since(&self, earlier: &HistogramSnapshot) -> HistogramSnapshot {
         HistogramSnapshot {
@@ -171,7 +160,6 @@ impl HistogramSnapshot {
                 .collect(),
             bin_ns: self.bin_ns,
             max_ns: self.max_ns,
-            sum_ns: self.sum_ns - earlier.sum_ns,
         }
     }
 }

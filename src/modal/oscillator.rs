@@ -103,11 +103,6 @@ impl Oscillators {
         &self.damping
     }
 
-    /// Precomputed transitions for the fixed step.
-    pub fn fixed_transitions(&self) -> &[ModeTransition] {
-        &self.fixed
-    }
-
     /// Modal displacements z (m·√kg, mass-normalised coordinates).
     pub fn z(&self) -> &[f64] {
         &self.z
@@ -158,13 +153,6 @@ impl Oscillators {
     pub fn step_with(&mut self, transitions: &[ModeTransition], g: &[f64]) {
         for (i, tr) in transitions.iter().enumerate() {
             (self.z[i], self.zd[i]) = tr.apply(self.z[i], self.zd[i], g[i]);
-        }
-    }
-
-    /// Adds an impulse (modal, W̄ᵀ·J, N·s in mass-normalised units) to the velocities.
-    pub fn add_impulse(&mut self, gj: &[f64]) {
-        for (v, j) in self.zd.iter_mut().zip(gj) {
-            *v += j;
         }
     }
 

@@ -225,11 +225,6 @@ impl ModalRuntime {
         self.h.fill(0.0);
     }
 
-    /// Whether residual flexibility is applied.
-    pub fn has_residual(&self) -> bool {
-        self.residual.is_some()
-    }
-
     /// The K⁻¹ column cache, if residual flexibility is on.
     pub fn columns(&mut self) -> Option<&mut ComplianceColumns> {
         self.residual.as_mut()

@@ -77,13 +77,6 @@ impl SnapshotWriter {
         self.input.input_buffer_mut().clone_from(snapshot);
         self.input.publish();
     }
-
-    /// Lets `fill` overwrite the back buffer in place, then publishes it. The buffer holds
-    /// an older snapshot on entry: `fill` must set every field.
-    pub fn publish_with(&mut self, fill: impl FnOnce(&mut VisualSnapshot)) {
-        fill(self.input.input_buffer_mut());
-        self.input.publish();
-    }
 }
 
 /// Stream end of the snapshot slot.
