@@ -23,7 +23,7 @@ use faer::{MatMut, MatRef, Par};
 use crate::fem::Support;
 use crate::Vec3;
 
-use super::tissue::ModelError;
+use super::error::ModelError;
 
 /// What a constraint prescribes at the end of the step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,8 +219,8 @@ pub fn add_point_compliance(
     constraints: &[PointConstraint],
     m: usize,
     s: &mut [f64],
-    mut block: impl FnMut(&PointConstraint, &PointConstraint) -> Result<crate::Mat3, super::ModelError>,
-) -> Result<(), super::ModelError> {
+    mut block: impl FnMut(&PointConstraint, &PointConstraint) -> Result<crate::Mat3, ModelError>,
+) -> Result<(), ModelError> {
     let mut ra = 0;
     for (a, ca) in constraints.iter().enumerate() {
         let mut rb = 0;

@@ -52,10 +52,12 @@ pub trait ModelStep: Send {
 }
 
 pub mod constraint;
+mod error;
 pub mod tissue;
 
 pub use constraint::{
     add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
     Directions, PointConstraint,
 };
-pub use tissue::{ModelError, TissueModel};
+pub use error::ModelError;
+pub use tissue::TissueModel;
