@@ -19,7 +19,7 @@ use palpa::fem::{
 use palpa::fem::{ComplianceColumns, Support};
 use palpa::mesh::TetMesh;
 use palpa::modal::{compute_modes, ModalBasis, ModalParams, ModalRuntime, Timings};
-use palpa::model::{ModelStep, PointConstraint, TissueModel};
+use palpa::model::{ModelStep, PointConstraint, TissueGeometry, TissueModel};
 use palpa::session::Simulation;
 use palpa::Vec3;
 
@@ -94,9 +94,11 @@ fn modal(b: &Bunny, k: usize, cache: usize, max_rows: usize) -> ModalRuntime {
         ..ModalParams::default()
     };
     ModalRuntime::new(
-        b.mesh.nodes.clone(),
-        b.triangles.clone(),
-        b.surface.clone(),
+        TissueGeometry {
+            rest: b.mesh.nodes.clone(),
+            triangles: b.triangles.clone(),
+            surface_nodes: b.surface.clone(),
+        },
         &basis.eigenvalues,
         basis.shapes.as_ref(),
         params,
@@ -110,9 +112,11 @@ fn modal(b: &Bunny, k: usize, cache: usize, max_rows: usize) -> ModalRuntime {
 fn condensed(b: &Bunny, cache: usize) -> CondensedModel {
     let columns = ComplianceColumns::new(b.factor.clone(), b.system.dofs.clone(), cache).unwrap();
     CondensedModel::new(
-        b.mesh.nodes.clone(),
-        b.triangles.clone(),
-        b.surface.clone(),
+        TissueGeometry {
+            rest: b.mesh.nodes.clone(),
+            triangles: b.triangles.clone(),
+            surface_nodes: b.surface.clone(),
+        },
         columns,
         0,
         3,

@@ -1,16 +1,12 @@
 //! Condensed static FEM backend against an independent dense solve of K u = f, and
 //! probe contact through the backend.
 
-use std::sync::Arc;
-
-use faer::{Mat, Par};
+use faer::Mat;
 use nalgebra::{DMatrix, DVector};
 use palpa::condensed::CondensedModel;
 use palpa::contact::{ContactPatch, SurfaceBvh};
-use palpa::fem::{
-    assemble, fixed_nodes, Axis, DofMap, Factor, Fix, Material, MaterialMap, Ordering, Shape,
-};
-use palpa::fem::{ComplianceColumns, Support};
+use palpa::fem::Support;
+use palpa::fem::{assemble, fixed_nodes, Axis, DofMap, Fix, Material, MaterialMap, Shape};
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
 use palpa::model::{ModelStep, PointConstraint, TissueModel};
@@ -22,18 +18,7 @@ mod tissue_block;
 use tissue_block::{block, Block, SIZE};
 
 fn condensed(b: &Block, cap: usize, cache: usize) -> CondensedModel {
-    let factor =
-        Arc::new(Factor::for_system(&b.system, 0.0, Ordering::default(), Par::Seq).unwrap());
-    let columns = ComplianceColumns::new(factor, b.system.dofs.clone(), cache).unwrap();
-    CondensedModel::new(
-        b.mesh.nodes.clone(),
-        b.triangles.clone(),
-        b.surface_nodes.clone(),
-        columns,
-        cap,
-        16,
-    )
-    .unwrap()
+    CondensedModel::new(b.geometry(), b.columns(cache), cap, 16).unwrap()
 }
 
 /// Independent reference: dense K (from K·I) factorised by nalgebra's Cholesky.

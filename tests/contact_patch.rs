@@ -204,32 +204,21 @@ fn scene_friction_reaches_the_probe() {
 }
 
 mod friction {
-    use super::tissue_block::{block, Block, SIZE};
-    use faer::Par;
+    use super::tissue_block::{block, SIZE};
+
     use palpa::condensed::CondensedModel;
     use palpa::contact::{Friction, FrictionPhase};
-    use palpa::fem::ComplianceColumns;
-    use palpa::fem::{Factor, Ordering};
+
     use palpa::model::{LocalForceModel, ModelStep};
     use palpa::session::Simulation;
     use palpa::Vec3;
-    use std::sync::Arc;
 
     const DT: f64 = 5e-3;
 
     /// The shared clamped block on the condensed backend, a 10 mm contact patch.
     fn sim(friction: Friction) -> Simulation<CondensedModel> {
-        let Block {
-            mesh,
-            system,
-            triangles,
-            surface_nodes,
-        } = block();
-        let factor =
-            Arc::new(Factor::for_system(&system, 0.0, Ordering::default(), Par::Seq).unwrap());
-        let columns = ComplianceColumns::new(factor, system.dofs.clone(), 256).unwrap();
-        let model =
-            CondensedModel::new(mesh.nodes, triangles, surface_nodes, columns, 0, 6).unwrap();
+        let b = block();
+        let model = CondensedModel::new(b.geometry(), b.columns(256), 0, 6).unwrap();
         Simulation::new(model, 0.0)
             .with_patch_radius(0.01)
             .with_friction(friction)

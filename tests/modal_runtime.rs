@@ -222,7 +222,7 @@ mod with_fem {
     use palpa::modal::{
         compute_modes, ModalBasis, ModalParams, ModalRuntime, Oscillators, Timings,
     };
-    use palpa::model::{PointConstraint, TissueModel};
+    use palpa::model::{PointConstraint, TissueGeometry, TissueModel};
     use palpa::Vec3;
 
     struct Fixture {
@@ -255,14 +255,26 @@ mod with_fem {
         }
     }
 
+    /// The shared 6 × 6 × 3 cm block (6 × 6 × 3 cells, E 5 kPa, bottom fixed), 20 modes.
+    fn block_fixture() -> Fixture {
+        let size = Vec3::new(0.06, 0.06, 0.03);
+        let fix = Fix::Below {
+            axis: Axis::Z,
+            dist: 1e-9,
+        };
+        fixture(box_mesh(size, [6, 6, 3]).unwrap(), fix, 5e3, 20)
+    }
+
     fn runtime(fx: &Fixture, params: ModalParams, residual: bool) -> ModalRuntime {
         let columns = residual.then(|| {
             ComplianceColumns::new(fx.factor.clone(), fx.system.dofs.clone(), 32).unwrap()
         });
         ModalRuntime::new(
-            fx.mesh.nodes.clone(),
-            fx.triangles.clone(),
-            fx.surface.clone(),
+            TissueGeometry {
+                rest: fx.mesh.nodes.clone(),
+                triangles: fx.triangles.clone(),
+                surface_nodes: fx.surface.clone(),
+            },
             &fx.basis.eigenvalues,
             fx.basis.shapes.as_ref(),
             params,
@@ -280,15 +292,7 @@ mod with_fem {
     #[test]
     fn new_contact_force_and_contact_positions_are_exact_at_once_the_rest_once_complete() {
         let size = Vec3::new(0.06, 0.06, 0.03);
-        let fx = fixture(
-            box_mesh(size, [6, 6, 3]).unwrap(),
-            Fix::Below {
-                axis: Axis::Z,
-                dist: 1e-9,
-            },
-            5e3,
-            20,
-        );
+        let fx = block_fixture();
         let params = ModalParams {
             max_rows: 3,
             ..ModalParams::default()
@@ -382,15 +386,7 @@ mod with_fem {
     #[test]
     fn position_constraint_holds_every_step_and_release_gives_free_vibration() {
         let size = Vec3::new(0.06, 0.06, 0.03);
-        let fx = fixture(
-            box_mesh(size, [6, 6, 3]).unwrap(),
-            Fix::Below {
-                axis: Axis::Z,
-                dist: 1e-9,
-            },
-            5e3,
-            20,
-        );
+        let fx = block_fixture();
         for residual in [false, true] {
             let params = ModalParams {
                 alpha1: 0.0,
@@ -442,15 +438,7 @@ mod with_fem {
     fn velocity_and_acceleration_constraints_hit_their_targets() {
         use palpa::model::{ConstraintKind, Directions};
         let size = Vec3::new(0.06, 0.06, 0.03);
-        let fx = fixture(
-            box_mesh(size, [6, 6, 3]).unwrap(),
-            Fix::Below {
-                axis: Axis::Z,
-                dist: 1e-9,
-            },
-            5e3,
-            20,
-        );
+        let fx = block_fixture();
         let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
         let c = bvh
             .closest_point(&Vec3::new(0.031, 0.027, size.z), 1e-6, &fx.mesh.nodes)
@@ -687,32 +675,22 @@ mod with_fem {
 mod tissue_block;
 
 mod contact_through_modal {
-    use super::tissue_block::{block, Block, SIZE};
-    use faer::Par;
-    use palpa::fem::ComplianceColumns;
-    use palpa::fem::{Factor, Ordering};
+    use super::tissue_block::{block, SIZE};
+
+    use palpa::fem::Ordering;
     use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
     use palpa::model::{ModelStep, TissueModel};
     use palpa::session::Simulation;
     use palpa::Vec3;
-    use std::sync::Arc;
 
     fn sim() -> Simulation<ModalRuntime> {
         sim_with_patch(0.0)
     }
 
     fn sim_with_patch(radius: f64) -> Simulation<ModalRuntime> {
-        let Block {
-            mesh,
-            system,
-            triangles,
-            surface_nodes,
-        } = block();
+        let b = block();
         let (basis, _, _) =
-            compute_modes(&system, 20, Ordering::default(), &mut Timings::default()).unwrap();
-        let factor =
-            Arc::new(Factor::for_system(&system, 0.0, Ordering::default(), Par::Seq).unwrap());
-        let columns = ComplianceColumns::new(factor, system.dofs.clone(), 64).unwrap();
+            compute_modes(&b.system, 20, Ordering::default(), &mut Timings::default()).unwrap();
         let params = ModalParams {
             alpha1: 2e-3,
             alpha2: 20.0,
@@ -720,13 +698,11 @@ mod contact_through_modal {
             max_rows: 3,
         };
         let model = ModalRuntime::new(
-            mesh.nodes.clone(),
-            triangles,
-            surface_nodes,
+            b.geometry(),
             &basis.eigenvalues,
             basis.shapes.as_ref(),
             params,
-            Some(columns),
+            Some(b.columns(64)),
         )
         .unwrap();
         Simulation::new(model, 0.0).with_patch_radius(radius)

@@ -7,66 +7,47 @@
 
 use crate::fem::{ComplianceColumns, Support};
 use crate::model::{
-    add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
-    ModelError, PointConstraint, TissueModel,
+    add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, ConstraintRows,
+    ModelError, PointConstraint, TissueGeometry, TissueModel,
 };
 use crate::{Mat3, Vec3};
 
 /// The condensed static tissue model. Static: the step size does not change the
 /// response, and only position constraints are meaningful.
 pub struct CondensedModel {
-    rest: Vec<Vec3>,
-    triangles: Vec<[usize; 3]>,
-    surface_nodes: Vec<usize>,
+    geometry: TissueGeometry,
     columns: ComplianceColumns,
     /// Nodal forces of the last step (node, N), for the displacement field.
     loads: Vec<(usize, Vec3)>,
-    row_dir: Vec<Vec3>,
-    row_of: Vec<usize>,
-    s: Vec<f64>,
-    rhs: Vec<f64>,
-    f: Vec<f64>,
-    unilateral: Vec<bool>,
-    solver: DenseConstraintSolver,
+    rows: ConstraintRows,
 }
 
 impl CondensedModel {
-    /// Builds the model from rest positions (all nodes, m), outward surface triangles
-    /// and nodes, and a K⁻¹ column cache. When the surface has at most
+    /// Builds the model from the rest shape and surface and a K⁻¹ column cache. When the surface has at most
     /// `precompute_cap` nodes, every surface column is computed now (one block solve)
     /// so no step ever waits for a solve. `max_rows` bounds the constraint rows per
     /// step.
     pub fn new(
-        rest: Vec<Vec3>,
-        triangles: Vec<[usize; 3]>,
-        surface_nodes: Vec<usize>,
+        geometry: TissueGeometry,
         mut columns: ComplianceColumns,
         precompute_cap: usize,
         max_rows: usize,
     ) -> Result<Self, ModelError> {
-        if columns.n_nodes() != rest.len() {
+        if columns.n_nodes() != geometry.rest.len() {
             return Err(ModelError::Setup(format!(
                 "the column cache covers {} nodes, the mesh has {}",
                 columns.n_nodes(),
-                rest.len()
+                geometry.rest.len()
             )));
         }
-        if surface_nodes.len() <= precompute_cap {
-            columns.precompute(&surface_nodes)?;
+        if geometry.surface_nodes.len() <= precompute_cap {
+            columns.precompute(&geometry.surface_nodes)?;
         }
         Ok(Self {
-            rest,
-            triangles,
-            surface_nodes,
+            geometry,
             columns,
             loads: Vec::with_capacity(3 * max_rows),
-            row_dir: vec![Vec3::zeros(); max_rows],
-            row_of: vec![0; max_rows],
-            s: vec![0.0; max_rows * max_rows],
-            rhs: vec![0.0; max_rows],
-            f: vec![0.0; max_rows],
-            unilateral: vec![false; max_rows],
-            solver: DenseConstraintSolver::new(max_rows),
+            rows: ConstraintRows::new(max_rows),
         })
     }
 
@@ -77,16 +58,8 @@ impl CondensedModel {
 }
 
 impl TissueModel for CondensedModel {
-    fn rest_positions(&self) -> &[Vec3] {
-        &self.rest
-    }
-
-    fn surface_triangles(&self) -> &[[usize; 3]] {
-        &self.triangles
-    }
-
-    fn surface_nodes(&self) -> &[usize] {
-        &self.surface_nodes
+    fn geometry(&self) -> &TissueGeometry {
+        &self.geometry
     }
 
     fn advance(
@@ -99,8 +72,8 @@ impl TissueModel for CondensedModel {
             dt,
             constraints,
             forces,
-            self.rest.len(),
-            self.solver.capacity(),
+            self.geometry.rest.len(),
+            self.rows.capacity(),
         )?;
         if let Some(c) = constraints.first() {
             if c.kind != ConstraintKind::Position {
@@ -113,34 +86,24 @@ impl TissueModel for CondensedModel {
                 });
             }
         }
+        self.rows.lay_out(constraints);
         let mut row = 0;
-        for (ci, c) in constraints.iter().enumerate() {
-            let x_rest = c.rest_point(&self.rest);
-            for r in 0..c.rows() {
-                let d = c.direction(r);
-                self.row_dir[row] = d;
-                self.row_of[row] = ci;
-                self.unilateral[row] = c.unilateral;
-                self.rhs[row] = d.dot(&(c.target - x_rest));
+        for c in constraints {
+            let x_rest = c.rest_point(&self.geometry.rest);
+            for _ in 0..c.rows() {
+                let d = self.rows.direction(row);
+                self.rows.rhs_mut(m)[row] = d.dot(&(c.target - x_rest));
                 row += 1;
             }
         }
-        self.s[..m * m].fill(0.0);
+        let s = self.rows.s_mut(m);
+        s.fill(0.0);
         let columns = &mut self.columns;
-        add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
+        add_point_compliance(constraints, m, s, |a, b| {
             Ok(columns.point_block(&a.support, &b.support)?)
         })?;
-        self.solver.solve(
-            m,
-            &self.s[..m * m],
-            &self.rhs[..m],
-            &self.unilateral[..m],
-            &mut self.f[..m],
-        );
-        forces[..constraints.len()].fill(Vec3::zeros());
-        for i in 0..m {
-            forces[self.row_of[i]] += self.row_dir[i] * self.f[i];
-        }
+        self.rows.solve(m, true);
+        self.rows.constraint_forces(m, constraints.len(), forces);
         self.loads.clear();
         push_nodal_loads(constraints, forces, &mut self.loads);
         self.columns.advance_completion(dt);

@@ -36,8 +36,8 @@ use faer::{Accum, MatMut, MatRef, Par};
 use super::oscillator::{ModeTransition, Oscillators};
 use crate::fem::{ComplianceColumns, Support};
 use crate::model::{
-    add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
-    ModelError, PointConstraint, TissueModel,
+    add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, ConstraintRows,
+    ModelError, PointConstraint, TissueGeometry, TissueModel,
 };
 use crate::{Mat3, Vec3};
 
@@ -67,9 +67,7 @@ impl Default for ModalParams {
 
 /// The modal tissue model.
 pub struct ModalRuntime {
-    rest: Vec<Vec3>,
-    triangles: Vec<[usize; 3]>,
-    surface_nodes: Vec<usize>,
+    geometry: TissueGeometry,
     k: usize,
     /// W̄, row-major 3·n_nodes × k: row 3v + axis holds mode values of node v.
     w_bar: Vec<f64>,
@@ -103,30 +101,22 @@ pub struct ModalRuntime {
     /// factorisation were built for.
     system_for: Vec<PointConstraint>,
     system_dt: f64,
-    row_dir: Vec<Vec3>,
-    row_of: Vec<usize>,
-    s: Vec<f64>,
-    rhs: Vec<f64>,
-    f: Vec<f64>,
-    unilateral: Vec<bool>,
-    solver: DenseConstraintSolver,
+    /// Row layout, S, r, f and the solver of the constraint system.
+    system: ConstraintRows,
 }
 
 impl ModalRuntime {
-    /// Builds the runtime from the mesh rest positions (all nodes, m), the outward
-    /// surface triangles and nodes, the modes (λ in 1/s², mass-normalised shapes with
+    /// Builds the runtime from the rest shape and surface, the modes (λ in 1/s², mass-normalised shapes with
     /// 3·n_nodes rows, fixed rows zero) and, for residual flexibility, a K⁻¹ column
     /// cache (needs a clamped body: every λ > 0).
     pub fn new(
-        rest: Vec<Vec3>,
-        triangles: Vec<[usize; 3]>,
-        surface_nodes: Vec<usize>,
+        geometry: TissueGeometry,
         lambda: &[f64],
         shapes: MatRef<'_, f64>,
         params: ModalParams,
         residual: Option<ComplianceColumns>,
     ) -> Result<Self, ModelError> {
-        let n = rest.len();
+        let n = geometry.rest.len();
         let k = lambda.len();
         if shapes.nrows() != 3 * n || shapes.ncols() != k {
             return Err(ModelError::BadConstraint {
@@ -157,7 +147,7 @@ impl ModalRuntime {
             }
         }
         let mut mode_max = vec![0.0f64; k];
-        for &v in &surface_nodes {
+        for &v in &geometry.surface_nodes {
             for (m, mm) in mode_max.iter_mut().enumerate() {
                 let u = Vec3::new(
                     shapes[(3 * v, m)],
@@ -174,9 +164,7 @@ impl ModalRuntime {
             .collect();
         let rows = params.max_rows;
         Ok(Self {
-            rest,
-            triangles,
-            surface_nodes,
+            geometry,
             k,
             w_bar,
             inv_lambda,
@@ -198,13 +186,7 @@ impl ModalRuntime {
             rows_scaled: vec![0.0; rows * k],
             system_for: Vec::with_capacity(rows),
             system_dt: f64::NAN,
-            row_dir: vec![Vec3::zeros(); rows],
-            row_of: vec![0; rows],
-            s: vec![0.0; rows * rows],
-            rhs: vec![0.0; rows],
-            f: vec![0.0; rows],
-            unilateral: vec![false; rows],
-            solver: DenseConstraintSolver::new(rows),
+            system: ConstraintRows::new(rows),
         })
     }
 
@@ -332,10 +314,11 @@ impl ModalRuntime {
         constraints: &[PointConstraint],
     ) -> Result<(), ModelError> {
         let k = self.k;
+        self.system.lay_out(constraints);
         let mut row = 0;
-        for (ci, c) in constraints.iter().enumerate() {
-            for r in 0..c.rows() {
-                let d = c.direction(r);
+        for c in constraints {
+            for _ in 0..c.rows() {
+                let d = self.system.direction(row);
                 Self::point_row(
                     &self.w_bar,
                     k,
@@ -343,9 +326,6 @@ impl ModalRuntime {
                     &d,
                     &mut self.rows[row * k..(row + 1) * k],
                 );
-                self.row_dir[row] = d;
-                self.row_of[row] = ci;
-                self.unilateral[row] = c.unilateral;
                 row += 1;
             }
         }
@@ -368,7 +348,7 @@ impl ModalRuntime {
         }
         // S is symmetric: its row-major storage is also column-major.
         matmul(
-            MatMut::from_column_major_slice_mut(&mut self.s[..m * m], m, m),
+            MatMut::from_column_major_slice_mut(self.system.s_mut(m), m, m),
             Accum::Replace,
             MatRef::from_row_major_slice(&self.rows_scaled[..m * k], m, k),
             MatRef::from_row_major_slice(&self.rows[..m * k], m, k).transpose(),
@@ -377,7 +357,7 @@ impl ModalRuntime {
         );
         if with_residual {
             let cache = self.residual.as_mut().expect("checked above");
-            add_point_compliance(constraints, m, &mut self.s[..m * m], |a, b| {
+            add_point_compliance(constraints, m, self.system.s_mut(m), |a, b| {
                 Ok(cache.point_block(&a.support, &b.support)?)
             })?;
         }
@@ -395,16 +375,8 @@ fn same_place(a: &PointConstraint, b: &PointConstraint) -> bool {
 }
 
 impl TissueModel for ModalRuntime {
-    fn rest_positions(&self) -> &[Vec3] {
-        &self.rest
-    }
-
-    fn surface_triangles(&self) -> &[[usize; 3]] {
-        &self.triangles
-    }
-
-    fn surface_nodes(&self) -> &[usize] {
-        &self.surface_nodes
+    fn geometry(&self) -> &TissueGeometry {
+        &self.geometry
     }
 
     fn advance(
@@ -417,8 +389,8 @@ impl TissueModel for ModalRuntime {
             dt,
             constraints,
             forces,
-            self.rest.len(),
-            self.solver.capacity(),
+            self.geometry.rest.len(),
+            self.system.capacity(),
         )?;
         let k = self.k;
         self.osc.transitions(dt, &mut self.trans);
@@ -462,11 +434,11 @@ impl TissueModel for ModalRuntime {
             let (lambda, damping) = (self.osc.lambda(), self.osc.damping());
             let mut row = 0;
             for c in constraints {
-                let rest_point = c.rest_point(&self.rest);
-                for r in 0..c.rows() {
-                    let d = c.direction(r);
+                let rest_point = c.rest_point(&self.geometry.rest);
+                for _ in 0..c.rows() {
+                    let d = self.system.direction(row);
                     let a = &self.rows[row * k..(row + 1) * k];
-                    self.rhs[row] = match kind {
+                    self.system.rhs_mut(m)[row] = match kind {
                         ConstraintKind::Position => {
                             d.dot(&(c.target - rest_point)) - dot(a, &self.z_free)
                         }
@@ -484,25 +456,14 @@ impl TissueModel for ModalRuntime {
                     row += 1;
                 }
             }
-            let (s, rhs, unilateral, f) = (
-                &self.s[..m * m],
-                &self.rhs[..m],
-                &self.unilateral[..m],
-                &mut self.f[..m],
-            );
-            if same_system {
-                self.solver.resolve(m, s, rhs, unilateral, f);
-            } else {
-                self.solver.solve(m, s, rhs, unilateral, f);
-            }
-            forces[..constraints.len()].fill(Vec3::zeros());
+            self.system.solve(m, !same_system);
+            self.system.constraint_forces(m, constraints.len(), forces);
             for i in 0..m {
-                let fi = self.f[i];
+                let fi = self.system.force(i);
                 if fi != 0.0 {
                     for (g, a) in self.g.iter_mut().zip(&self.rows[i * k..(i + 1) * k]) {
                         *g += a * fi;
                     }
-                    forces[self.row_of[i]] += self.row_dir[i] * fi;
                 }
             }
             if kind == ConstraintKind::Position && self.residual.is_some() {

@@ -53,6 +53,8 @@ pub trait ModelStep: Send {
 
 pub mod constraint;
 mod error;
+mod geometry;
+mod rows;
 pub mod tissue;
 
 pub use constraint::{
@@ -60,4 +62,6 @@ pub use constraint::{
     Directions, PointConstraint,
 };
 pub use error::ModelError;
+pub use geometry::TissueGeometry;
+pub use rows::ConstraintRows;
 pub use tissue::TissueModel;

@@ -6,19 +6,29 @@ use crate::{Mat3, Vec3};
 
 use super::constraint::PointConstraint;
 use super::error::ModelError;
+use super::geometry::TissueGeometry;
 
 /// A tissue model the model thread can drive: advance under point constraints,
 /// report the constraint forces, the local static compliance, and the displaced
 /// surface.
 pub trait TissueModel: Send {
+    /// The rest shape and the surface contact is computed against.
+    fn geometry(&self) -> &TissueGeometry;
+
     /// Rest positions of all mesh nodes (m).
-    fn rest_positions(&self) -> &[Vec3];
+    fn rest_positions(&self) -> &[Vec3] {
+        &self.geometry().rest
+    }
 
     /// Outward surface triangles (mesh node indices) that contact is computed against.
-    fn surface_triangles(&self) -> &[[usize; 3]];
+    fn surface_triangles(&self) -> &[[usize; 3]] {
+        &self.geometry().triangles
+    }
 
     /// Sorted mesh nodes on the surface.
-    fn surface_nodes(&self) -> &[usize];
+    fn surface_nodes(&self) -> &[usize] {
+        &self.geometry().surface_nodes
+    }
 
     /// Advances the tissue by `dt` (s) with `constraints` enforced at the end of the
     /// step, and writes into `forces[i]` the force constraint i applies to the tissue

@@ -1,9 +1,16 @@
 //! The clamped tissue block the runtime-backend tests share: 6 × 6 × 3 cm, 6 × 6 × 3
 //! cells of six tetrahedra, E 5 kPa, ν 0.45, ρ 1000 kg/m³, bottom face (z = 0) fixed.
 
-use palpa::fem::{assemble, fixed_nodes, Axis, DofMap, FemSystem, Fix, Material, MaterialMap};
+use std::sync::Arc;
+
+use faer::Par;
+use palpa::fem::{
+    assemble, fixed_nodes, Axis, ComplianceColumns, DofMap, Factor, FemSystem, Fix, Material,
+    MaterialMap, Ordering,
+};
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
+use palpa::model::TissueGeometry;
 use palpa::Vec3;
 
 /// Block size (m).
@@ -38,5 +45,22 @@ pub fn block() -> Block {
         system,
         triangles: b.triangles,
         surface_nodes: b.nodes,
+    }
+}
+
+impl Block {
+    /// The block's rest shape and surface, for a backend.
+    pub fn geometry(&self) -> TissueGeometry {
+        TissueGeometry {
+            rest: self.mesh.nodes.clone(),
+            triangles: self.triangles.clone(),
+            surface_nodes: self.surface_nodes.clone(),
+        }
+    }
+
+    /// A K⁻¹ column cache of `cache` nodes over the factor of K.
+    pub fn columns(&self, cache: usize) -> ComplianceColumns {
+        let factor = Factor::for_system(&self.system, 0.0, Ordering::default(), Par::Seq);
+        ComplianceColumns::new(Arc::new(factor.unwrap()), self.system.dofs.clone(), cache).unwrap()
     }
 }

@@ -21,6 +21,7 @@ use crate::device::DeviceRating;
 use crate::fem::{ComplianceColumns, Factor, FemSystem};
 use crate::haptic::HapticConfig;
 use crate::modal::{ModalParams, ModalRuntime, Progress};
+use crate::model::TissueGeometry;
 use crate::scene::{BackendKind, Scene, SceneError};
 use crate::session::{SceneModel, Simulation};
 use crate::Vec3;
@@ -101,7 +102,7 @@ pub fn build(
 ) -> Result<BuiltScene, BuildError> {
     let inputs = FemInputs::resolve(&scene)?;
     let mesh = &inputs.mesh.mesh;
-    let boundary = mesh.boundary();
+    let geometry = TissueGeometry::from_mesh(mesh);
     let system = inputs.assemble(&scene)?;
     let columns = |system: &FemSystem, what: &'static str| {
         let factor = Factor::for_system(
@@ -119,7 +120,7 @@ pub fn build(
     let patch_radius = scene
         .contact
         .patch_radius
-        .unwrap_or_else(|| radius.max(2.0 * mean_edge(&mesh.nodes, &boundary.triangles)));
+        .unwrap_or_else(|| radius.max(2.0 * mean_edge(&geometry.rest, &geometry.triangles)));
     let friction = scene
         .contact
         .friction()
@@ -148,9 +149,7 @@ pub fn build(
             };
             let n_modes = pre.basis.n_modes();
             let runtime = ModalRuntime::new(
-                mesh.nodes.clone(),
-                boundary.triangles,
-                boundary.nodes,
+                geometry,
                 &pre.basis.eigenvalues,
                 pre.basis.shapes.as_ref(),
                 params,
@@ -171,9 +170,7 @@ pub fn build(
             let columns = columns(&system, "condensed columns")?;
             let cap = scene.backend.condensed.precompute_cap;
             let model = CondensedModel::new(
-                mesh.nodes.clone(),
-                boundary.triangles,
-                boundary.nodes,
+                geometry,
                 columns,
                 cap.min(scene.backend.columns.cache_size),
                 MAX_CONSTRAINT_ROWS,
