@@ -246,7 +246,8 @@ fn bad_input_is_a_message_not_a_panic() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("bad.toml") && err.contains("materials.default.young: must be > 0, got -5"),
+        err.contains("bad.toml")
+            && err.contains("materials.default.young: must lie in (0, 1e12], got -5"),
         "{err}"
     );
     let out = Command::new(env!("CARGO_BIN_EXE_palpa"))

@@ -171,7 +171,7 @@ fn out_of_range_values_name_the_key_and_the_value() {
     for (text, needle) in [
         (
             "[materials.inclusion]\nyoung = -5\nsphere = { center = [0, 0, 0], radius = 0.01 }\n",
-            "materials.inclusion.young: must be > 0, got -5",
+            "materials.inclusion.young: must lie in (0, 1e12], got -5",
         ),
         (
             "[materials.default]\nyoung = 1e3\npoisson = 0.5\n",
@@ -179,26 +179,32 @@ fn out_of_range_values_name_the_key_and_the_value() {
         ),
         (
             "[materials.default]\nyoung = 1e3\ndensity = 0\n",
-            "materials.default.density: must be > 0, got 0",
+            "materials.default.density: must lie in (0, 1e5], got 0",
         ),
         (
             "[materials.lump]\nyoung = 1e3\nsphere = { center = [0, 0, 0], radius = -1 }\n",
             "materials.lump.sphere.radius",
         ),
-        ("[rates]\nhaptic = 0\n", "rates.haptic: must be > 0, got 0"),
+        (
+            "[rates]\nhaptic = 0\n",
+            "rates.haptic: must lie in [1, 10000], got 0",
+        ),
         (
             "[rates]\nmodel = -200\n",
-            "rates.model: must be > 0, got -200",
+            "rates.model: must lie in [1, 10000], got -200",
         ),
         ("[rates]\nmodel = 300\n", "rates.model: must divide"),
         ("[rates]\nvisual = 0\n", "rates.visual"),
-        ("[mesh]\nscale = 0\n", "mesh.scale: must be > 0, got 0"),
+        (
+            "[mesh]\nscale = 0\n",
+            "mesh.scale: must lie in (0, 1e6], got 0",
+        ),
         ("[mesh.box]\ncells = [4, 0, 4]\n", "mesh.box.cells[1]"),
         ("[backend.modal]\nmodes = 0\n", "backend.modal.modes"),
         ("[backend.modal]\nalpha1 = -1\n", "backend.modal.alpha1"),
         (
             "[backend.columns]\ncache_size = 0\n",
-            "backend.columns.cache_size: must be >= 1",
+            "backend.columns.cache_size: must lie in [1, 1048576], got 0",
         ),
         (
             "[backend.condensed]\ncache_size = 512\n",

@@ -19,7 +19,7 @@ pub struct ModesArgs {
     /// `box:NXxNYxNZ[:SXxSYxSZ]` (cells, size in m before --scale; default size 0.1 m).
     pub mesh: String,
     /// Multiply coordinates by this (e.g. 0.01 for a mesh in cm).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = positive_number)]
     pub scale: f64,
     /// Young's modulus E (Pa).
     #[arg(long, default_value_t = 5.0e4)]
@@ -37,19 +37,19 @@ pub struct ModesArgs {
     #[arg(long, default_value_t = 40)]
     pub modes: usize,
     /// Largest expected force (N) for mode selection.
-    #[arg(long, default_value_t = SelectionParams::default().max_force)]
+    #[arg(long, default_value_t = SelectionParams::default().max_force, value_parser = positive_number)]
     pub max_force: f64,
     /// Smallest displacement that matters (m) for mode selection.
-    #[arg(long, default_value_t = SelectionParams::default().min_displacement)]
+    #[arg(long, default_value_t = SelectionParams::default().min_displacement, value_parser = positive_number)]
     pub min_displacement: f64,
     /// Frequency cut-off (Hz).
-    #[arg(long, default_value_t = SelectionParams::default().max_frequency_hz)]
+    #[arg(long, default_value_t = SelectionParams::default().max_frequency_hz, value_parser = positive_number)]
     pub max_freq: f64,
     /// Rayleigh stiffness damping α₁ (s).
-    #[arg(long, default_value_t = SelectionParams::default().alpha_stiffness)]
+    #[arg(long, default_value_t = SelectionParams::default().alpha_stiffness, value_parser = non_negative_number)]
     pub alpha_k: f64,
     /// Rayleigh mass damping α₂ (1/s).
-    #[arg(long, default_value_t = SelectionParams::default().alpha_mass)]
+    #[arg(long, default_value_t = SelectionParams::default().alpha_mass, value_parser = non_negative_number)]
     pub alpha_m: f64,
     /// Fill-reducing ordering: `auto`, `nd` (geometric nested dissection) or `amd`.
     #[arg(long, default_value = "auto", value_parser = parse_ordering)]
@@ -63,6 +63,22 @@ pub struct ModesArgs {
     /// Write the modal cache file here.
     #[arg(long, value_name = "OUT")]
     pub cache: Option<PathBuf>,
+}
+
+/// A finite number > 0.
+fn positive_number(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a finite number > 0, got {s:?}")),
+    }
+}
+
+/// A finite number ≥ 0.
+fn non_negative_number(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("expected a finite number >= 0, got {s:?}")),
+    }
 }
 
 fn parse_ordering(s: &str) -> Result<Ordering, String> {
@@ -82,8 +98,10 @@ pub fn parse_fix_below(s: &str) -> Result<Fix, String> {
     let axis: Axis = axis.trim().parse()?;
     let dist: f64 = dist
         .trim()
-        .parse()
-        .map_err(|_| format!("--fix-below: {dist:?} is not a number"))?;
+        .parse::<f64>()
+        .ok()
+        .filter(|d| d.is_finite() && *d >= 0.0)
+        .ok_or_else(|| format!("--fix-below: {dist:?} is not a finite distance >= 0"))?;
     Ok(Fix::Below { axis, dist })
 }
 
@@ -107,8 +125,14 @@ pub fn load_mesh(spec: &str) -> Result<TetMesh, String> {
         Some((c, s)) => (triple(c)?, triple(s)?),
         None => (triple(rest)?, [0.1; 3]),
     };
-    if cells.iter().any(|c| c.fract() != 0.0 || *c < 1.0) {
+    if cells
+        .iter()
+        .any(|c| c.fract() != 0.0 || *c < 1.0 || *c > 1e9)
+    {
         return Err(format!("{spec}: cell counts must be positive integers"));
+    }
+    if !size.iter().all(|s| s.is_finite() && *s > 0.0) {
+        return Err(format!("{spec}: the box size must be finite and positive"));
     }
     box_mesh(Vec3::from(size), cells.map(|c| c as usize)).map_err(|e| e.to_string())
 }

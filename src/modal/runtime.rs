@@ -118,6 +118,11 @@ impl ModalRuntime {
     ) -> Result<Self, ModelError> {
         let n = geometry.rest.len();
         let k = lambda.len();
+        if k == 0 {
+            return Err(ModelError::Setup(
+                "the modal basis has no modes: nothing would move".into(),
+            ));
+        }
         if shapes.nrows() != 3 * n || shapes.ncols() != k {
             return Err(ModelError::BadConstraint {
                 index: 0,

@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use crate::fem::FemSystem;
 use crate::modal::{
-    self, CacheError, ModalCache, PrecomputeParams, Precomputed, Progress, SelectionParams,
+    self, CacheError, ModalCache, ModeFate, ModeReport, PrecomputeParams, Precomputed, Progress,
+    SelectionParams,
 };
 use crate::scene::Scene;
 
@@ -92,6 +93,9 @@ pub fn modal_precompute(
     let hash = modal::input_hash(mesh, &inputs.per_tet, &inputs.fixed, &params);
     let path = cache_path(dir, &hash);
     let reason = match ModalCache::load(&path, &hash) {
+        Ok(cache) if cache.data.basis.n_modes() == 0 => {
+            return Err(no_modes_kept(scene, &cache.data.reports));
+        }
         Ok(cache) => {
             tracing::info!("loaded precompute from {}", path.display());
             return Ok((cache.data, PrecomputeOutcome::Loaded { path }));
@@ -108,6 +112,9 @@ pub fn modal_precompute(
     let data = modal::precompute_assembled(mesh, system, &params, progress)
         .map_err(|e| stage(scene, "modal precompute", e))?;
     let seconds = start.elapsed().as_secs_f64();
+    if data.basis.n_modes() == 0 {
+        return Err(no_modes_kept(scene, &data.reports));
+    }
     std::fs::create_dir_all(dir)
         .map_err(|e| stage(scene, "precompute cache", format!("{}: {e}", dir.display())))?;
     let cache = ModalCache {
@@ -125,4 +132,44 @@ pub fn modal_precompute(
             seconds,
         },
     ))
+}
+
+/// The error of a modal scene whose selection kept no mode, naming the keys that
+/// removed them.
+fn no_modes_kept(scene: &Scene, reports: &[ModeReport]) -> BuildError {
+    let above = reports
+        .iter()
+        .filter(|r| r.fate == ModeFate::AboveCutoff)
+        .count();
+    let unobservable = reports
+        .iter()
+        .filter(|r| r.fate == ModeFate::Unobservable)
+        .count();
+    let lowest = reports
+        .iter()
+        .map(|r| r.freq_hz)
+        .fold(f64::INFINITY, f64::min);
+    let mut why = Vec::new();
+    if above > 0 {
+        why.push(format!(
+            "{above} above backend.modal.max_frequency = {} Hz (the lowest mode is {lowest:.3} Hz)",
+            scene.modal_max_frequency()
+        ));
+    }
+    if unobservable > 0 {
+        why.push(format!(
+            "{unobservable} whose static response to backend.modal.max_force = {} N is below \
+             backend.modal.min_displacement = {} m (check the materials' young and poisson)",
+            scene.backend.modal.max_force, scene.backend.modal.min_displacement
+        ));
+    }
+    stage(
+        scene,
+        "modal precompute",
+        format!(
+            "no mode of {} is kept: {}; the model would not move",
+            reports.len(),
+            why.join("; ")
+        ),
+    )
 }

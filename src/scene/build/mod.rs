@@ -20,6 +20,7 @@ use crate::condensed::CondensedModel;
 use crate::device::DeviceRating;
 use crate::fem::{ComplianceColumns, Factor, FemSystem};
 use crate::haptic::HapticConfig;
+use crate::mesh::TetMesh;
 use crate::modal::{ModalParams, ModalRuntime, Progress};
 use crate::model::TissueGeometry;
 use crate::scene::{BackendKind, Scene, SceneError};
@@ -116,6 +117,7 @@ pub fn build(
         ComplianceColumns::new(Arc::new(factor), system.dofs.clone(), cache_size)
             .map_err(|e| stage(&scene, what, e))
     };
+    check_size(&scene, mesh)?;
     let radius = scene.contact.probe_radius;
     let patch_radius = scene
         .contact
@@ -194,6 +196,78 @@ pub fn build(
         precompute,
         n_modes,
     })
+}
+
+/// Checks what the scene asks for against the mesh it got: memory sized by the mesh
+/// (the modal basis, the column cache) and probe sizes against the body's size.
+fn check_size(scene: &Scene, mesh: &TetMesh) -> Result<(), BuildError> {
+    let memory = physical_memory();
+    let n = mesh.nodes.len() as f64;
+    let modal = &scene.backend.modal;
+    let basis = 8.0 * 3.0 * n * modal.modes as f64;
+    if scene.backend.kind == BackendKind::Modal && basis > memory / 2.0 {
+        return Err(scene
+            .invalid(
+                "backend.modal.modes",
+                format!(
+                    "{} modes of {} nodes need {:.1} GB, more than half of this machine's {:.1} GB",
+                    modal.modes,
+                    mesh.nodes.len(),
+                    basis * 1e-9,
+                    memory * 1e-9
+                ),
+            )
+            .into());
+    }
+    let columns = 72.0 * n * scene.backend.columns.cache_size as f64;
+    if columns > memory / 2.0 {
+        return Err(scene
+            .invalid(
+                "backend.columns.cache_size",
+                format!(
+                    "{} cached nodes of a {}-node mesh need up to {:.1} GB, more than half of \
+                     this machine's {:.1} GB",
+                    scene.backend.columns.cache_size,
+                    mesh.nodes.len(),
+                    columns * 1e-9,
+                    memory * 1e-9
+                ),
+            )
+            .into());
+    }
+    let (lo, hi) = mesh.bounds();
+    let size = (hi - lo).norm();
+    let contact = &scene.contact;
+    for (key, r) in [
+        ("contact.probe_radius", Some(contact.probe_radius)),
+        ("contact.patch_radius", contact.patch_radius),
+    ] {
+        if let Some(r) = r.filter(|&r| r > size) {
+            return Err(scene
+                .invalid(
+                    key,
+                    format!("{r} m is larger than the whole mesh ({size:.3} m across)"),
+                )
+                .into());
+        }
+    }
+    Ok(())
+}
+
+/// Physical memory of this machine (bytes); 16 GB where the system does not say.
+fn physical_memory() -> f64 {
+    // SAFETY: sysconf only reads system configuration.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    if pages > 0 && page > 0 {
+        pages as f64 * page as f64
+    } else {
+        16e9
+    }
 }
 
 /// Mean edge length (m) of the surface triangles at rest: the mesh scale the default

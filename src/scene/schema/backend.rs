@@ -6,6 +6,21 @@ use serde::Deserialize;
 use super::check::Check;
 use super::SceneError;
 
+/// Most modes a scene may ask for: the basis holds 3 · nodes · modes numbers, and
+/// past a few hundred the model step no longer fits the 5 ms model period.
+pub const MAX_MODES: usize = 2000;
+
+/// Largest Rayleigh stiffness damping α₁ (s): 10 s is already overdamped for every mode
+/// above 0.03 Hz; larger values only overflow.
+pub const MAX_ALPHA1: f64 = 10.0;
+
+/// Largest Rayleigh mass damping α₂ (1/s).
+pub const MAX_ALPHA2: f64 = 1e6;
+
+/// Most nodes the K⁻¹ column cache may hold (each costs 72 bytes per mesh node; the
+/// build also checks the product against the mesh).
+pub const MAX_CACHED_NODES: usize = 1 << 20;
+
 /// Which tissue backend runs the model thread.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -104,16 +119,14 @@ impl Default for ColumnsSpec {
 impl BackendSpec {
     pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
         let m = &self.modal;
-        if m.modes == 0 {
-            return Err(c.invalid("backend.modal.modes", "must be >= 1, got 0"));
-        }
+        c.count("backend.modal.modes", m.modes, 1, MAX_MODES)?;
         if let Some(f) = m.max_frequency {
-            c.positive("backend.modal.max_frequency", f)?;
+            c.positive_at_most("backend.modal.max_frequency", f, 1e9)?;
         }
-        c.positive("backend.modal.max_force", m.max_force)?;
-        c.positive("backend.modal.min_displacement", m.min_displacement)?;
-        c.non_negative("backend.modal.alpha1", m.alpha1)?;
-        c.non_negative("backend.modal.alpha2", m.alpha2)?;
+        c.positive_at_most("backend.modal.max_force", m.max_force, 1e6)?;
+        c.positive_at_most("backend.modal.min_displacement", m.min_displacement, 1.0)?;
+        c.non_negative_at_most("backend.modal.alpha1", m.alpha1, MAX_ALPHA1)?;
+        c.non_negative_at_most("backend.modal.alpha2", m.alpha2, MAX_ALPHA2)?;
         if self.condensed.moved_cache_size.is_some() {
             return Err(c.invalid(
                 "backend.condensed.cache_size",
@@ -121,9 +134,12 @@ impl BackendSpec {
                  `[backend.columns] cache_size = N`",
             ));
         }
-        if self.columns.cache_size == 0 {
-            return Err(c.invalid("backend.columns.cache_size", "must be >= 1, got 0"));
-        }
+        c.count(
+            "backend.columns.cache_size",
+            self.columns.cache_size,
+            1,
+            MAX_CACHED_NODES,
+        )?;
         Ok(())
     }
 }

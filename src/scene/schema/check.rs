@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::mesh::MAX_COORDINATE;
 use super::{Scene, SceneError};
 
 /// Checks values of one scene, naming its file and the key in every error.
@@ -21,37 +22,75 @@ impl<'a> Check<'a> {
         self.scene.invalid(key, message)
     }
 
-    /// `v` is finite and > 0.
-    pub fn positive(&self, key: &str, v: f64) -> Result<(), SceneError> {
-        if v.is_finite() && v > 0.0 {
+    /// `v` lies in [`min`, `max`].
+    pub fn within(&self, key: &str, v: f64, min: f64, max: f64) -> Result<(), SceneError> {
+        if (min..=max).contains(&v) {
             Ok(())
         } else {
-            Err(self.invalid(key, format!("must be > 0, got {v}")))
+            Err(self.invalid(
+                key,
+                format!("must lie in [{min}, {max}], got {}", number(v)),
+            ))
         }
     }
 
-    /// `v` is finite and ≥ 0.
-    pub fn non_negative(&self, key: &str, v: f64) -> Result<(), SceneError> {
-        if v.is_finite() && v >= 0.0 {
+    /// `v` lies in (0, `max`].
+    pub fn positive_at_most(&self, key: &str, v: f64, max: f64) -> Result<(), SceneError> {
+        if v > 0.0 && v <= max {
             Ok(())
         } else {
-            Err(self.invalid(key, format!("must be >= 0, got {v}")))
+            Err(self.invalid(key, format!("must lie in (0, {max:e}], got {}", number(v))))
         }
     }
 
-    /// Every component of `v` is finite.
-    pub fn finite3(&self, key: &str, v: &[f64; 3]) -> Result<(), SceneError> {
-        if v.iter().all(|c| c.is_finite()) {
+    /// `v` lies in [0, `max`].
+    pub fn non_negative_at_most(&self, key: &str, v: f64, max: f64) -> Result<(), SceneError> {
+        if (0.0..=max).contains(&v) {
             Ok(())
         } else {
-            Err(self.invalid(key, format!("must be finite, got {v:?}")))
+            Err(self.invalid(key, format!("must lie in [0, {max:e}], got {}", number(v))))
         }
+    }
+
+    /// A count `n` in [`min`, `max`].
+    pub fn count(&self, key: &str, n: usize, min: usize, max: usize) -> Result<(), SceneError> {
+        if (min..=max).contains(&n) {
+            Ok(())
+        } else {
+            Err(self.invalid(key, format!("must lie in [{min}, {max}], got {n}")))
+        }
+    }
+
+    /// Every component of `v` is finite and at most `max` in magnitude.
+    pub fn bounded3(&self, key: &str, v: &[f64; 3], max: f64) -> Result<(), SceneError> {
+        if v.iter().all(|c| c.abs() <= max) {
+            Ok(())
+        } else {
+            Err(self.invalid(
+                key,
+                format!("must be finite and within ±{max:e}, got {v:?}"),
+            ))
+        }
+    }
+
+    /// Printable text (no control characters) of at most `max` characters.
+    pub fn text(&self, key: &str, v: &str, max: usize) -> Result<(), SceneError> {
+        if let Some(c) = v.chars().find(|c| c.is_control()) {
+            return Err(self.invalid(
+                key,
+                format!("must not contain control characters, found {c:?}"),
+            ));
+        }
+        if v.chars().count() > max {
+            return Err(self.invalid(key, format!("must be at most {max} characters")));
+        }
+        Ok(())
     }
 
     /// A box: finite corners, `min` ≤ `max` componentwise.
     pub fn ordered(&self, key: &str, min: &[f64; 3], max: &[f64; 3]) -> Result<(), SceneError> {
-        self.finite3(&format!("{key}.min"), min)?;
-        self.finite3(&format!("{key}.max"), max)?;
+        self.bounded3(&format!("{key}.min"), min, MAX_COORDINATE)?;
+        self.bounded3(&format!("{key}.max"), max, MAX_COORDINATE)?;
         if (0..3).all(|i| min[i] <= max[i]) {
             Ok(())
         } else {
@@ -70,5 +109,15 @@ impl<'a> Check<'a> {
         } else {
             Err(self.invalid(key, format!("no such file: {}", full.display())))
         }
+    }
+}
+
+/// A value as a user would write it: plain for ordinary magnitudes, in exponent form for
+/// tiny or huge ones (so 1e-300 is not printed with 300 zeros).
+fn number(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() || (1e-4..1e15).contains(&v.abs()) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
     }
 }

@@ -3,7 +3,11 @@
 use serde::Deserialize;
 
 use super::check::Check;
+use super::mesh::MAX_COORDINATE;
 use super::SceneError;
+
+/// Largest friction coefficient a scene may give (rubber on glass is about 2).
+pub const MAX_FRICTION: f64 = 10.0;
 
 /// Probe contact.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -32,13 +36,13 @@ impl ContactSpec {
     }
 
     pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
-        c.non_negative("contact.probe_radius", self.probe_radius)?;
+        c.non_negative_at_most("contact.probe_radius", self.probe_radius, MAX_COORDINATE)?;
         if let Some(r) = self.patch_radius {
-            c.non_negative("contact.patch_radius", r)?;
+            c.non_negative_at_most("contact.patch_radius", r, MAX_COORDINATE)?;
         }
-        c.non_negative("contact.friction", self.friction)?;
+        c.non_negative_at_most("contact.friction", self.friction, MAX_FRICTION)?;
         if let Some(mu_k) = self.friction_kinetic {
-            c.non_negative("contact.friction_kinetic", mu_k)?;
+            c.non_negative_at_most("contact.friction_kinetic", mu_k, MAX_FRICTION)?;
         }
         if let Err(e) = self.friction() {
             return Err(c.invalid("contact.friction_kinetic", e));

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use super::check::Check;
+use super::mesh::MAX_COORDINATE;
 use super::SceneError;
 use crate::device::mapped::Workspace;
 use crate::Vec3;
@@ -83,11 +84,16 @@ impl DeviceSpec {
             }
             (None, _) => {}
         }
-        c.positive("device.workspace.scale", self.workspace.scale)?;
-        c.finite3("device.workspace.offset", &self.workspace.offset)?;
-        c.finite3(
+        c.within("device.workspace.scale", self.workspace.scale, 1e-3, 1e3)?;
+        c.bounded3(
+            "device.workspace.offset",
+            &self.workspace.offset,
+            MAX_COORDINATE,
+        )?;
+        c.bounded3(
             "device.workspace.rotation_deg",
             &self.workspace.rotation_deg,
+            360.0,
         )?;
         Ok(())
     }

@@ -4,6 +4,7 @@ use serde::Deserialize;
 
 use super::check::Check;
 use super::materials::RegionRef;
+use super::mesh::MAX_COORDINATE;
 use super::SceneError;
 
 /// A coordinate axis.
@@ -54,9 +55,11 @@ pub enum FixSpec {
 pub(super) fn validate(rules: &[FixSpec], c: &Check) -> Result<(), SceneError> {
     for (i, rule) in rules.iter().enumerate() {
         match rule {
-            FixSpec::Below { distance, .. } => {
-                c.non_negative(&format!("fixed[{i}].below.distance"), *distance)?
-            }
+            FixSpec::Below { distance, .. } => c.non_negative_at_most(
+                &format!("fixed[{i}].below.distance"),
+                *distance,
+                MAX_COORDINATE,
+            )?,
             FixSpec::Box { min, max } => c.ordered(&format!("fixed[{i}].box"), min, max)?,
             FixSpec::Region(_) | FixSpec::Nodes(_) => {}
         }

@@ -8,6 +8,19 @@ use super::SceneError;
 use crate::device::DeviceRating;
 use crate::haptic::{ForceStrategy, SafetyLimits};
 
+/// Fastest haptic (and model) loop a scene may ask for (Hz): the tick's buffers are
+/// sized by the rate, and no haptic device is read faster than 10 kHz.
+pub const MAX_HAPTIC_RATE: f64 = 10_000.0;
+
+/// Slowest visual frame rate (Hz).
+pub const MIN_VISUAL_RATE: f64 = 1.0;
+
+/// Fastest visual frame rate (Hz): no display shows more.
+pub const MAX_VISUAL_RATE: f64 = 240.0;
+
+/// Longest safety timeout, fade or ramp (s).
+pub const MAX_SAFETY_TIME: f64 = 60.0;
+
 /// Loop rates (Hz).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -98,9 +111,14 @@ impl SafetySpec {
 
 impl Rates {
     pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
-        c.positive("rates.haptic", self.haptic)?;
-        c.positive("rates.model", self.model)?;
-        c.positive("rates.visual", self.visual)?;
+        c.within("rates.haptic", self.haptic, 1.0, MAX_HAPTIC_RATE)?;
+        c.within("rates.model", self.model, 1.0, MAX_HAPTIC_RATE)?;
+        c.within(
+            "rates.visual",
+            self.visual,
+            MIN_VISUAL_RATE,
+            MAX_VISUAL_RATE,
+        )?;
         let ratio = self.haptic / self.model;
         if ratio < 1.0 || (ratio - ratio.round()).abs() > 1e-9 * ratio {
             return Err(c.invalid(
@@ -117,21 +135,29 @@ impl Rates {
 
 impl SafetySpec {
     pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
-        for (key, v) in [
-            ("safety.max_force", self.max_force),
-            ("safety.max_force_rate", self.max_force_rate),
-            ("safety.max_stiffness", self.max_stiffness),
-            ("safety.stale_sample_timeout", self.stale_sample_timeout),
-            ("safety.model_timeout", self.model_timeout),
-            ("safety.fade_time", self.fade_time),
-            ("safety.passivity_max_damping", self.passivity_max_damping),
+        for (key, v, max) in [
+            ("safety.max_force", self.max_force, 1e4),
+            ("safety.max_force_rate", self.max_force_rate, 1e9),
+            ("safety.max_stiffness", self.max_stiffness, 1e9),
+            (
+                "safety.stale_sample_timeout",
+                self.stale_sample_timeout,
+                MAX_SAFETY_TIME,
+            ),
+            ("safety.model_timeout", self.model_timeout, MAX_SAFETY_TIME),
+            ("safety.fade_time", self.fade_time, MAX_SAFETY_TIME),
+            (
+                "safety.passivity_max_damping",
+                self.passivity_max_damping,
+                1e6,
+            ),
         ] {
             if let Some(v) = v {
-                c.positive(key, v)?;
+                c.positive_at_most(key, v, max)?;
             }
         }
         if let Some(v) = self.ramp_time {
-            c.non_negative("safety.ramp_time", v)?;
+            c.non_negative_at_most("safety.ramp_time", v, MAX_SAFETY_TIME)?;
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::check::Check;
+use super::mesh::MAX_COORDINATE;
 use super::SceneError;
 
 /// A region of the mesh: its id (physical group number) or its physical name.
@@ -79,6 +80,12 @@ fn default_density() -> f64 {
     1000.0
 }
 
+/// Stiffest material a scene may give (Pa): steel is 2·10¹¹, diamond 1.2·10¹².
+pub const MAX_YOUNG: f64 = 1e12;
+
+/// Densest material a scene may give (kg/m³): osmium is 2.2·10⁴.
+pub const MAX_DENSITY: f64 = 1e5;
+
 /// The material elements get when the scene names none: E 30 kPa, ν 0.45, ρ 1000.
 pub const DEFAULT_MATERIAL: (f64, f64, f64) = (30e3, 0.45, 1000.0);
 
@@ -90,14 +97,14 @@ pub(super) fn validate(
     for (name, spec) in materials {
         let spec = spec.get_ref();
         let key = |field: &str| format!("materials.{name}.{field}");
-        c.positive(&key("young"), spec.young)?;
+        c.positive_at_most(&key("young"), spec.young, MAX_YOUNG)?;
         if !(spec.poisson.is_finite() && spec.poisson > -1.0 && spec.poisson < 0.5) {
             return Err(c.invalid(
                 key("poisson"),
                 format!("must lie in (-1, 0.5), got {}", spec.poisson),
             ));
         }
-        c.positive(&key("density"), spec.density)?;
+        c.positive_at_most(&key("density"), spec.density, MAX_DENSITY)?;
         let selectors = [
             spec.region.is_some(),
             spec.sphere.is_some(),
@@ -129,8 +136,8 @@ pub(super) fn validate(
             }
         }
         if let Some(s) = &spec.sphere {
-            c.finite3(&key("sphere.center"), &s.center)?;
-            c.positive(&key("sphere.radius"), s.radius)?;
+            c.bounded3(&key("sphere.center"), &s.center, MAX_COORDINATE)?;
+            c.positive_at_most(&key("sphere.radius"), s.radius, MAX_COORDINATE)?;
         }
         if let Some(b) = &spec.box_ {
             c.ordered(&key("box"), &b.min, &b.max)?;

@@ -7,6 +7,11 @@ use serde::Deserialize;
 
 use super::check::Check;
 use super::SceneError;
+use crate::mesh::generate::{MAX_GENERATED_CELLS, MAX_GENERATED_TETS};
+
+/// Largest coordinate, length or scale factor a scene may give (m, or a ratio): well
+/// past any organ, small enough that products of a few of them stay finite.
+pub const MAX_COORDINATE: f64 = 1e6;
 
 /// Where the mesh comes from: exactly one of `file`, `box`, `lattice` (none: the
 /// default box).
@@ -118,22 +123,36 @@ impl MeshSpec {
                 "give exactly one of `file`, `box` and `lattice`".to_string(),
             ));
         }
-        c.positive("mesh.scale", self.scale)?;
+        c.positive_at_most("mesh.scale", self.scale, MAX_COORDINATE)?;
         if let Some(f) = &self.file {
             c.file_exists("mesh.file", f)?;
         }
         if let Some(b) = &self.box_ {
-            c.finite3("mesh.box.origin", &b.origin)?;
+            c.bounded3("mesh.box.origin", &b.origin, MAX_COORDINATE)?;
             for i in 0..3 {
-                c.positive(&format!("mesh.box.size[{i}]"), b.size[i])?;
-                if b.cells[i] == 0 {
-                    return Err(c.invalid(format!("mesh.box.cells[{i}]"), "must be >= 1, got 0"));
-                }
+                c.positive_at_most(&format!("mesh.box.size[{i}]"), b.size[i], MAX_COORDINATE)?;
+                c.count(
+                    &format!("mesh.box.cells[{i}]"),
+                    b.cells[i],
+                    1,
+                    MAX_GENERATED_CELLS,
+                )?;
+            }
+            let cells = b.cells.iter().try_fold(1usize, |n, &c| n.checked_mul(c));
+            if cells.is_none_or(|n| n > MAX_GENERATED_CELLS) {
+                return Err(c.invalid(
+                    "mesh.box.cells",
+                    format!(
+                        "{:?} is more than {MAX_GENERATED_CELLS} cells ({} tetrahedra): a mesh \
+                         this fine needs more memory than a workstation has",
+                        b.cells, MAX_GENERATED_TETS
+                    ),
+                ));
             }
         }
         if let Some(l) = &self.lattice {
             c.file_exists("mesh.lattice.surface", &l.surface)?;
-            c.positive("mesh.lattice.cell_size", l.cell_size)?;
+            c.positive_at_most("mesh.lattice.cell_size", l.cell_size, MAX_COORDINATE)?;
         }
         if let Some(r) = &self.render_surface {
             c.file_exists("mesh.render_surface", r)?;

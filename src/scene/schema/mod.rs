@@ -220,6 +220,9 @@ impl Scene {
     /// value.
     pub fn validate(&self) -> Result<(), SceneError> {
         let c = Check::new(self);
+        if let Some(name) = &self.name {
+            c.text("name", name, 200)?;
+        }
         self.mesh.validate(&c)?;
         materials::validate(&self.materials, &c)?;
         fixed::validate(self.fixed.as_deref().unwrap_or_default(), &c)?;

@@ -7,6 +7,9 @@ use serde::Deserialize;
 use super::check::Check;
 use super::SceneError;
 
+/// Most simultaneous stream clients a scene may allow (each holds a socket and a task).
+pub const MAX_CLIENTS: usize = 4096;
+
 /// Visual stream server.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -42,11 +45,18 @@ impl StreamSpec {
                 format!("expected ADDRESS:PORT, got {:?} ({e})", self.bind),
             ));
         }
-        if self.max_clients == 0 {
-            return Err(c.invalid("stream.max_clients", "must be >= 1, got 0"));
-        }
-        if self.token.as_deref() == Some("") {
-            return Err(c.invalid("stream.token", "must not be empty"));
+        c.count("stream.max_clients", self.max_clients, 1, MAX_CLIENTS)?;
+        if let Some(token) = &self.token {
+            let url_safe = |ch: char| ch.is_ascii_alphanumeric() || "-._~".contains(ch);
+            if token.is_empty() || token.len() > 256 || !token.chars().all(url_safe) {
+                return Err(c.invalid(
+                    "stream.token",
+                    format!(
+                        "must be 1 to 256 characters of A–Z, a–z, 0–9, '-', '.', '_', '~' \
+                         (it goes into the viewer's address), got {token:?}"
+                    ),
+                ));
+            }
         }
         Ok(())
     }
