@@ -385,3 +385,51 @@ fn real_model_thread_stall_fades_out_and_recovers() {
         "force back to full after the stall"
     );
 }
+
+/// A model that panics at its first step in contact, like a model thread that dies.
+struct PanickingModel(HertzHalfSpace);
+
+impl ModelStep for PanickingModel {
+    fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
+        let m = self.0.step(t, dt, probe);
+        assert!(t < 0.2 || !m.in_contact, "model blew up at t = {t}");
+        m
+    }
+}
+
+/// A model thread that panics stops the whole runtime loudly: the failure names the
+/// thread and the panic, the haptic thread stops with zero force on the device, and
+/// nothing keeps streaming a silent 0 N.
+#[test]
+fn a_model_thread_that_panics_stops_the_runtime_with_zero_force_and_says_why() {
+    let config = RuntimeConfig {
+        haptic: HapticConfig::new(limits()),
+        realtime: RealtimePolicy::NONE,
+        telemetry_capacity: 20_000,
+        log_stats: false,
+    };
+    let model = PanickingModel(HertzHalfSpace::default_scene());
+    let runtime =
+        HapticRuntime::start(SimDevice::new(Script::Still(PROBE)), model, config).unwrap();
+    let shared = runtime.shared().clone();
+    let start = std::time::Instant::now();
+    while shared.failure().is_none() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let failure = shared
+        .failure()
+        .expect("the failure is reported")
+        .to_string();
+    assert!(
+        failure.contains("model thread") && failure.contains("model blew up"),
+        "{failure}"
+    );
+    // The stop flag is already set: the haptic thread has left its loop by itself.
+    let (haptic, _) = runtime.stop();
+    assert_eq!(haptic.device().last_force(), Vec3::zeros());
+    let records: Vec<TickRecord> = std::iter::from_fn(|| shared.telemetry.pop()).collect();
+    assert!(
+        records.iter().any(|r| r.force.norm() > 0.1),
+        "the probe was pressed before the failure"
+    );
+}

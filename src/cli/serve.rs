@@ -211,7 +211,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let mut previous = shared.stats.snapshot();
         let mut poll = tokio::time::interval(Duration::from_millis(50));
         let mut polls = 0u32;
-        while !interrupted.load(Ordering::SeqCst) {
+        while !interrupted.load(Ordering::SeqCst) && shared.failure().is_none() {
             poll.tick().await;
             polls += 1;
             if polls % 20 == 0 {
@@ -233,6 +233,13 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let (haptic, mut step) = runtime.stop();
         let last = haptic.device().last_force();
         eprintln!("stopping: haptic and model threads stopped, force on the device zeroed");
+        if let Some(failure) = shared.failure() {
+            server.shutdown().await;
+            drop(haptic);
+            return Err(format!(
+                "{failure}; palpa stopped with zero force on the device"
+            ));
+        }
         step.publish_final(last);
         server.shutdown().await;
         drop(haptic);

@@ -9,8 +9,9 @@ use crate::model::{LocalForceModel, ModelStep};
 use crate::rt::{self, slot, DropCounter, RealtimePolicy, SlotReader, SlotWriter};
 use crate::Vec3;
 use crossbeam::queue::ArrayQueue;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -41,6 +42,28 @@ pub struct RuntimeShared {
     /// Records dropped because nobody drained the queue.
     pub telemetry_dropped: DropCounter,
     stop: AtomicBool,
+    failure: OnceLock<String>,
+}
+
+impl RuntimeShared {
+    /// What made a thread fail (a panic, named by thread), once one has: the threads
+    /// then stop, the haptic thread zeroing the force first.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
+    }
+
+    /// Records that `thread` failed with `payload` and stops every thread.
+    fn fail(&self, thread: &str, payload: &(dyn std::any::Any + Send)) {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        let _ = self
+            .failure
+            .set(format!("the {thread} thread failed: {why}"));
+        self.stop.store(true, Ordering::Release);
+    }
 }
 
 /// Running haptic and model threads.
@@ -59,6 +82,7 @@ impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
             telemetry: ArrayQueue::new(config.telemetry_capacity.max(1)),
             telemetry_dropped: DropCounter::default(),
             stop: AtomicBool::new(false),
+            failure: OnceLock::new(),
         });
         let (probe_w, probe_r) = slot(ProbeSample {
             t: 0.0,
@@ -147,7 +171,8 @@ fn haptic_thread<D: HapticDevice>(
         tracing::warn!("haptic thread runs without real-time scheduling ({problem})");
     }
     let period = (config.haptic.tick_period * 1e9).round() as u64;
-    {
+    // A panic unwinds through the guard, which zeroes the force, and stops the runtime.
+    let run = catch_unwind(AssertUnwindSafe(|| {
         let mut guard = ZeroForceGuard(&mut haptic);
         let mut deadline = epoch + period;
         let mut previous_wake = None;
@@ -187,6 +212,9 @@ fn haptic_thread<D: HapticDevice>(
                 }
             }
         }
+    }));
+    if let Err(payload) = run {
+        shared.fail("haptic", payload.as_ref());
     }
     haptic
 }
@@ -201,18 +229,24 @@ fn model_thread<M: ModelStep>(
 ) -> M {
     let period = (period_s * 1e9).round() as u64;
     let mut deadline = epoch + period;
-    while !shared.stop.load(Ordering::Relaxed) {
-        rt::sleep_until(deadline, 0);
-        let (probe, version) = probe_in.read();
-        if version > 0 {
-            let t = seconds(rt::now_ns() - epoch);
-            model_out.write(model.step(t, period_s, probe.position));
+    let run = catch_unwind(AssertUnwindSafe(|| {
+        while !shared.stop.load(Ordering::Relaxed) {
+            rt::sleep_until(deadline, 0);
+            let (probe, version) = probe_in.read();
+            if version > 0 {
+                let t = seconds(rt::now_ns() - epoch);
+                model_out.write(model.step(t, period_s, probe.position));
+            }
+            deadline += period;
+            let now = rt::now_ns();
+            if now > deadline {
+                deadline += ((now - deadline) / period + 1) * period;
+            }
         }
-        deadline += period;
-        let now = rt::now_ns();
-        if now > deadline {
-            deadline += ((now - deadline) / period + 1) * period;
-        }
+    }));
+    if let Err(payload) = run {
+        // The haptic thread sees the stop flag within a tick and zeroes the force.
+        shared.fail("model", payload.as_ref());
     }
     model
 }
