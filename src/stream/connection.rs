@@ -63,6 +63,7 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
     if held_back > 0 {
         if let Admit::Log { suppressed } = shared.log.admit() {
             tracing::warn!(
+                held_back,
                 "stream client closed; {held_back} of its warnings were suppressed \
                  ({suppressed} other messages suppressed)"
             );

@@ -68,8 +68,22 @@ impl LogBudget {
         }
     }
 
+    /// Spends one line of the current window if any is left, without counting a refused
+    /// line as suppressed (the caller's own budget counts it).
+    fn try_spend(&self) -> bool {
+        let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        if now.duration_since(w.start) >= WINDOW {
+            w.start = now;
+            w.used = 0;
+        }
+        let room = w.used < self.lines_per_second;
+        w.used += u32::from(room);
+        room
+    }
+
     /// Returns a line that was admitted here but refused by another budget, so it is
-    /// counted as suppressed here too and the count is not lost.
+    /// counted as suppressed here and the count is not lost.
     pub(crate) fn refund_as_suppressed(&self, suppressed: u64) {
         let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
         w.suppressed += suppressed + 1;
@@ -83,29 +97,34 @@ impl LogBudget {
 }
 
 /// Admits a line only if both `local` (one connection's) and `global` (the server's)
-/// budgets have room; returns the number of lines suppressed before it, or `None`.
+/// budgets have room; returns the number of `local`'s lines suppressed before it, or
+/// `None`. Every refused line is counted by `local` alone, so each is reported once.
 pub(crate) fn admit_both(local: &LogBudget, global: &LogBudget) -> Option<u64> {
-    let Admit::Log { suppressed: mine } = local.admit() else {
+    let Admit::Log { suppressed } = local.admit() else {
         return None;
     };
-    match global.admit() {
-        Admit::Log { suppressed: all } => Some(mine + all),
-        Admit::Suppress => {
-            local.refund_as_suppressed(mine);
-            None
-        }
+    if global.try_spend() {
+        Some(suppressed)
+    } else {
+        local.refund_as_suppressed(suppressed);
+        None
     }
 }
 
 /// Logs a warning through the connection's and the server's budgets; an admitted line
-/// says how many were suppressed before it.
+/// says (also as the field `suppressed`) how many of the connection's were suppressed
+/// before it.
 macro_rules! limited_warn {
     ($local:expr, $global:expr, $($arg:tt)+) => {
         if let Some(suppressed) = $crate::stream::log_limit::admit_both($local, $global) {
             if suppressed == 0 {
-                tracing::warn!($($arg)+);
+                tracing::warn!(suppressed, $($arg)+);
             } else {
-                tracing::warn!(suppressed, "{} ({suppressed} similar messages suppressed)", format_args!($($arg)+));
+                tracing::warn!(
+                    suppressed,
+                    "{} ({suppressed} similar messages suppressed)",
+                    format_args!($($arg)+)
+                );
             }
         }
     };
@@ -150,5 +169,6 @@ mod tests {
         assert_eq!(admitted, 5);
         let held: u64 = locals.iter().map(LogBudget::take_suppressed).sum();
         assert_eq!(held, 95, "every refused line is counted by its connection");
+        assert_eq!(global.take_suppressed(), 0, "and by nobody else");
     }
 }
