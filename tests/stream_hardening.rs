@@ -218,12 +218,9 @@ async fn forwarded(
         while let Ok(command) = control_rx.try_recv() {
             received.push(command);
         }
-        if let Ok(event) =
-            tokio::time::timeout(Duration::from_millis(20), client.next_event()).await
-        {
-            if let Err(ClientError::Server { code, .. }) = event {
-                closed_with = Some(code);
-            }
+        let next = tokio::time::timeout(Duration::from_millis(20), client.next_event()).await;
+        if let Ok(Err(ClientError::Server { code, .. })) = next {
+            closed_with = Some(code);
         }
     }
     while let Ok(command) = control_rx.try_recv() {
