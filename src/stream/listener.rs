@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -50,6 +51,7 @@ pub(crate) struct ConnectionCaps {
     limits: ConnectionLimits,
     total: Arc<Semaphore>,
     per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    open: Arc<AtomicUsize>,
 }
 
 impl ConnectionCaps {
@@ -59,43 +61,49 @@ impl ConnectionCaps {
             limits,
             total: Arc::new(Semaphore::new(limits.max_connections)),
             per_address: Arc::default(),
+            open: Arc::default(),
         }
     }
 
     /// Number of TCP connections open now (HTTP and WebSocket).
     pub(crate) fn open(&self) -> usize {
-        self.limits.max_connections - self.total.available_permits()
+        self.open.load(Ordering::Relaxed)
     }
 
     /// Claims a place for one more connection from `address`, if it has fewer than its
     /// cap open.
-    fn claim_address(&self, address: IpAddr) -> Option<AddressSlot> {
+    fn claim_address(&self, address: IpAddr) -> Option<ConnectionSlot> {
         let mut open = self.per_address.lock().unwrap_or_else(|e| e.into_inner());
         let count = open.entry(address).or_insert(0);
         if *count >= self.limits.max_per_address {
             return None;
         }
         *count += 1;
-        Some(AddressSlot {
+        self.open.fetch_add(1, Ordering::Relaxed);
+        Some(ConnectionSlot {
             address,
-            open: self.per_address.clone(),
+            per_address: self.per_address.clone(),
+            open: self.open.clone(),
         })
     }
 }
 
-/// One connection's place in its address's count; given back when dropped.
-struct AddressSlot {
+/// One connection's place in its address's count and in the count of open
+/// connections; given back when dropped.
+struct ConnectionSlot {
     address: IpAddr,
-    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    open: Arc<AtomicUsize>,
 }
 
-impl Drop for AddressSlot {
+impl Drop for ConnectionSlot {
     fn drop(&mut self) {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = open.get_mut(&self.address) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+        let mut per_address = self.per_address.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = per_address.get_mut(&self.address) {
             *count -= 1;
             if *count == 0 {
-                open.remove(&self.address);
+                per_address.remove(&self.address);
             }
         }
     }
@@ -106,7 +114,7 @@ impl Drop for AddressSlot {
 struct CountedStream {
     tcp: TcpStream,
     _total: OwnedSemaphorePermit,
-    _address: AddressSlot,
+    _slot: ConnectionSlot,
 }
 
 impl AsyncRead for CountedStream {
@@ -194,7 +202,7 @@ pub(crate) async fn accept_loop(
                 continue;
             }
         };
-        let Some(address) = caps.claim_address(peer.ip()) else {
+        let Some(slot) = caps.claim_address(peer.ip()) else {
             if let Admit::Log { suppressed } = log.admit() {
                 tracing::debug!(
                     "closing a connection from {peer}: it already has {} open \
@@ -211,7 +219,7 @@ pub(crate) async fn accept_loop(
         let stream = CountedStream {
             tcp,
             _total: permit,
-            _address: address,
+            _slot: slot,
         };
         connections.spawn(serve_http(
             stream,

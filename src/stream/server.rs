@@ -61,7 +61,7 @@ impl StreamServer {
                 config.bind
             );
         }
-        let listener = tokio::net::TcpListener::bind(config.bind).await?;
+        let listener = listen(config.bind)?;
         let addr = listener.local_addr()?;
         let token = control.as_ref().map(|_| {
             config
@@ -197,6 +197,24 @@ impl StreamServer {
         let all = u32::try_from(self.max_clients).unwrap_or(u32::MAX);
         let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.slots.acquire_many(all)).await;
     }
+}
+
+/// Pending connections the kernel may queue for `accept` (it caps this at
+/// `net.core.somaxconn`). Larger than tokio's 1024 so a burst of connections is queued
+/// rather than dropped, or answered with SYN cookies whose final ACK is lost when the
+/// queue is full.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `address` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, as tokio's bind does).
+fn listen(address: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 fn invalid_input(why: String) -> std::io::Error {
