@@ -343,3 +343,79 @@ async fn connections_beyond_the_caps_are_closed_or_wait_without_a_descriptor() {
     }
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_upgrade_are_closed_at_the_upgrade_deadline() {
+    let _serial = SERIAL.lock().await;
+    let tissue = AnalyticTissue::modal([2, 2, 1], 2);
+    let (_writer, reader) = snapshot_slot(tissue.snapshot_at(0.0, AnalyticTissue::idle_probe()));
+    let upgrade_deadline = Duration::from_secs(3);
+    let config = StreamConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        header_timeout: Duration::from_secs(1),
+        http_connection_timeout: upgrade_deadline,
+        ..StreamConfig::default()
+    };
+    let server = StreamServer::start(config, tissue.scene.clone(), reader, None)
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let start = Instant::now();
+
+    // A chatty client: a complete keep-alive request every 300 ms, each well within the
+    // header deadline, responses read.
+    let chatty = tokio::spawn({
+        let request = request.clone();
+        async move {
+            let mut tcp = TcpStream::connect(addr).await.unwrap();
+            let start = Instant::now();
+            let mut buf = vec![0u8; 1 << 16];
+            while start.elapsed() < CLOSED_WITHIN {
+                if tcp.write_all(request.as_bytes()).await.is_err() {
+                    break;
+                }
+                let read = tokio::time::timeout(Duration::from_millis(300), async {
+                    loop {
+                        match tcp.read(&mut buf).await {
+                            Ok(0) | Err(_) => return true,
+                            Ok(_) => {}
+                        }
+                    }
+                });
+                if let Ok(true) = read.await {
+                    break;
+                }
+            }
+            start.elapsed()
+        }
+    });
+    // A client that pipelines 2,000 requests and never reads a response: the server's
+    // writes block once the socket buffers are full.
+    let mut deaf = TcpStream::connect(addr).await.unwrap();
+    deaf.write_all(request.repeat(2_000).as_bytes())
+        .await
+        .unwrap();
+
+    let chatty_lasted = chatty.await.unwrap();
+    let deadline = Instant::now() + CLOSED_WITHIN;
+    while server.connection_count() > 0 {
+        assert!(Instant::now() < deadline, "a connection outlived 30 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let all_closed = start.elapsed();
+    println!("chatty client closed after {chatty_lasted:?}, both gone after {all_closed:?}");
+    assert!(
+        chatty_lasted >= upgrade_deadline - Duration::from_millis(100),
+        "the chatty client was closed after {chatty_lasted:?}, before the deadline"
+    );
+    // The deadline, then at most one second to finish a response.
+    let latest = upgrade_deadline + Duration::from_millis(1500);
+    assert!(
+        chatty_lasted <= latest,
+        "chatty client lasted {chatty_lasted:?}"
+    );
+    assert!(all_closed <= latest, "connections lasted {all_closed:?}");
+    drop(deaf);
+    server.shutdown().await;
+}
