@@ -281,3 +281,33 @@ async fn websocket(ws: WebSocketUpgrade, State(shared): State<Arc<Shared>>) -> i
         .max_frame_size(transport_limit)
         .on_upgrade(move |socket| connection::serve(socket, shared))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_caps_shrink_to_the_open_file_limit() {
+        let mut config = StreamConfig {
+            max_connections: 4096,
+            max_connections_per_address: 2048,
+            max_clients: 1000,
+            ..StreamConfig::default()
+        };
+        fit_connections_to_file_limit(&mut config, 1024).unwrap();
+        assert_eq!(config.max_connections, 1024 - 128);
+        assert_eq!(config.max_connections_per_address, 1024 - 128);
+        assert_eq!(config.max_clients, 896);
+        config.validate().expect("the lowered caps are consistent");
+
+        let mut roomy = StreamConfig::default();
+        fit_connections_to_file_limit(&mut roomy, 1 << 20).unwrap();
+        assert_eq!(
+            roomy.max_connections,
+            StreamConfig::default().max_connections
+        );
+
+        let why = fit_connections_to_file_limit(&mut StreamConfig::default(), 100).unwrap_err();
+        assert!(why.starts_with("stream.max_connections"), "{why}");
+    }
+}
