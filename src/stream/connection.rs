@@ -45,16 +45,14 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
         Closed::Stalled(stall) => {
             if let Admit::Log { suppressed } = shared.log.admit() {
                 tracing::info!(
-                    "dropping stream client: socket blocked for {stall:?} \
-                     ({suppressed} similar messages suppressed)"
+                    suppressed,
+                    "dropping stream client: socket blocked for {stall:?}"
                 );
             }
         }
         Closed::Error(code, why) => {
             if let Admit::Log { suppressed } = shared.log.admit() {
-                tracing::debug!(
-                    "closing stream client: {why} ({suppressed} similar messages suppressed)"
-                );
+                tracing::debug!(suppressed, "closing stream client: {why}");
             }
             send_error(&mut sink, &shared, code, why).await;
         }
@@ -64,8 +62,8 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
         if let Admit::Log { suppressed } = shared.log.admit() {
             tracing::warn!(
                 held_back,
-                "stream client closed; {held_back} of its warnings were suppressed \
-                 ({suppressed} other messages suppressed)"
+                suppressed,
+                "stream client closed; {held_back} of its warnings were suppressed"
             );
         }
     }

@@ -193,8 +193,8 @@ pub(crate) async fn accept_loop(
             Err(e) => {
                 if let Admit::Log { suppressed } = log.admit() {
                     tracing::warn!(
-                        "visual stream cannot accept a connection ({e}); retrying in {backoff:?} \
-                         ({suppressed} similar messages suppressed)"
+                        suppressed,
+                        "visual stream cannot accept a connection ({e}); retrying in {backoff:?}"
                     );
                 }
                 tokio::time::sleep(backoff).await;
@@ -205,8 +205,8 @@ pub(crate) async fn accept_loop(
         let Some(slot) = caps.claim_address(peer.ip()) else {
             if let Admit::Log { suppressed } = log.admit() {
                 tracing::debug!(
-                    "closing a connection from {peer}: it already has {} open \
-                     ({suppressed} similar messages suppressed)",
+                    suppressed,
+                    "closing a connection from {peer}: it already has {} open",
                     limits.max_per_address
                 );
             }

@@ -112,20 +112,12 @@ pub(crate) fn admit_both(local: &LogBudget, global: &LogBudget) -> Option<u64> {
 }
 
 /// Logs a warning through the connection's and the server's budgets; an admitted line
-/// says (also as the field `suppressed`) how many of the connection's were suppressed
+/// carries the field `suppressed`: how many of the connection's lines were held back
 /// before it.
 macro_rules! limited_warn {
     ($local:expr, $global:expr, $($arg:tt)+) => {
         if let Some(suppressed) = $crate::stream::log_limit::admit_both($local, $global) {
-            if suppressed == 0 {
-                tracing::warn!(suppressed, $($arg)+);
-            } else {
-                tracing::warn!(
-                    suppressed,
-                    "{} ({suppressed} similar messages suppressed)",
-                    format_args!($($arg)+)
-                );
-            }
+            tracing::warn!(suppressed, $($arg)+);
         }
     };
 }

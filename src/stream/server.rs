@@ -81,6 +81,7 @@ impl StreamServer {
         let (stop_publisher_tx, stop_publisher_rx) = watch::channel(false);
 
         let slots = Arc::new(Semaphore::new(config.max_clients));
+        let log = Arc::new(LogBudget::new(config.log_lines_per_second));
         let shared = Arc::new(Shared {
             hello: Bytes::from(wire::encode_server(
                 &scene.hello(config.frame_rate_hz, control.is_some()),
@@ -92,7 +93,7 @@ impl StreamServer {
             slots: slots.clone(),
             control: token.clone().zip(control),
             workspace: config.workspace(),
-            log: LogBudget::new(config.log_lines_per_second),
+            log: log.clone(),
             config: config.clone(),
         });
 
@@ -120,7 +121,7 @@ impl StreamServer {
             listener,
             app,
             caps.clone(),
-            Arc::new(LogBudget::new(config.log_lines_per_second)),
+            log,
             shutdown_rx,
         ));
         let server = Self {

@@ -29,6 +29,6 @@ pub(crate) struct Shared {
     pub slots: Arc<Semaphore>,
     /// The control token and the sim device's command channel, when control is enabled.
     pub control: Option<(String, ControlSender)>,
-    /// Log lines all connections together may write per second.
-    pub log: LogBudget,
+    /// Log lines the accept loop and all connections together may write per second.
+    pub log: Arc<LogBudget>,
 }
