@@ -11,14 +11,17 @@ use futures_util::{SinkExt, StreamExt};
 use palpa_protocol as wire;
 use wire::ErrorCode;
 
-use super::server::Shared;
+use super::log_limit::{limited_warn, Admit, LogBudget};
 use super::snapshot::ProbeControl;
+use super::state::Shared;
 use crate::Vec3;
 
 /// Why a connection ends.
 enum Closed {
     /// The peer went away or the socket failed; nothing more to send.
     Gone,
+    /// The socket accepted nothing for this long; nothing more can be sent.
+    Stalled(Duration),
     /// The server closes it and tells the client why.
     Error(ErrorCode, String),
 }
@@ -32,13 +35,37 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
         send_error(&mut sink, &shared, ErrorCode::ServerFull, why).await;
         return;
     };
+    let log = LogBudget::new(shared.config.log_lines_per_second);
     let closed = tokio::select! {
         closed = write_loop(&mut sink, &shared) => closed,
-        closed = read_loop(stream, &shared) => closed,
+        closed = read_loop(stream, &shared, &log) => closed,
     };
-    if let Closed::Error(code, why) = closed {
-        tracing::debug!("closing stream client: {why}");
-        send_error(&mut sink, &shared, code, why).await;
+    match closed {
+        Closed::Gone => {}
+        Closed::Stalled(stall) => {
+            if let Admit::Log { suppressed } = shared.log.admit() {
+                tracing::info!(
+                    suppressed,
+                    "dropping stream client: socket blocked for {stall:?}"
+                );
+            }
+        }
+        Closed::Error(code, why) => {
+            if let Admit::Log { suppressed } = shared.log.admit() {
+                tracing::debug!(suppressed, "closing stream client: {why}");
+            }
+            send_error(&mut sink, &shared, code, why).await;
+        }
+    }
+    let held_back = log.take_suppressed();
+    if held_back > 0 {
+        if let Admit::Log { suppressed } = shared.log.admit() {
+            tracing::warn!(
+                held_back,
+                suppressed,
+                "stream client closed; {held_back} of its warnings were suppressed"
+            );
+        }
     }
 }
 
@@ -97,16 +124,13 @@ async fn send(
     match tokio::time::timeout(stall, sink.send(message)).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(_)) => Err(Closed::Gone),
-        Err(_) => {
-            tracing::info!("dropping stream client: socket blocked for {stall:?}");
-            Err(Closed::Gone)
-        }
+        Err(_) => Err(Closed::Stalled(stall)),
     }
 }
 
 /// Reads client messages until the client goes, misbehaves, or stays silent (no pong)
 /// for the idle timeout.
-async fn read_loop(mut stream: SplitStream<WebSocket>, shared: &Shared) -> Closed {
+async fn read_loop(mut stream: SplitStream<WebSocket>, shared: &Shared, log: &LogBudget) -> Closed {
     let idle = shared.config.idle_timeout;
     loop {
         let message = match tokio::time::timeout(idle, stream.next()).await {
@@ -122,7 +146,7 @@ async fn read_loop(mut stream: SplitStream<WebSocket>, shared: &Shared) -> Close
         };
         match message {
             Message::Binary(bytes) => {
-                if let Err((code, why)) = handle_client_message(&bytes, shared) {
+                if let Err((code, why)) = handle_client_message(&bytes, shared, log) {
                     return Closed::Error(code, why);
                 }
             }
@@ -136,8 +160,13 @@ async fn read_loop(mut stream: SplitStream<WebSocket>, shared: &Shared) -> Close
     }
 }
 
-/// Checks size, decoding and token of one client message and forwards its command.
-fn handle_client_message(bytes: &[u8], shared: &Shared) -> Result<(), (ErrorCode, String)> {
+/// Checks size, decoding and token of one client message and forwards its command; a
+/// `MoveProbe` target outside the probe workspace is clamped to it.
+fn handle_client_message(
+    bytes: &[u8],
+    shared: &Shared,
+    log: &LogBudget,
+) -> Result<(), (ErrorCode, String)> {
     let limit = shared.config.max_message_bytes;
     if bytes.len() > limit {
         let why = format!(
@@ -163,13 +192,17 @@ fn handle_client_message(bytes: &[u8], shared: &Shared) -> Result<(), (ErrorCode
                 let why = format!("probe position {position:?} is not finite");
                 return Err((ErrorCode::Malformed, why));
             }
-            ProbeControl::MoveTo(Vec3::from(position))
+            ProbeControl::MoveTo(shared.workspace.clamp(Vec3::from(position)))
         }
         wire::ControlCommand::ReleaseProbe => ProbeControl::Release,
         wire::ControlCommand::ResetTissue => ProbeControl::ResetTissue,
     };
     if sender.try_send(command).is_err() {
-        tracing::warn!("probe control channel full or closed; command dropped");
+        limited_warn!(
+            log,
+            &shared.log,
+            "probe control channel full or closed; command dropped"
+        );
     }
     Ok(())
 }

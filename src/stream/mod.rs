@@ -7,15 +7,24 @@
 //! frames and never delays anyone. Authorised viewers' control messages go to the sim
 //! device through a bounded [`control_channel`].
 
+mod config;
 mod connection;
+mod listener;
+pub(crate) mod log_limit;
 mod publisher;
 mod scene;
 mod server;
 mod snapshot;
+mod state;
 
+pub use config::{
+    ProbeWorkspace, StreamConfig, DEFAULT_LOG_LINES_PER_SECOND, FRAME_RATE_RANGE_HZ, MAX_CLIENTS,
+    MAX_CONNECTIONS, MAX_MESSAGE_BYTES, MAX_TIMEOUT, MIN_TIMEOUT,
+};
+pub use listener::raise_open_file_limit;
 pub use publisher::FrameEncoder;
 pub use scene::{fill_frame, unix_now_us, MeshSurface, StreamScene, SurfaceModalBasis};
-pub use server::{StreamConfig, StreamServer};
+pub use server::StreamServer;
 pub use snapshot::{
     control_channel, snapshot_slot, ControlReceiver, ControlSender, ProbeControl,
     SnapshotDeformation, SnapshotReader, SnapshotWriter, VisualSnapshot,

@@ -14,57 +14,14 @@ use bytes::Bytes;
 use palpa_protocol as wire;
 use tokio::sync::{watch, Semaphore};
 
+use super::config::StreamConfig;
 use super::connection;
+use super::listener::{self, ConnectionCaps, ConnectionLimits};
+use super::log_limit::LogBudget;
 use super::publisher::{self, FrameEncoder};
 use super::scene::StreamScene;
 use super::snapshot::{ControlSender, SnapshotReader};
-
-/// Settings of the stream server. Defaults: loopback, 30 Hz, 64 clients, 4 KiB client
-/// messages, 10 s idle timeout, 3 s send stall.
-#[derive(Clone, Debug)]
-pub struct StreamConfig {
-    /// Address to bind; port 0 picks a free port. A non-loopback address is logged as a
-    /// warning: anyone who can reach it can watch.
-    pub bind: SocketAddr,
-    /// Frame rate (Hz).
-    pub frame_rate_hz: f64,
-    /// Most simultaneous clients; further connections get `ServerFull`.
-    pub max_clients: usize,
-    /// Largest client message accepted (bytes); larger ones get `TooLarge`.
-    pub max_message_bytes: usize,
-    /// A client from which nothing (not even a pong) arrives for this long is closed.
-    pub idle_timeout: Duration,
-    /// A client whose socket accepts no message for this long is dropped.
-    pub send_stall_timeout: Duration,
-    /// The control token; `None` generates a random one when control is enabled.
-    pub control_token: Option<String>,
-}
-
-impl Default for StreamConfig {
-    fn default() -> Self {
-        Self {
-            bind: SocketAddr::from(([127, 0, 0, 1], 7878)),
-            frame_rate_hz: 30.0,
-            max_clients: 64,
-            max_message_bytes: wire::MAX_CLIENT_MESSAGE_BYTES,
-            idle_timeout: Duration::from_secs(10),
-            send_stall_timeout: Duration::from_secs(3),
-            control_token: None,
-        }
-    }
-}
-
-/// What every connection task shares.
-pub(crate) struct Shared {
-    pub config: StreamConfig,
-    pub hello: Bytes,
-    pub scene_init: Bytes,
-    pub frames: watch::Receiver<Bytes>,
-    pub stats: watch::Receiver<Option<Bytes>>,
-    pub shutdown: watch::Receiver<bool>,
-    pub slots: Arc<Semaphore>,
-    pub control: Option<(String, ControlSender)>,
-}
+use super::state::Shared;
 
 /// A running stream server. Dropping it does not stop it; call [`StreamServer::shutdown`].
 pub struct StreamServer {
@@ -80,24 +37,31 @@ pub struct StreamServer {
     /// goodbye, so shutdown can wait for them.
     slots: Arc<Semaphore>,
     max_clients: usize,
+    caps: Arc<ConnectionCaps>,
 }
 
 impl StreamServer {
-    /// Binds, then spawns the publisher and the server on the current tokio runtime.
-    /// `control` is the sim device's command channel; without it viewers are read-only.
+    /// Checks `config` ([`StreamConfig::validate`]), raises the open-file limit to its
+    /// hard limit, binds, then spawns the publisher and the server on the current tokio
+    /// runtime. `control` is the sim device's command channel; without it viewers are
+    /// read-only. An invalid setting, or a snapshot that does not fit `scene`, is an
+    /// `InvalidInput` error naming it.
     pub async fn start(
-        config: StreamConfig,
+        mut config: StreamConfig,
         scene: StreamScene,
         mut snapshots: SnapshotReader,
         control: Option<ControlSender>,
     ) -> std::io::Result<Self> {
+        config.validate().map_err(invalid_input)?;
+        fit_connections_to_file_limit(&mut config, listener::raise_open_file_limit())
+            .map_err(invalid_input)?;
         if !config.bind.ip().is_loopback() {
             tracing::warn!(
                 "visual stream bound to non-loopback address {}: anyone who can reach it can watch",
                 config.bind
             );
         }
-        let listener = tokio::net::TcpListener::bind(config.bind).await?;
+        let listener = listen(config.bind)?;
         let addr = listener.local_addr()?;
         let token = control.as_ref().map(|_| {
             config
@@ -110,13 +74,14 @@ impl StreamServer {
         let mut encoder = FrameEncoder::new();
         let first = encoder
             .encode_next(&scene, &mut snapshots)
-            .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
+            .map_err(invalid_input)?;
         let (frames_tx, frames_rx) = watch::channel(first);
         let (stats_tx, stats_rx) = watch::channel(None);
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let (stop_publisher_tx, stop_publisher_rx) = watch::channel(false);
 
         let slots = Arc::new(Semaphore::new(config.max_clients));
+        let log = Arc::new(LogBudget::new(config.log_lines_per_second));
         let shared = Arc::new(Shared {
             hello: Bytes::from(wire::encode_server(
                 &scene.hello(config.frame_rate_hz, control.is_some()),
@@ -127,6 +92,8 @@ impl StreamServer {
             shutdown: shutdown_rx.clone(),
             slots: slots.clone(),
             control: token.clone().zip(control),
+            workspace: config.workspace(),
+            log: log.clone(),
             config: config.clone(),
         });
 
@@ -135,7 +102,7 @@ impl StreamServer {
             snapshots,
             encoder,
             frames_tx.clone(),
-            Duration::from_secs_f64(1.0 / config.frame_rate_hz),
+            config.frame_period(),
             stop_publisher_rx,
         ));
         let app = Router::new()
@@ -144,21 +111,19 @@ impl StreamServer {
             .route("/protocol.js", get(protocol_js))
             .route("/ws", get(websocket))
             .with_state(shared);
-        let mut stop = shutdown_rx;
-        // Frames are small and latency matters more than packet count: no Nagle delay.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!("cannot set TCP_NODELAY on a stream client: {e}");
-            }
-        });
-        let server = tokio::spawn(async move {
-            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            });
-            if let Err(e) = serve.await {
-                tracing::error!("visual stream server failed: {e}");
-            }
-        });
+        let caps = Arc::new(ConnectionCaps::new(ConnectionLimits {
+            max_connections: config.max_connections,
+            max_per_address: config.max_connections_per_address,
+            header_timeout: config.header_timeout,
+            upgrade_timeout: config.http_connection_timeout,
+        }));
+        let server = tokio::spawn(listener::accept_loop(
+            listener,
+            app,
+            caps.clone(),
+            log,
+            shutdown_rx,
+        ));
         let server = Self {
             addr,
             token,
@@ -170,6 +135,7 @@ impl StreamServer {
             server,
             slots,
             max_clients: config.max_clients,
+            caps,
         };
         match &server.token {
             Some(token) => tracing::info!(
@@ -205,6 +171,11 @@ impl StreamServer {
         self.frames.receiver_count() - 1
     }
 
+    /// Number of TCP connections open now, WebSocket or not.
+    pub fn connection_count(&self) -> usize {
+        self.caps.open()
+    }
+
     /// Sends haptic loop statistics to every client (call about once a second from a
     /// telemetry thread, never from the haptic thread).
     pub fn publish_haptic_stats(&self, stats: &wire::HapticStats) {
@@ -227,6 +198,52 @@ impl StreamServer {
         let all = u32::try_from(self.max_clients).unwrap_or(u32::MAX);
         let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.slots.acquire_many(all)).await;
     }
+}
+
+/// Pending connections the kernel may queue for `accept` (it caps this at
+/// `net.core.somaxconn`). Larger than tokio's 1024 so a burst of connections is queued
+/// rather than dropped, or answered with SYN cookies whose final ACK is lost when the
+/// queue is full.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `address` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, as tokio's bind does).
+fn listen(address: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
+fn invalid_input(why: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, why)
+}
+
+/// Lowers `max_connections` (and with it the per-address and client caps) to what an
+/// open-file limit of `open_files` leaves after [`listener::FD_RESERVE`], with a warning;
+/// an error when it leaves none.
+fn fit_connections_to_file_limit(config: &mut StreamConfig, open_files: u64) -> Result<(), String> {
+    let room =
+        usize::try_from(open_files.saturating_sub(listener::FD_RESERVE)).unwrap_or(usize::MAX);
+    if room == 0 {
+        return Err(format!(
+            "stream.max_connections: the open-file limit ({open_files}) leaves no room for connections"
+        ));
+    }
+    if config.max_connections > room {
+        tracing::warn!(
+            "visual stream: max_connections lowered from {} to {room} to fit the open-file limit \
+             of {open_files}",
+            config.max_connections
+        );
+        config.max_connections = room;
+        config.max_connections_per_address = config.max_connections_per_address.min(room);
+        config.max_clients = config.max_clients.min(room);
+    }
+    Ok(())
 }
 
 /// Longest wait for connected clients to receive their goodbye at shutdown.
@@ -264,4 +281,34 @@ async fn websocket(ws: WebSocketUpgrade, State(shared): State<Arc<Shared>>) -> i
     ws.max_message_size(transport_limit)
         .max_frame_size(transport_limit)
         .on_upgrade(move |socket| connection::serve(socket, shared))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_caps_shrink_to_the_open_file_limit() {
+        let mut config = StreamConfig {
+            max_connections: 4096,
+            max_connections_per_address: 2048,
+            max_clients: 1000,
+            ..StreamConfig::default()
+        };
+        fit_connections_to_file_limit(&mut config, 1024).unwrap();
+        assert_eq!(config.max_connections, 1024 - 128);
+        assert_eq!(config.max_connections_per_address, 1024 - 128);
+        assert_eq!(config.max_clients, 896);
+        config.validate().expect("the lowered caps are consistent");
+
+        let mut roomy = StreamConfig::default();
+        fit_connections_to_file_limit(&mut roomy, 1 << 20).unwrap();
+        assert_eq!(
+            roomy.max_connections,
+            StreamConfig::default().max_connections
+        );
+
+        let why = fit_connections_to_file_limit(&mut StreamConfig::default(), 100).unwrap_err();
+        assert!(why.starts_with("stream.max_connections"), "{why}");
+    }
 }

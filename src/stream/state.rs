@@ -1,0 +1,34 @@
+//! What every connection task shares with the server that spawned it.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::{watch, Semaphore};
+
+use super::config::{ProbeWorkspace, StreamConfig};
+use super::log_limit::LogBudget;
+use super::snapshot::ControlSender;
+
+/// The server's state as its connections see it.
+pub(crate) struct Shared {
+    /// The validated settings.
+    pub config: StreamConfig,
+    /// Where viewers may send the probe (m).
+    pub workspace: ProbeWorkspace,
+    /// The encoded `Hello`.
+    pub hello: Bytes,
+    /// The encoded `SceneInit`.
+    pub scene_init: Bytes,
+    /// The newest encoded frame.
+    pub frames: watch::Receiver<Bytes>,
+    /// The newest encoded haptic statistics, once there are any.
+    pub stats: watch::Receiver<Option<Bytes>>,
+    /// Turns true when the server stops.
+    pub shutdown: watch::Receiver<bool>,
+    /// One permit per WebSocket client.
+    pub slots: Arc<Semaphore>,
+    /// The control token and the sim device's command channel, when control is enabled.
+    pub control: Option<(String, ControlSender)>,
+    /// Log lines the accept loop and all connections together may write per second.
+    pub log: Arc<LogBudget>,
+}
