@@ -32,8 +32,8 @@ use crate::device::HapticDevice;
 use crate::haptic::runtime::{HapticRuntime, RuntimeConfig, RuntimeShared};
 use crate::rt::{self, RealtimePolicy};
 use crate::scene::{self, BuiltScene};
-use crate::session::{SceneVisual, ServeStep, Stylus};
-use crate::stream::{control_channel, snapshot_slot, StreamConfig, StreamServer};
+use crate::session::{SceneVisual, ServeStep, Stylus, ViewerLink};
+use crate::stream::{control_channel, snapshot_slot, ProbeWorkspace, StreamServer};
 use crate::Vec3;
 
 /// Height of the idle virtual stylus above the top of the mesh (m).
@@ -148,13 +148,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let (snapshot_writer, snapshot_reader) = snapshot_slot(visual.at_rest(idle));
     let (control_tx, control_rx) = control_channel(CONTROL_CAPACITY);
     let scene = &built.scene;
-    let stream_config = StreamConfig {
-        bind,
-        frame_rate_hz: scene.rates.visual,
-        max_clients: scene.stream.max_clients,
-        control_token: scene.stream.token.clone(),
-        ..StreamConfig::default()
-    };
+    let (min, max) = built.model.workspace();
+    let stream_config = scene.stream_config(bind, Some(ProbeWorkspace { min, max }));
     let runtime_config = RuntimeConfig {
         haptic: built.haptic_config(device.rating()),
         realtime: if args.realtime {
@@ -168,15 +163,12 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         telemetry_capacity: 2 * scene.rates.haptic as usize,
         log_stats: false,
     };
-    let step = ServeStep::new(
-        built.model,
-        visual,
-        snapshot_writer,
-        control_rx,
-        stylus,
-        scene.rates.visual,
-        idle,
-    );
+    let link = ViewerLink {
+        snapshots: snapshot_writer,
+        control: control_rx,
+        commanded: device.commanded(),
+    };
+    let step = ServeStep::new(built.model, visual, link, stylus, scene.rates.visual, idle);
 
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -3,6 +3,7 @@
 //! force on.
 
 use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
+use crate::rt::{slot, SlotReader, SlotWriter};
 use crate::Vec3;
 
 /// A device that remembers the last force commanded to it (N, scene frame), so the
@@ -11,6 +12,7 @@ use crate::Vec3;
 pub struct ForceLog<D: HapticDevice> {
     inner: D,
     last: Vec3,
+    published: Option<SlotWriter<Vec3>>,
 }
 
 impl<D: HapticDevice> ForceLog<D> {
@@ -19,12 +21,28 @@ impl<D: HapticDevice> ForceLog<D> {
         Self {
             inner,
             last: Vec3::zeros(),
+            published: None,
         }
     }
 
     /// The last force commanded (N).
     pub fn last_force(&self) -> Vec3 {
         self.last
+    }
+
+    /// A wait-free reader of the force commanded to the device (N, after every safety
+    /// limit): what the hand feels, for another thread to show.
+    pub fn commanded(&mut self) -> SlotReader<Vec3> {
+        let (writer, reader) = slot(self.last);
+        self.published = Some(writer);
+        reader
+    }
+
+    fn log(&mut self, force: Vec3) {
+        self.last = force;
+        if let Some(w) = &mut self.published {
+            w.write(force);
+        }
     }
 }
 
@@ -33,11 +51,11 @@ impl<D: HapticDevice> HapticDevice for ForceLog<D> {
         self.inner.read(now)
     }
     fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
-        self.last = force;
+        self.log(force);
         self.inner.write_force(force)
     }
     fn zero_force(&mut self) -> Result<(), DeviceError> {
-        self.last = Vec3::zeros();
+        self.log(Vec3::zeros());
         self.inner.zero_force()
     }
     fn reconnect(&mut self) -> Result<bool, DeviceError> {
@@ -90,8 +108,10 @@ mod tests {
     fn the_force_log_remembers_the_last_force_and_zeroes_on_drop() {
         let at_device = std::sync::Arc::new(std::sync::Mutex::new(Vec3::zeros()));
         let mut log = ForceLog::new(Observed(at_device.clone()));
+        let mut commanded = log.commanded();
         log.write_force(Vec3::new(0.0, 0.0, 1.5)).unwrap();
         assert_eq!(log.last_force(), Vec3::new(0.0, 0.0, 1.5));
+        assert_eq!(commanded.read().0, Vec3::new(0.0, 0.0, 1.5));
         log.zero_force().unwrap();
         assert_eq!(log.last_force(), Vec3::zeros());
         log.write_force(Vec3::new(0.2, 0.0, 0.0)).unwrap();

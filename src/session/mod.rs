@@ -14,6 +14,6 @@ mod simulation;
 mod visual;
 
 pub use scene_model::SceneModel;
-pub use serve_step::{ServeStep, Stylus};
+pub use serve_step::{ServeStep, Stylus, ViewerLink};
 pub use simulation::Simulation;
 pub use visual::{SceneVisual, VISIBLE_DISPLACEMENT};

@@ -35,6 +35,14 @@ impl SceneModel {
         }
     }
 
+    /// The box the probe is kept in (lowest and highest corner, m).
+    pub fn workspace(&self) -> (Vec3, Vec3) {
+        match self {
+            SceneModel::Modal(s) => s.workspace(),
+            SceneModel::Condensed(s) => s.workspace(),
+        }
+    }
+
     /// Puts the tissue back at rest and forgets the contact.
     pub fn reset(&mut self) {
         match self {

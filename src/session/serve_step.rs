@@ -4,7 +4,7 @@
 
 use crate::device::mapped::Workspace;
 use crate::model::{LocalForceModel, ModelStep};
-use crate::rt::SlotWriter;
+use crate::rt::{SlotReader, SlotWriter};
 use crate::stream::{ControlReceiver, ProbeControl, SnapshotWriter, VisualSnapshot};
 use crate::Vec3;
 
@@ -34,14 +34,24 @@ impl Stylus {
     }
 }
 
+/// The model thread's links to the viewers: snapshots out, commands in, and the force
+/// the haptic thread last commanded to the device (what the frames show).
+pub struct ViewerLink {
+    /// Where visual snapshots go.
+    pub snapshots: SnapshotWriter,
+    /// Viewers' commands.
+    pub control: ControlReceiver,
+    /// The force commanded to the device (N, scene frame, after every safety limit).
+    pub commanded: SlotReader<Vec3>,
+}
+
 /// The model thread's step: obey viewers' commands, step the tissue, publish what
 /// viewers see at the visual rate.
 pub struct ServeStep {
     model: SceneModel,
     visual: SceneVisual,
     snapshot: VisualSnapshot,
-    snapshots: SnapshotWriter,
-    control: ControlReceiver,
+    link: ViewerLink,
     stylus: Option<Stylus>,
     visual_period: f64,
     next_visual: f64,
@@ -49,15 +59,14 @@ pub struct ServeStep {
 }
 
 impl ServeStep {
-    /// Steps `model`, publishing through `visual` into `snapshots` at `visual_rate_hz`
-    /// (Hz), obeying the commands on `control`; `stylus` is the virtual stylus viewers
-    /// move, if that is the device. The first snapshot shows the tissue at rest with the
-    /// probe at `probe` (m).
+    /// Steps `model`, publishing through `visual` over `link` at `visual_rate_hz` (Hz)
+    /// and obeying viewers' commands; `stylus` is the virtual stylus viewers move, if
+    /// that is the device. The first snapshot shows the tissue at rest with the probe at
+    /// `probe` (m).
     pub fn new(
         model: SceneModel,
         visual: SceneVisual,
-        snapshots: SnapshotWriter,
-        control: ControlReceiver,
+        link: ViewerLink,
         stylus: Option<Stylus>,
         visual_rate_hz: f64,
         probe: Vec3,
@@ -66,8 +75,7 @@ impl ServeStep {
             snapshot: visual.at_rest(probe),
             model,
             visual,
-            snapshots,
-            control,
+            link,
             stylus,
             visual_period: 1.0 / visual_rate_hz,
             next_visual: 0.0,
@@ -103,19 +111,20 @@ impl ServeStep {
     fn publish(&mut self, t: f64, probe: Vec3, force: Vec3) {
         self.visual
             .fill(&mut self.model, t, probe, force, &mut self.snapshot);
-        self.snapshots.publish(&self.snapshot);
+        self.link.snapshots.publish(&self.snapshot);
     }
 }
 
 impl ModelStep for ServeStep {
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
-        while let Ok(command) = self.control.try_recv() {
+        while let Ok(command) = self.link.control.try_recv() {
             self.obey(command);
         }
         let out = self.model.step(t, dt, probe);
         if t >= self.next_visual {
             self.next_visual = (self.next_visual + self.visual_period).max(t);
-            self.publish(t, probe, out.f0);
+            let force = self.link.commanded.read().0;
+            self.publish(t, probe, force);
         }
         out
     }

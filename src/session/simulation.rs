@@ -43,6 +43,10 @@ pub struct Simulation<M: TissueModel> {
     friction: Friction,
     stick: StickPoint,
     phase: Option<FrictionPhase>,
+    /// Where the probe may be (m): the rest shape's bounding box grown by its size on
+    /// every side. Probe positions beyond it are clamped onto it, so no input drives the
+    /// model with an unbounded constraint target.
+    workspace: (Vec3, Vec3),
 }
 
 impl<M: TissueModel> Simulation<M> {
@@ -54,6 +58,7 @@ impl<M: TissueModel> Simulation<M> {
         let n = positions.len();
         let t = model.surface_triangles().len();
         let patch = ContactPatch::new(0.0, &bvh, &positions);
+        let workspace = grown_bounds(&positions);
         Self {
             model,
             bvh,
@@ -73,7 +78,14 @@ impl<M: TissueModel> Simulation<M> {
             friction: Friction::NONE,
             stick: StickPoint::default(),
             phase: None,
+            workspace,
         }
+    }
+
+    /// The box the probe is kept in (lowest and highest corner, m): the rest shape's
+    /// bounding box grown by its size on every side.
+    pub fn workspace(&self) -> (Vec3, Vec3) {
+        self.workspace
     }
 
     /// Spreads the contact over the surface nodes within `radius` (m) of the contact
@@ -176,6 +188,14 @@ impl<M: TissueModel> Simulation<M> {
 
 impl<M: TissueModel> ModelStep for Simulation<M> {
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
+        if !probe.iter().all(|x| x.is_finite()) {
+            return LocalForceModel {
+                t0: t,
+                ..LocalForceModel::NONE
+            };
+        }
+        let (lo, hi) = self.workspace;
+        let probe = probe.zip_zip_map(&lo, &hi, |x, lo, hi| x.clamp(lo, hi));
         self.refresh_near(&probe);
         if let (Some(c), Some((n, target)), true) =
             (self.contact, self.held, self.patch.radius() > 0.0)
@@ -273,4 +293,16 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
         }
         out
     }
+}
+
+/// The bounding box of `points` grown by its largest extent on every side (m).
+fn grown_bounds(points: &[Vec3]) -> (Vec3, Vec3) {
+    let Some(first) = points.first() else {
+        return (Vec3::zeros(), Vec3::zeros());
+    };
+    let (lo, hi) = points
+        .iter()
+        .fold((*first, *first), |(lo, hi), p| (lo.inf(p), hi.sup(p)));
+    let size = (hi - lo).max();
+    (lo.add_scalar(-size), hi.add_scalar(size))
 }

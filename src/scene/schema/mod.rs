@@ -14,6 +14,7 @@ mod mesh;
 mod stream;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -30,6 +31,7 @@ pub use mesh::{BoxSpec, LatticeSpec, MeshSpec, Split};
 pub use stream::StreamSpec;
 
 use crate::device::choice::DeviceChoice;
+use crate::stream::{ProbeWorkspace, StreamConfig};
 
 /// The default scene's text (a tissue block with a stiff spherical inclusion), built
 /// into the binary so `palpa serve` needs no files.
@@ -127,6 +129,25 @@ impl Scene {
             DeviceKind::Replay => DeviceChoice::Replay(
                 path(&d.trajectory).expect("validated: a replay device names its trajectory"),
             ),
+        }
+    }
+
+    /// The stream server's settings for this scene, bound to `bind`, with viewers' probe
+    /// targets kept in `probe_workspace` (m, scene frame).
+    pub fn stream_config(
+        &self,
+        bind: SocketAddr,
+        probe_workspace: Option<ProbeWorkspace>,
+    ) -> StreamConfig {
+        let defaults = StreamConfig::default();
+        StreamConfig {
+            bind,
+            frame_rate_hz: self.rates.visual,
+            max_clients: self.stream.max_clients,
+            max_connections: defaults.max_connections.max(self.stream.max_clients),
+            control_token: self.stream.token.clone(),
+            probe_workspace,
+            ..defaults
         }
     }
 
@@ -232,6 +253,9 @@ impl Scene {
         self.safety.validate(&c)?;
         self.device.validate(&c)?;
         self.stream.validate(&c)?;
+        if let Err(e) = self.stream_config(self.stream.bind_addr(), None).validate() {
+            return Err(c.invalid("stream", e));
+        }
         Ok(())
     }
 }
