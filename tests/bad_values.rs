@@ -149,3 +149,39 @@ fn the_command_line_refuses_the_same_values() {
         "backend.modal.max_frequency",
     );
 }
+
+/// A render surface in other units than its mesh (here 100× off) is refused at load,
+/// instead of embedding every vertex far outside the mesh for over a minute per start.
+#[test]
+fn a_render_surface_off_scale_is_refused_naming_the_key() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let dir = tempfile::tempdir().unwrap();
+    let obj = std::fs::read_to_string(data.join("bunny.obj")).unwrap();
+    let scaled: String = obj
+        .lines()
+        .map(|l| match l.strip_prefix("v ") {
+            Some(xyz) => {
+                let v: Vec<f64> = xyz.split_whitespace().map(|t| t.parse().unwrap()).collect();
+                format!("v {} {} {}\n", 100.0 * v[0], 100.0 * v[1], 100.0 * v[2])
+            }
+            None => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(dir.path().join("bunny-mm.obj"), scaled).unwrap();
+    let text = format!(
+        "[mesh]\nfile = {:?}\nscale = 0.01\nrender_surface = \"bunny-mm.obj\"\n",
+        data.join("bunny.msh")
+    );
+    let e = palpa::scene::build_mesh(&Scene::parse(&text, "bunny.toml", dir.path()).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("mesh.render_surface") && e.contains("units"),
+        "{e}"
+    );
+    // The same surface in the mesh's units is embedded.
+    std::fs::copy(data.join("bunny.obj"), dir.path().join("bunny.obj")).unwrap();
+    let text = text.replace("bunny-mm.obj", "bunny.obj");
+    let built = palpa::scene::build_mesh(&Scene::parse(&text, "bunny.toml", dir.path()).unwrap());
+    assert!(built.unwrap().render.is_some());
+}

@@ -116,10 +116,20 @@ impl Served {
 
     /// Sends SIGINT and waits (up to `timeout`) for the exit; returns the status, all
     /// of stdout and stderr.
-    pub fn interrupt(mut self, timeout: Duration) -> (ExitStatus, Vec<String>, String) {
+    pub fn interrupt(self, timeout: Duration) -> (ExitStatus, Vec<String>, String) {
+        self.signal(libc::SIGINT, timeout)
+    }
+
+    /// Sends `signal` and waits (up to `timeout`) for the exit; returns the status, all
+    /// of stdout and stderr.
+    pub fn signal(
+        mut self,
+        signal: libc::c_int,
+        timeout: Duration,
+    ) -> (ExitStatus, Vec<String>, String) {
         // SAFETY: plain kill(2) on our own child's pid.
-        let r = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
-        assert_eq!(r, 0, "kill(SIGINT) failed");
+        let r = unsafe { libc::kill(self.child.id() as libc::pid_t, signal) };
+        assert_eq!(r, 0, "kill({signal}) failed");
         let deadline = Instant::now() + timeout;
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("wait for palpa serve") {
@@ -127,7 +137,7 @@ impl Served {
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
-                panic!("palpa serve did not exit within {timeout:?} of SIGINT");
+                panic!("palpa serve did not exit within {timeout:?} of signal {signal}");
             }
             std::thread::sleep(Duration::from_millis(20));
         };

@@ -71,6 +71,7 @@ pub fn build_mesh(scene: &Scene) -> Result<SceneMesh, SceneError> {
             let mut surface =
                 load_surface(&full).map_err(|e| mesh_err("mesh.render_surface", e))?;
             surface.scale(spec.scale);
+            check_render_scale(scene, &mesh, &surface)?;
             let embedding = Embedding::new(&mesh, &surface.vertices, &full.display().to_string())
                 .map_err(|e| mesh_err("mesh.render_surface", e))?;
             if embedding.outside > 0 {
@@ -86,4 +87,35 @@ pub fn build_mesh(scene: &Scene) -> Result<SceneMesh, SceneError> {
         }
     };
     Ok(SceneMesh { mesh, render })
+}
+
+/// A render surface must overlap the tetrahedral mesh at about its size: one in other
+/// units (100× off) would be embedded vertex by vertex far outside the mesh, slowly and
+/// uselessly.
+fn check_render_scale(
+    scene: &Scene,
+    mesh: &TetMesh,
+    surface: &SurfaceMesh,
+) -> Result<(), SceneError> {
+    let (lo, hi) = mesh.bounds();
+    let (slo, shi) = surface.bounds();
+    let (size, render) = ((hi - lo).norm(), (shi - slo).norm());
+    let ratio = render / size;
+    let gap = (slo - hi).sup(&(lo - shi)).max();
+    if !(0.5..=2.0).contains(&ratio) || gap > 0.5 * size {
+        return Err(scene.invalid(
+            "mesh.render_surface",
+            format!(
+                "the render surface is {ratio:.3}× the size of the tetrahedral mesh \
+                 ({render:.3e} m against {size:.3e} m across){}; are both in the same \
+                 units before mesh.scale?",
+                if gap > 0.5 * size {
+                    format!(" and {gap:.3e} m away from it")
+                } else {
+                    String::new()
+                }
+            ),
+        ));
+    }
+    Ok(())
 }
