@@ -370,3 +370,85 @@ token = "scene-token"
         dir.path(),
     );
 }
+
+/// The force on the hand is never above the device's rating (N): the sim device's.
+const DEVICE_MAX_FORCE: f64 = 8.0;
+
+/// Targets no hand could reach — a finite −1e160 m, a kilometre deep, half a metre
+/// into a 4 cm block — neither break the tissue for later presses nor show forces the
+/// device never got: frames carry the force commanded after the safety clamp.
+#[test]
+fn wild_probe_targets_keep_the_tissue_sound_and_frames_show_the_force_on_the_hand() {
+    let cache = tempfile::tempdir().unwrap();
+    let args = ["--device", "sim", "--bind", "127.0.0.1:0"];
+    let mut served = Served::start(BINARY, &args, cache.path());
+    let ready = served.ready(START);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut client = Client::connect(&ready.websocket).await.unwrap();
+        let token = ready.token.clone();
+        let to = |z: f64| ControlCommand::MoveProbe {
+            position: [0.0, 0.0, z],
+        };
+        for wild in [-1e160, -1e6, -0.5] {
+            client.send_control(&token, to(wild)).await.unwrap();
+            // Hold for a second: every frame's force stays finite and within the rating.
+            let until = Instant::now() + Duration::from_secs(1);
+            while Instant::now() < until {
+                let f = client.next_frame().await.unwrap();
+                let norm = f.force.iter().map(|x| x * x).sum::<f64>().sqrt();
+                assert!(
+                    norm.is_finite() && norm <= DEVICE_MAX_FORCE * 1.0001,
+                    "z = {wild}: frame force {:?}",
+                    f.force
+                );
+            }
+            client.send_control(&token, to(0.01)).await.unwrap();
+            frame_where(&mut client, "the probe lifts off", |_, f| {
+                !f.in_contact && f.force == [0.0; 3]
+            })
+            .await;
+            // The tissue still answers an ordinary press.
+            press(&mut client, &token).await;
+            frame_where(&mut client, "an ordinary press pushes back", |_, f| {
+                pressed(f)
+            })
+            .await;
+        }
+    });
+    let (status, _, stderr) = served.interrupt(WAIT);
+    assert!(status.success(), "{stderr}");
+}
+
+/// SIGTERM and SIGHUP (a closed terminal) stop `serve` like Ctrl-C: zero force on the
+/// device first, the viewers told, exit 0.
+#[test]
+fn sigterm_and_sighup_stop_with_zero_force_like_ctrl_c() {
+    let cache = tempfile::tempdir().unwrap();
+    let args = ["--device", "sim", "--bind", "127.0.0.1:0"];
+    for signal in [libc::SIGTERM, libc::SIGHUP] {
+        let mut served = Served::start(BINARY, &args, cache.path());
+        let ready = served.ready(START);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut client = Client::connect(&ready.websocket).await.unwrap();
+            press(&mut client, &ready.token).await;
+            frame_where(&mut client, "the probe presses", |_, f| pressed(f)).await;
+        });
+        let (status, stdout, stderr) = served.signal(signal, WAIT);
+        assert!(status.success(), "signal {signal}: {status}\n{stderr}");
+        assert!(
+            stdout
+                .iter()
+                .any(|l| l == "stopped: last force commanded to the device: 0 0 0 N"),
+            "signal {signal}: {stdout:?}\n{stderr}"
+        );
+    }
+}
