@@ -811,3 +811,15 @@ fn orphan_nodes_are_errors_naming_the_first_and_the_count() {
         ],
     );
 }
+
+#[test]
+fn obj_texture_and_normal_indices_cannot_overflow_the_reader() {
+    // Fuzz finding (obj case 472): a normal index of 9223372036854775807 made tobj 4.0.5
+    // panic with "attempt to multiply with overflow". Only positions are read now.
+    let obj = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nvn 0 0 1\nvt 0 0\n\
+f 1/1/1 3/1/1 2/1/9223372036854775807\nf 1/9223372036854775807 2 4\nf 1//1 4//1 3//1\nf 2 3 4\n";
+    let s = surface::parse_obj("n.obj", obj.as_bytes()).unwrap();
+    assert_eq!(s.triangles.len(), 4);
+    assert!(s.is_closed());
+    assert!((s.enclosed_volume() - 1.0 / 6.0).abs() < 1e-12);
+}

@@ -153,7 +153,8 @@ pub fn parse_obj(file: &str, bytes: &[u8]) -> Result<SurfaceMesh, MeshError> {
         single_index: false,
         ..Default::default()
     };
-    let (models, _materials) = tobj::load_obj_buf(&mut &bytes[..], &options, |_| {
+    let text = positions_only(&String::from_utf8_lossy(bytes));
+    let (models, _materials) = tobj::load_obj_buf(&mut text.as_bytes(), &options, |_| {
         Ok((Vec::new(), Default::default()))
     })
     .map_err(|e| MeshError::Invalid {
@@ -186,6 +187,29 @@ pub fn parse_obj(file: &str, bytes: &[u8]) -> Result<SurfaceMesh, MeshError> {
         }
     }
     SurfaceMesh::new(file, merger.vertices, triangles)
+}
+
+/// The OBJ text with every face, line and point element reduced to its position indices
+/// (`f 1/4/2 …` becomes `f 1 …`). A surface needs positions only, and tobj 4.0.5
+/// multiplies texture and normal indices without overflow checks (a normal index of
+/// 9223372036854775807 panics in its `vn * 3 + 2`).
+fn positions_only(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let mut tokens = line.split_whitespace();
+        match tokens.next() {
+            Some(keyword @ ("f" | "l" | "p")) => {
+                out.push_str(keyword);
+                for t in tokens {
+                    out.push(' ');
+                    out.push_str(t.split('/').next().unwrap_or(""));
+                }
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// Reads an STL file (ASCII or binary); identical vertices are merged.
