@@ -823,3 +823,21 @@ f 1/1/1 3/1/1 2/1/9223372036854775807\nf 1/9223372036854775807 2 4\nf 1//1 4//1 
     assert!(s.is_closed());
     assert!((s.enclosed_volume() - 1.0 / 6.0).abs() < 1e-12);
 }
+
+#[test]
+fn a_box_of_too_many_cells_is_an_error_before_allocating() {
+    // A scene's `mesh.box.cells = [1000000, 1000000, 1000000]` asked for 10¹⁸ nodes (and
+    // `[18446744073709551615, 2, 1]` overflowed the node count).
+    let size = Vec3::new(0.1, 0.1, 0.1);
+    for cells in [
+        [1_000_000, 1_000_000, 1_000_000],
+        [usize::MAX, 2, 1],
+        [1001, 1000, 1],
+    ] {
+        let e = palpa::mesh::generate::box_mesh(size, cells)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("more than 1000000"), "{cells:?}: {e}");
+    }
+    assert!(palpa::mesh::generate::box_mesh(size, [1000, 1, 1]).is_ok());
+}

@@ -85,8 +85,13 @@ pub fn box_mesh(size: Vec3, cells: [usize; 3]) -> Result<TetMesh, MeshError> {
     box_mesh_split(size, cells, CubeSplit::Six)
 }
 
-/// A box [0, size.x] × [0, size.y] × [0, size.z] (m) of `cells` hexahedral cells, each
-/// split into tetrahedra as `split` says. Region 0 everywhere.
+/// Most cells a generated box may have: a million cells is six million tetrahedra, far
+/// more than a precompute can handle, and bounds what a scene file's `cells` allocates.
+pub const MAX_BOX_CELLS: usize = 1_000_000;
+
+/// A box [0, size.x] × [0, size.y] × [0, size.z] (m) of `cells` hexahedral cells (at most
+/// [`MAX_BOX_CELLS`] in all), each split into tetrahedra as `split` says. Region 0
+/// everywhere.
 pub fn box_mesh_split(
     size: Vec3,
     cells: [usize; 3],
@@ -97,6 +102,19 @@ pub fn box_mesh_split(
         return Err(MeshError::Invalid {
             file: source,
             msg: format!("box needs positive size and cell counts, got {size:?} and {cells:?}"),
+        });
+    }
+    let total = cells
+        .iter()
+        .try_fold(1usize, |n, &c| n.checked_mul(c))
+        .filter(|&n| n <= MAX_BOX_CELLS);
+    if total.is_none() {
+        return Err(MeshError::Invalid {
+            file: source,
+            msg: format!(
+                "{cells:?} cells is more than {MAX_BOX_CELLS} (6 tetrahedra each); far beyond \
+                 what a haptic model can use"
+            ),
         });
     }
     let [nx, ny, nz] = cells;
