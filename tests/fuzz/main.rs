@@ -6,7 +6,7 @@
 //! with the numbers recorded in `docs/reliability.md`:
 //!
 //! ```text
-//! PALPA_FUZZ_CASES=100000 cargo test --release --test fuzz -- --nocapture --test-threads 2
+//! PALPA_FUZZ_CASES=1000000 cargo test --test fuzz -- --nocapture --test-threads 2
 //! ```
 //!
 //! Environment: `PALPA_FUZZ_CASES` (cases per target), `PALPA_FUZZ_SEED` (the stream;
