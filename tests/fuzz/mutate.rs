@@ -170,7 +170,7 @@ fn mutate_once(data: &mut Vec<u8>, seeds: &[Vec<u8>], rng: &mut Rng) {
             data.truncate(cut);
             data.extend_from_slice(&other[from..]);
         }
-        7 | 8 | 9 => replace_number(data, rng),
+        7..=9 => replace_number(data, rng),
         10 if len >= 8 => {
             let value = edge_binary(rng);
             let at = rng.below(len - value.len() + 1);
