@@ -40,7 +40,7 @@ fn times_must_be_finite_and_increasing() {
     }
     let e = error("t,x,y,z,buttons\n0,0,0,0,0\n0.002,0,0,0,0\n0.001,0,0,0,0\n");
     assert!(
-        e.starts_with("t.csv:4: t: 0.001 s is not after the previous sample's 0.002 s"),
+        e.starts_with("t.csv:4: time 0.001 is not after the previous sample's 0.002 (s)"),
         "{e}"
     );
     let e = error("t,x,y,z,buttons\n0,0,0,0,0\n0,0,0,0,0\n");
@@ -53,7 +53,7 @@ fn error_lines_count_blank_and_comment_lines() {
     // decreasing time on line 7 was reported as line 4).
     let text = "# recorded 2025-01-01\nt,x,y,z,buttons\n\n0,0,0,0,0\n# pause\n\n0.5,0,0,0,0\n0.25,0,0,0,0\n";
     let e = error(text);
-    assert!(e.starts_with("t.csv:8: t: 0.25 s is not after"), "{e}");
+    assert!(e.starts_with("t.csv:8: time 0.25 is not after"), "{e}");
     let e = error("t,x,y,z,buttons\n\n\n0,0,0,0,0\n\n0.1,0,0,0,x\n");
     assert!(e.starts_with("t.csv:6: buttons: `x`"), "{e}");
     let e = error("\n\n# only a comment\nt,x,y,z\n");

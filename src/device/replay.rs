@@ -74,7 +74,7 @@ fn sample_problem(
     }
     match previous {
         Some(p) if sample.t <= p.t => Some(format!(
-            "t: {} s is not after the previous sample's {} s",
+            "time {} is not after the previous sample's {} (s)",
             sample.t, p.t
         )),
         _ => None,
