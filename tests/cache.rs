@@ -120,3 +120,124 @@ fn damaged_files_are_named_errors() {
         ModalCache::load(std::path::Path::new("/nonexistent/x.palpa"), &hash).unwrap_err();
     assert!(missing.to_string().contains("/nonexistent/x.palpa"));
 }
+
+/// Encodes `c` after `doctor` changed it: the checksum is recomputed, so only the content
+/// checks can catch the change.
+fn doctored(c: &ModalCache, doctor: impl FnOnce(&mut ModalCache)) -> Vec<u8> {
+    let mut c = c.clone();
+    doctor(&mut c);
+    c.encode()
+}
+
+#[test]
+fn re_checksummed_caches_with_bad_contents_are_named_errors() {
+    let (c, hash) = cache();
+    let check = |bytes: Vec<u8>, part: &str| {
+        let err = ModalCache::decode(&bytes, &hash).unwrap_err();
+        assert!(matches!(err, CacheError::Contents(_)), "{part}: {err}");
+        assert!(err.to_string().contains(part), "`{err}` lacks `{part}`");
+    };
+    // Issue input: a NaN eigenvalue, with a valid checksum, used to load.
+    check(
+        doctored(&c, |c| c.data.basis.eigenvalues[3] = f64::NAN),
+        "eigenvalue 3 is NaN",
+    );
+    check(
+        doctored(&c, |c| c.data.basis.eigenvalues[0] = f64::INFINITY),
+        "eigenvalue 0 is inf",
+    );
+    check(
+        doctored(&c, |c| c.data.basis.eigenvalues[1] = -1.0e3),
+        "eigenvalue 1 is -1e3 rad²/s², negative",
+    );
+    check(
+        doctored(&c, |c| c.data.basis.shapes[(7, 2)] = f64::NAN),
+        "mode 2 shape row 7 is NaN",
+    );
+    check(
+        doctored(&c, |c| {
+            c.data.basis.rigid.pop();
+        }),
+        "rigid-mode flags",
+    );
+    check(doctored(&c, |c| c.data.n_free_dofs += 3), "free DOFs + 3 ×");
+    check(
+        doctored(&c, |c| {
+            let r = c.data.residual.as_mut().unwrap();
+            r.blocks[1][(0, 1)] = f64::NAN;
+        }),
+        "residual-flexibility block of node",
+    );
+    check(
+        doctored(&c, |c| {
+            let r = c.data.residual.as_mut().unwrap();
+            r.nodes.swap(0, 1);
+        }),
+        "not ascending",
+    );
+    check(
+        doctored(&c, |c| {
+            let n = c.data.basis.shapes.nrows() / 3;
+            *c.data.residual.as_mut().unwrap().nodes.last_mut().unwrap() = n;
+        }),
+        "beyond the",
+    );
+    // Round-off below zero (a rigid mode's λ ≈ −1e−12 · largest) is accepted.
+    let tiny = doctored(&c, |c| {
+        let largest = c
+            .data
+            .basis
+            .eigenvalues
+            .iter()
+            .fold(0.0f64, |m, l| m.max(*l));
+        c.data.basis.eigenvalues[0] = -1e-12 * largest;
+    });
+    assert!(ModalCache::decode(&tiny, &hash).is_ok());
+}
+
+/// Runs `f` on another thread and fails the test if it takes more than 10 s (a blocking
+/// open of a FIFO would never return).
+fn within_10_s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(f()).unwrap());
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("blocked on a FIFO for 10 s")
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+#[test]
+fn a_fifo_at_the_cache_path_is_refused_without_blocking() {
+    // Issue input: a FIFO at the cache path hung `precompute` (in the read, then the write).
+    let (c, hash) = cache();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("box.palpa");
+    mkfifo(&fifo);
+    let path = fifo.clone();
+    let err = within_10_s(move || ModalCache::load(&path, &hash).unwrap_err());
+    assert!(
+        matches!(err, CacheError::NotAFile { kind: "a FIFO", .. }),
+        "{err}"
+    );
+    assert!(err
+        .to_string()
+        .contains("box.palpa: is a FIFO, not a regular file"));
+    let (c2, path) = (c.clone(), fifo.clone());
+    let err = within_10_s(move || c2.save(&path).unwrap_err());
+    assert!(matches!(err, CacheError::NotAFile { .. }), "{err}");
+    // A FIFO where the temporary file goes is refused too.
+    let target = dir.path().join("other.palpa");
+    mkfifo(&target.with_extension("tmp"));
+    let err = within_10_s(move || c.save(&target).unwrap_err());
+    assert!(err.to_string().contains("other.tmp: is a FIFO"), "{err}");
+    // A directory is not a cache either.
+    let err = ModalCache::load(dir.path(), &hash).unwrap_err();
+    assert!(err.to_string().contains("is a directory"), "{err}");
+}

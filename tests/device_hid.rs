@@ -285,3 +285,28 @@ fn documented_report_descriptor_matches_the_reference_profile() {
         p.output.length as u32
     );
 }
+
+/// Issue input: an offset of 18446744073709551615 (`usize::MAX`) passed validation because
+/// offset + size wrapped around; offset 20 was rejected.
+#[test]
+fn huge_field_offsets_are_rejected_naming_the_key() {
+    for offset in [
+        "18446744073709551615",
+        "18446744073709551614",
+        "9223372036854775807",
+    ] {
+        let huge = palpa::device::profile::REFERENCE_PROFILE_TOML.replace(
+            "buttons = { offset = 19",
+            &format!("buttons = {{ offset = {offset}"),
+        );
+        let e = DeviceProfile::from_toml(&huge, "dev.toml")
+            .expect_err(offset)
+            .to_string();
+        assert!(
+            e.starts_with("dev.toml: ")
+                && e.contains("input.buttons.offset")
+                && e.contains("runs past the report length 20"),
+            "{offset}: {e}"
+        );
+    }
+}

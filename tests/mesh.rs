@@ -602,3 +602,242 @@ fn gmsh_written_files_read_identically() {
         assert!(other.regions == v41.regions, "{name}: regions differ");
     }
 }
+
+/// Replaces exactly one occurrence of `from` in `text`.
+#[track_caller]
+fn edit(text: &str, from: &str, to: &str) -> String {
+    assert_eq!(text.matches(from).count(), 1, "`{from}` must occur once");
+    text.replacen(from, to, 1)
+}
+
+/// Asserts that `mesh` has a note containing every one of `parts`.
+#[track_caller]
+fn assert_note(mesh: &TetMesh, parts: &[&str]) {
+    assert!(
+        mesh.notes
+            .iter()
+            .any(|n| parts.iter().all(|p| n.contains(p))),
+        "no note with {parts:?} in {:?}",
+        mesh.notes
+    );
+}
+
+#[test]
+fn unknown_gmsh_element_types_are_ignored_with_a_counted_warning() {
+    // Issue input: element type 999. 2.2: the first surface triangle (line 26) becomes
+    // type 999; the tetrahedra are all still read.
+    let v22 = edit(
+        &fixture("cubes22.msh"),
+        "1 2 2 9 1 1 4 10",
+        "1 999 2 9 1 1 4 10",
+    );
+    let m = load_text("u.msh", &v22).unwrap();
+    assert_eq!(m.tets.len(), 12);
+    assert_note(
+        &m,
+        &[
+            "u.msh",
+            "warning",
+            "1 elements of unknown element type 999",
+            "line 26",
+        ],
+    );
+    // 4.1: the block of two surface triangles (lines 47-48) becomes type 999.
+    let v41 = edit(&fixture("cubes.msh"), "2 1 2 2\n", "2 1 999 2\n");
+    let m = load_text("u.msh", &v41).unwrap();
+    assert_eq!(m.tets.len(), 12);
+    assert_note(&m, &["2 elements of unknown element type 999", "line 47"]);
+    // Surface triangles themselves are normal and pass without a word.
+    assert!(cubes("cubes22.msh").notes.is_empty());
+}
+
+#[test]
+fn gmsh_volume_elements_that_are_not_tetrahedra_are_errors() {
+    // Issue input: element type 5 (hexahedron) where a tetrahedron was (line 28).
+    let v22 = fixture("cubes22.msh");
+    let hex = edit(&v22, "3 4 2 1 1 1 2 5 11", "3 5 2 1 1 1 2 5 11 3 4 6 12");
+    assert_error(
+        load_text("h.msh", &hex),
+        &[
+            "h.msh:28:",
+            "element type 5 (8-node hexahedron)",
+            "tetrahedra only",
+        ],
+    );
+    // The same type code with a tetrahedron's four nodes: the count does not fit type 5.
+    let short = edit(&v22, "3 4 2 1 1 1 2 5 11", "3 5 2 1 1 1 2 5 11");
+    assert_error(
+        load_text("h.msh", &short),
+        &["h.msh:28:", "type 5", "needs 8 node tags, found 4"],
+    );
+    // A tetrahedron line with a fifth node tag is not silently truncated.
+    let five = edit(&v22, "3 4 2 1 1 1 2 5 11", "3 4 2 1 1 1 2 5 11 12");
+    assert_error(
+        load_text("h.msh", &five),
+        &["h.msh:28:", "needs 4 node tags, found 5"],
+    );
+}
+
+#[test]
+fn quadratic_gmsh_tetrahedra_are_read_by_their_corners() {
+    // One 10-node tetrahedron (type 11): corners 1-4, mid-edge nodes 5-10.
+    let text = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n10\n\
+1 0 0 0\n2 1 0 0\n3 0 1 0\n4 0 0 1\n5 0.5 0 0\n6 0.5 0.5 0\n7 0 0.5 0\n8 0 0 0.5\n\
+9 0 0.5 0.5\n10 0.5 0 0.5\n$EndNodes\n$Elements\n1\n1 11 2 3 1 1 2 3 4 5 6 7 8 9 10\n\
+$EndElements\n";
+    let m = load_text("q.msh", text).unwrap();
+    assert_eq!(m.nodes.len(), 4);
+    assert_eq!(m.tets, vec![[0, 1, 2, 3]]);
+    assert_eq!(m.regions, vec![3]);
+    assert_note(
+        &m,
+        &["1 elements of type 11 (10-node tetrahedron", "line 19"],
+    );
+    assert_note(&m, &["dropped the 6 higher-order nodes"]);
+}
+
+#[test]
+fn vtk_cell_types_other_than_tetrahedra_are_named() {
+    // cubes.vtk: cells 0-1 are triangles (type 5, lines 19-20), cell 2 is the tetrahedron
+    // on line 21 whose type is on line 36.
+    let vtk = fixture("cubes.vtk");
+    let retype = |code: &str| {
+        let mut lines: Vec<&str> = vtk.lines().collect();
+        assert_eq!(lines[35], "10");
+        lines[35] = code;
+        lines.join("\n") + "\n"
+    };
+    // Issue input: cell type 0 (VTK_EMPTY_CELL) is not a cell this reader knows: ignored,
+    // with a warning naming the count and the cell's line.
+    let m = load_text("c.vtk", &retype("0")).unwrap();
+    assert_eq!(m.tets.len(), 11);
+    assert_note(
+        &m,
+        &[
+            "c.vtk",
+            "warning",
+            "1 cells of unknown cell type 0",
+            "line 21",
+        ],
+    );
+    // Issue input: type 5 (triangle) on a cell of four points.
+    assert_error(
+        load_text("c.vtk", &retype("5")),
+        &["c.vtk:21:", "cell 2 is a triangle (type 5) with 4 points"],
+    );
+    // Issue input: type 11 (voxel).
+    assert_error(
+        load_text("c.vtk", &retype("11")),
+        &["c.vtk:21:", "cell 2 is a voxel (type 11)"],
+    );
+    let voxel = edit(&vtk, "CELLS 14 68\n", "CELLS 14 72\n").replacen(
+        "4 0 1 4 10\n",
+        "8 0 1 3 4 6 7 9 10\n",
+        1,
+    );
+    let mut lines: Vec<&str> = voxel.lines().collect();
+    lines[35] = "11";
+    assert_error(
+        load_text("c.vtk", &(lines.join("\n") + "\n")),
+        &["c.vtk:21:", "voxel (type 11)", "tetrahedra only"],
+    );
+    // Surface triangles beside the tetrahedra are normal: no note at all.
+    assert!(cubes("cubes.vtk").notes.is_empty());
+}
+
+#[test]
+fn duplicate_tetrahedra_are_errors_naming_both() {
+    // Element 4 (line 29) lists element 3's nodes (line 28) in another order.
+    let dup = edit(
+        &fixture("cubes22.msh"),
+        "4 4 2 1 1 1 2 11 8",
+        "4 4 2 1 1 2 11 1 5",
+    );
+    assert_error(
+        load_text("d.msh", &dup),
+        &[
+            "d.msh:29:",
+            "tetrahedron 1 (0-based, in file order)",
+            "as tetrahedron 0 on line 28",
+        ],
+    );
+    let ele = edit(&fixture("cubes.ele"), "1 0 1 10 7 1", "1 10 4 0 1 1");
+    assert_error(
+        load_tetgen(&fixture("cubes.node"), &ele),
+        &["m.ele:3:", "tetrahedron 1", "as tetrahedron 0 on line 2"],
+    );
+    // In a binary file there are no lines: the error names both element numbers.
+    let e = TetMesh::new(
+        "b.msh",
+        cubes("cubes.msh").nodes,
+        vec![[0, 1, 4, 10], [0, 1, 4, 10]],
+        vec![0, 0],
+    )
+    .unwrap_err();
+    assert!(matches!(
+        e,
+        MeshError::DuplicateElement {
+            first: 0,
+            second: 1,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn orphan_nodes_are_errors_naming_the_first_and_the_count() {
+    // Issue input: a node no tetrahedron uses. Before, it reached the FEM as a zero row of
+    // M and K and precompute failed with "K - (NaN)·M not positive definite".
+    let orphan = edit(&fixture("cubes22.msh"), "$Nodes\n12\n", "$Nodes\n14\n").replacen(
+        "$EndNodes",
+        "13 2 2 2\n14 3 3 3\n$EndNodes",
+        1,
+    );
+    assert_error(
+        load_text("o.msh", &orphan),
+        &[
+            "o.msh:23:",
+            "node 12 (0-based, in file order)",
+            "used by no tetrahedron (2 such nodes",
+        ],
+    );
+    let node = edit(&fixture("cubes.node"), "12 3 0 1\n", "13 3 0 1\n") + "12 2 2 2 0\n";
+    assert_error(
+        load_tetgen(&node, &fixture("cubes.ele")),
+        &[
+            "m.node:15:",
+            "node 12",
+            "used by no tetrahedron (1 such nodes",
+        ],
+    );
+}
+
+#[test]
+fn obj_texture_and_normal_indices_cannot_overflow_the_reader() {
+    // Fuzz finding (obj case 472): a normal index of 9223372036854775807 made tobj 4.0.5
+    // panic with "attempt to multiply with overflow". Only positions are read now.
+    let obj = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nvn 0 0 1\nvt 0 0\n\
+f 1/1/1 3/1/1 2/1/9223372036854775807\nf 1/9223372036854775807 2 4\nf 1//1 4//1 3//1\nf 2 3 4\n";
+    let s = surface::parse_obj("n.obj", obj.as_bytes()).unwrap();
+    assert_eq!(s.triangles.len(), 4);
+    assert!(s.is_closed());
+    assert!((s.enclosed_volume() - 1.0 / 6.0).abs() < 1e-12);
+}
+
+#[test]
+fn a_box_of_too_many_cells_is_an_error_before_allocating() {
+    // A scene's `mesh.box.cells = [1000000, 1000000, 1000000]` asked for 10¹⁸ nodes (and
+    // `[18446744073709551615, 2, 1]` overflowed the node count).
+    let size = Vec3::new(0.1, 0.1, 0.1);
+    for cells in [
+        [1_000_000, 1_000_000, 1_000_000],
+        [usize::MAX, 2, 1],
+        [1000, 334, 1],
+    ] {
+        let e = palpa::mesh::generate::box_mesh(size, cells)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exceed the limit of 333334 cells"), "{cells:?}: {e}");
+    }
+    assert!(palpa::mesh::generate::box_mesh(size, [1000, 1, 1]).is_ok());
+}

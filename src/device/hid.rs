@@ -4,6 +4,8 @@
 //! encoding and reconnect logic runs over hidapi ([`HidapiTransport`]) and over an
 //! in-memory link ([`MemoryTransport`]) in tests, benchmarks and simulators.
 
+pub use super::profile::MAX_REPORT_LEN;
+
 use super::profile::DeviceProfile;
 use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
 use crate::Vec3;
@@ -11,9 +13,6 @@ use crossbeam::queue::ArrayQueue;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// Largest report palpa handles (bytes); full-speed USB HID reports are at most 64.
-pub const MAX_REPORT_LEN: usize = 64;
 
 /// Most reports drained in one tick; bounds the tick's time if a device floods.
 const MAX_DRAIN: usize = 256;

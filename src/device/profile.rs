@@ -10,6 +10,10 @@ use crate::Vec3;
 use serde::Deserialize;
 use std::path::Path;
 
+/// Largest report palpa handles (bytes); full-speed USB HID reports are at most 64. A
+/// profile's report lengths must not exceed it.
+pub const MAX_REPORT_LEN: usize = 64;
+
 /// The reference profile shipped with palpa (palpa's own reference report).
 pub const REFERENCE_PROFILE_TOML: &str = include_str!("../../profiles/palpa-reference.toml");
 
@@ -354,6 +358,10 @@ impl DeviceProfile {
         Self::from_toml(&text, &path.display().to_string())
     }
 
+    /// Largest report palpa handles (bytes); full-speed USB HID reports are at most 64. A
+    /// profile's report lengths must not exceed it.
+    pub const MAX_REPORT_LEN: usize = 64;
+
     /// The reference profile shipped with palpa.
     pub fn reference() -> Self {
         Self::from_toml(REFERENCE_PROFILE_TOML, "profiles/palpa-reference.toml")
@@ -399,13 +407,12 @@ impl DeviceProfile {
                 ));
             }
         }
-        const MAX_REPORT: usize = super::hid::MAX_REPORT_LEN;
         for (key, len) in [
             ("input.length", self.input.length),
             ("output.length", self.output.length),
         ] {
-            if len == 0 || len > MAX_REPORT {
-                return Err(format!("{key}: {len} bytes, must be 1..={MAX_REPORT}"));
+            if len == 0 || len > MAX_REPORT_LEN {
+                return Err(format!("{key}: {len} bytes, must be 1..={MAX_REPORT_LEN}"));
             }
         }
         let input = &self.input;
@@ -431,16 +438,19 @@ impl DeviceProfile {
             fields.push(("output.heartbeat", f, out.length));
         }
         for (key, f, len) in fields {
-            if f.offset + f.ty.size() > len {
+            if f.offset
+                .checked_add(f.ty.size())
+                .is_none_or(|end| end > len)
+            {
                 return Err(format!(
-                    "{key}: offset {} + {} bytes runs past the report length {len}",
+                    "{key}.offset: {} + {} bytes runs past the report length {len}",
                     f.offset,
                     f.ty.size()
                 ));
             }
             if f.offset == 0 {
                 return Err(format!(
-                    "{key}: offset 0 is the report id byte (hidapi puts it first)"
+                    "{key}.offset: 0 is the report id byte (hidapi puts it first)"
                 ));
             }
             if !(f.scale.is_finite() && f.scale != 0.0) {

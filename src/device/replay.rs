@@ -1,5 +1,6 @@
-//! Trajectory files (CSV `t,x,y,z,buttons` in s and m, optional `fx,fy,fz` in N) and the
-//! `replay` device that plays one back.
+//! Trajectory files (CSV `t,x,y,z,buttons` in s and m, optional `fx,fy,fz` in N; blank
+//! lines and lines starting with `#` are skipped) and the `replay` device that plays one
+//! back. Times run from 0 to at most [`MAX_TRAJECTORY_TIME`].
 
 use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
 use crate::Vec3;
@@ -24,7 +25,8 @@ pub struct TrajectorySample {
     pub force: Option<Vec3>,
 }
 
-/// A probe trajectory: samples with strictly increasing time.
+/// A probe trajectory: samples with strictly increasing time in
+/// [0, [`MAX_TRAJECTORY_TIME`]] s.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Trajectory {
     samples: Vec<TrajectorySample>,
@@ -42,70 +44,96 @@ pub struct TrajectoryError {
     pub message: String,
 }
 
+/// Latest sample time a trajectory may have (s): one hour. Playback sizes its work from the
+/// last time (`palpa replay` keeps one row per 1 ms tick: 3.6 million rows, about 260 MB,
+/// for an hour), so the bound keeps a time typed by mistake (e.g. `1e300`) from exploding.
+pub const MAX_TRAJECTORY_TIME: f64 = 3600.0;
+
+/// Why `sample` cannot follow `previous`, if it cannot: every value finite, time within
+/// [0, [`MAX_TRAJECTORY_TIME`]] and after the previous sample's.
+fn sample_problem(
+    previous: Option<&TrajectorySample>,
+    sample: &TrajectorySample,
+) -> Option<String> {
+    let finite = sample.t.is_finite()
+        && sample.position.iter().all(|c| c.is_finite())
+        && sample.force.is_none_or(|f| f.iter().all(|c| c.is_finite()));
+    if !finite {
+        return Some("non-finite value".into());
+    }
+    if !(0.0..=MAX_TRAJECTORY_TIME).contains(&sample.t) {
+        let t = if sample.t.abs() < 1e9 {
+            sample.t.to_string()
+        } else {
+            format!("{:e}", sample.t)
+        };
+        return Some(format!(
+            "t: {t} s is outside 0..={MAX_TRAJECTORY_TIME} s (a trajectory starts at 0 and \
+             lasts at most an hour)"
+        ));
+    }
+    match previous {
+        Some(p) if sample.t <= p.t => Some(format!(
+            "time {} is not after the previous sample's {} (s)",
+            sample.t, p.t
+        )),
+        _ => None,
+    }
+}
+
 impl Trajectory {
-    /// A trajectory from samples (time strictly increasing, at least one sample, all
-    /// finite; `source` names it in errors).
+    /// A trajectory from samples: at least one, every value finite, times strictly
+    /// increasing within [0, [`MAX_TRAJECTORY_TIME`]] s. `source` names it in errors,
+    /// which name the sample (0-based) with line 0.
     pub fn new(samples: Vec<TrajectorySample>, source: &str) -> Result<Self, TrajectoryError> {
-        let err = |line: usize, message: String| TrajectoryError {
+        let err = |message: String| TrajectoryError {
             file: source.to_string(),
-            line,
+            line: 0,
             message,
         };
         if samples.is_empty() {
-            return Err(err(0, "no samples".into()));
+            return Err(err("no samples".into()));
         }
         for (i, s) in samples.iter().enumerate() {
-            let finite = s.t.is_finite()
-                && s.position.iter().all(|c| c.is_finite())
-                && s.force.is_none_or(|f| f.iter().all(|c| c.is_finite()));
-            if !finite {
-                return Err(err(i + 2, "non-finite value".into()));
-            }
-            if i > 0 && s.t <= samples[i - 1].t {
-                return Err(err(
-                    i + 2,
-                    format!(
-                        "time {} is not after the previous row's {}",
-                        s.t,
-                        samples[i - 1].t
-                    ),
-                ));
+            let previous = i.checked_sub(1).map(|p| &samples[p]);
+            if let Some(problem) = sample_problem(previous, s) {
+                return Err(err(format!("sample {i}: {problem}")));
             }
         }
         Ok(Self { samples })
     }
 
-    /// Parses CSV text; `source` (the file name) appears in errors with the line.
+    /// Parses CSV text; `source` (the file name) appears in errors with the line, counted
+    /// in the file (blank lines and `#` comment lines, which are skipped, count too).
     pub fn parse(text: &str, source: &str) -> Result<Self, TrajectoryError> {
         let err = |line: usize, message: String| TrajectoryError {
             file: source.to_string(),
             line,
             message,
         };
-        let mut lines = text.lines().enumerate();
-        let header = lines
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.trim()))
+            .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+        let (header_line, header) = lines
             .next()
-            .map(|(_, l)| l.trim().replace(' ', ""))
+            .map(|(n, l)| (n, l.replace(' ', "")))
             .ok_or_else(|| err(1, "empty file".into()))?;
         let with_force = match header.as_str() {
             HEADER => false,
             HEADER_WITH_FORCE => true,
             other => {
                 return Err(err(
-                    1,
+                    header_line,
                     format!("header `{other}`, expected `{HEADER}` or `{HEADER_WITH_FORCE}`"),
                 ))
             }
         };
         let columns = if with_force { 8 } else { 5 };
         let names: Vec<&str> = HEADER_WITH_FORCE.split(',').collect();
-        let mut samples = Vec::new();
-        for (i, line) in lines {
-            let line_no = i + 1;
-            let line = line.trim();
-            if line.is_empty() {
-                continue;
-            }
+        let mut samples: Vec<TrajectorySample> = Vec::new();
+        for (line_no, line) in lines {
             let fields: Vec<&str> = line.split(',').map(str::trim).collect();
             if fields.len() != columns {
                 return Err(err(
@@ -135,17 +163,21 @@ impl Trajectory {
                     format!("buttons: `{}` is not a bit mask", fields[4]),
                 )
             })?;
-            samples.push(TrajectorySample {
+            let sample = TrajectorySample {
                 t: v[0],
                 position: Vec3::new(v[1], v[2], v[3]),
                 buttons,
                 force: with_force.then(|| Vec3::new(v[5], v[6], v[7])),
-            });
+            };
+            if let Some(problem) = sample_problem(samples.last(), &sample) {
+                return Err(err(line_no, problem));
+            }
+            samples.push(sample);
         }
         if samples.is_empty() {
-            return Err(err(1, "header but no samples".into()));
+            return Err(err(header_line, "header but no samples".into()));
         }
-        Self::new(samples, source)
+        Ok(Self { samples })
     }
 
     /// Reads a trajectory file.

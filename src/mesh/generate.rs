@@ -94,8 +94,9 @@ pub fn box_mesh(size: Vec3, cells: [usize; 3]) -> Result<TetMesh, MeshError> {
     box_mesh_split(size, cells, CubeSplit::Six)
 }
 
-/// A box [0, size.x] × [0, size.y] × [0, size.z] (m) of `cells` hexahedral cells, each
-/// split into tetrahedra as `split` says. Region 0 everywhere.
+/// A box [0, size.x] × [0, size.y] × [0, size.z] (m) of `cells` hexahedral cells (at most
+/// [`MAX_GENERATED_CELLS`] in all), each split into tetrahedra as `split` says. Region 0
+/// everywhere.
 pub fn box_mesh_split(
     size: Vec3,
     cells: [usize; 3],

@@ -2,17 +2,19 @@
 //! writers, generators, and the embedding of a separate render surface.
 //!
 //! One file per job: `msh`/`msh_binary`, `tetgen` and `vtk` read (and `vtk` writes)
-//! tetrahedral meshes, `surface` reads OBJ/STL triangle surfaces, `generate` builds boxes,
+//! tetrahedral meshes (`gmsh` holds what the two MSH readers share), `surface` reads OBJ/STL triangle surfaces, `generate` builds boxes,
 //! `lattice` fills a closed surface with tetrahedra, `embed` ties a render surface to a
 //! tetrahedral mesh; `text` is the shared line-numbered tokenizer.
 //!
 //! Every reader produces raw nodes and tetrahedra and hands them to [`TetMesh::new`],
 //! which is the one place meshes are validated: non-finite coordinates, out-of-range or
-//! repeated node indices and degenerate tetrahedra are errors naming the element;
-//! inverted tetrahedra are reoriented and reported in [`TetMesh::notes`].
+//! repeated node indices, degenerate tetrahedra, two tetrahedra on the same four nodes and
+//! nodes no tetrahedron uses are errors naming the element or node; inverted tetrahedra
+//! are reoriented and reported in [`TetMesh::notes`].
 
 pub mod embed;
 pub mod generate;
+mod gmsh;
 pub mod lattice;
 pub mod msh;
 pub mod msh_binary;
@@ -84,6 +86,20 @@ pub enum MeshError {
         /// What is wrong.
         msg: String,
     },
+    /// Two tetrahedra have the same four nodes.
+    #[error(
+        "{file}: tetrahedra {first} and {second} (0-based, in file order) have the same nodes {nodes:?}"
+    )]
+    DuplicateElement {
+        /// File (or generator) the mesh came from.
+        file: String,
+        /// 0-based index of the earlier tetrahedron.
+        first: usize,
+        /// 0-based index of the later one.
+        second: usize,
+        /// Their nodes (0-based, as the later one lists them).
+        nodes: [usize; 4],
+    },
     /// A node is unusable.
     #[error("{file}: node {node} (0-based, in file order): {msg}")]
     Node {
@@ -102,6 +118,72 @@ pub enum MeshError {
         /// What is wrong.
         msg: String,
     },
+}
+
+/// Shape of a mesh file's element (cell) type, which decides whether a reader keeps,
+/// ignores or refuses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ElementShape {
+    /// 0-D.
+    Point,
+    /// 1-D.
+    Line,
+    /// 2-D: triangles, quadrangles, polygons.
+    Surface,
+    /// A tetrahedron of any order; its first 4 nodes are the corners.
+    Tetrahedron,
+    /// Another volume element (hexahedron, prism, pyramid, …).
+    OtherVolume,
+}
+
+/// Removes the nodes flagged in `midside` that no tetrahedron uses as a corner: the
+/// higher-order nodes of elements read by their 4 corners. Renumbers `tets` and keeps
+/// `node_lines` (when it has one line per node) in step. Returns how many nodes went, or
+/// 0 without changing anything when a tetrahedron refers to a node that does not exist
+/// (so that [`TetMesh::new`] reports it).
+pub(crate) fn drop_midside_nodes(
+    nodes: &mut Vec<Vec3>,
+    node_lines: &mut Vec<usize>,
+    tets: &mut [[usize; 4]],
+    midside: &[bool],
+) -> usize {
+    if tets.iter().flatten().any(|&n| n >= nodes.len()) {
+        return 0;
+    }
+    let mut corner = vec![false; nodes.len()];
+    for &n in tets.iter().flatten() {
+        corner[n] = true;
+    }
+    let drop = |n: usize| !corner[n] && midside.get(n).copied().unwrap_or(false);
+    let mut new_index = Vec::with_capacity(nodes.len());
+    let mut kept = 0;
+    for n in 0..nodes.len() {
+        new_index.push(kept);
+        if !drop(n) {
+            kept += 1;
+        }
+    }
+    let dropped = nodes.len() - kept;
+    if dropped == 0 {
+        return 0;
+    }
+    let lines = node_lines.len() == nodes.len();
+    let mut n = 0;
+    nodes.retain(|_| {
+        n += 1;
+        !drop(n - 1)
+    });
+    if lines {
+        let mut n = 0;
+        node_lines.retain(|_| {
+            n += 1;
+            !drop(n - 1)
+        });
+    }
+    for v in tets.iter_mut().flatten() {
+        *v = new_index[*v];
+    }
+    dropped
 }
 
 /// A validated linear tetrahedral mesh: every tetrahedron has positive volume.
@@ -204,6 +286,36 @@ impl TetMesh {
                 tet.swap(2, 3);
                 inverted += 1;
             }
+        }
+        let mut first_use: HashMap<[usize; 4], usize> = HashMap::with_capacity(tets.len());
+        for (e, tet) in tets.iter().enumerate() {
+            let mut key = *tet;
+            key.sort_unstable();
+            if let Some(&first) = first_use.get(&key) {
+                return Err(MeshError::DuplicateElement {
+                    file,
+                    first,
+                    second: e,
+                    nodes: *tet,
+                });
+            }
+            first_use.insert(key, e);
+        }
+        let mut used = vec![false; nodes.len()];
+        for &n in tets.iter().flatten() {
+            used[n] = true;
+        }
+        let orphans = used.iter().filter(|&&u| !u).count();
+        if let Some(first) = used.iter().position(|&u| !u) {
+            return Err(MeshError::Node {
+                file,
+                node: first,
+                msg: format!(
+                    "used by no tetrahedron ({orphans} such nodes, this is the first); a node \
+                     outside every element has no stiffness or mass, so remove unused nodes \
+                     (e.g. Gmsh: save only the volume's physical group)"
+                ),
+            });
         }
         let mut notes = Vec::new();
         if inverted > 0 {
@@ -360,5 +472,20 @@ mod tests {
         assert!(e.to_string().contains("node 2"), "{e}");
         let e = TetMesh::new("f.msh", vec![], vec![], vec![]).unwrap_err();
         assert!(e.to_string().contains("empty"), "{e}");
+        let e = TetMesh::new(
+            "f.msh",
+            unit_tet(),
+            vec![[0, 1, 2, 3], [3, 1, 0, 2]],
+            vec![0; 2],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("tetrahedra 0 and 1"), "{e}");
+        let mut extra = unit_tet();
+        extra.push(Vec3::new(2.0, 2.0, 2.0));
+        let e = TetMesh::new("f.msh", extra, vec![[0, 1, 2, 3]], vec![0]).unwrap_err();
+        assert!(
+            e.to_string().contains("node 4") && e.to_string().contains("no tetrahedron"),
+            "{e}"
+        );
     }
 }

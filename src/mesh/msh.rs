@@ -1,21 +1,20 @@
 //! Gmsh MSH reader, ASCII versions 4.1 and 2.2: nodes, linear tetrahedra (element type 4),
-//! physical groups as regions and `$PhysicalNames` as region names. Other element types
-//! (surface triangles, lines, points, higher-order elements) are skipped.
+//! physical groups as regions and `$PhysicalNames` as region names. Which other element
+//! types are read, ignored or refused is described in [`super::gmsh`].
 //!
 //! Binary MSH 4.1 (little-endian, 8-byte size_t, as Gmsh writes it) is read by
 //! [`super::msh_binary`]; [`read_msh`] picks the reader from the `$MeshFormat` header.
 //!
 //! Hand-written: the Rust MSH crates either lack 2.2 or do not report line numbers.
 
-use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use super::text::{locate, Tokens};
-use super::{MeshError, TetMesh};
+use super::gmsh::{
+    element_type, end, finish, other_volume_message, physical_names, Raw, RawTet, Tally, Version,
+};
+use super::text::Tokens;
+use super::{ElementShape as Shape, MeshError, TetMesh};
 use crate::Vec3;
-
-/// Gmsh element type of the 4-node tetrahedron.
-const TET4: i64 = 4;
 
 /// Reads a Gmsh `.msh` file (ASCII 4.1 or 2.2, binary 4.1).
 pub fn read_msh(path: &Path) -> Result<TetMesh, MeshError> {
@@ -44,36 +43,6 @@ fn is_binary(bytes: &[u8]) -> bool {
         .copied()
         .collect();
     String::from_utf8_lossy(&line).split_whitespace().nth(1) == Some("1")
-}
-
-/// A tetrahedron as read: node tags, region and the line it was on (0 in binary files).
-pub(super) struct RawTet {
-    pub(super) tags: [usize; 4],
-    pub(super) region: i32,
-    pub(super) line: usize,
-}
-
-/// Everything collected from the sections of an MSH file.
-#[derive(Default)]
-pub(super) struct Raw {
-    pub(super) version: Option<Version>,
-    /// Binary file: there are no lines to name, errors name elements and nodes.
-    pub(super) binary: bool,
-    pub(super) nodes: Vec<Vec3>,
-    pub(super) node_lines: Vec<usize>,
-    pub(super) node_index: HashMap<usize, usize>,
-    pub(super) tets: Vec<RawTet>,
-    pub(super) names: BTreeMap<i32, String>,
-    /// 4.1 only: physical tags of each volume entity.
-    pub(super) volume_physicals: HashMap<i64, Vec<i32>>,
-    pub(super) skipped_types: BTreeMap<i64, usize>,
-    pub(super) notes: Vec<String>,
-}
-
-#[derive(Clone, Copy, PartialEq)]
-pub(super) enum Version {
-    V2,
-    V4,
 }
 
 /// Parses the text of an MSH file; `file` names it in errors.
@@ -140,32 +109,6 @@ fn mesh_format(t: &mut Tokens) -> Result<Version, MeshError> {
     t.usize("data size")?;
     end(t, "$EndMeshFormat", "$MeshFormat has three fields")?;
     Ok(v)
-}
-
-/// Expects the section end keyword; `why` explains a mismatch (usually a count).
-fn end(t: &mut Tokens, keyword: &str, why: &str) -> Result<(), MeshError> {
-    let (tok, line) = t.expect_token(keyword)?;
-    if tok == keyword {
-        Ok(())
-    } else {
-        Err(t.error_at(line, format!("expected {keyword}, found `{tok}` ({why})")))
-    }
-}
-
-pub(super) fn physical_names(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
-    let (n, _) = t.usize("number of physical names")?;
-    for _ in 0..n {
-        let (dim, _) = t.usize("physical dimension")?;
-        let (tag, line) = t.i64("physical tag")?;
-        let (name, _) = t.rest_of_line();
-        let name = name.trim_matches('"').to_string();
-        if dim == 3 {
-            let tag = i32::try_from(tag)
-                .map_err(|_| t.error_at(line, format!("physical tag {tag} out of range")))?;
-            raw.names.insert(tag, name);
-        }
-    }
-    end(t, "$EndPhysicalNames", "more names than the count says")
 }
 
 /// Reads the physical tags of an entity (count, then tags).
@@ -278,13 +221,60 @@ fn nodes_v2(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
     end(t, "$EndNodes", "more nodes than the count says")
 }
 
-/// Reads the four node tags of a tetrahedron.
-fn tet_tags(t: &mut Tokens) -> Result<[usize; 4], MeshError> {
-    let mut tags = [0; 4];
-    for tag in &mut tags {
-        *tag = t.usize("node tag")?.0;
+/// Reads the node tags that end an element's line (after its tag, type and physical
+/// tags) and files the element under `raw` by its type: a tetrahedron's corners are kept,
+/// points, lines and surface elements are counted, unknown types are tallied. A known
+/// type with the wrong number of node tags is an error naming the line.
+fn element(
+    t: &mut Tokens,
+    raw: &mut Raw,
+    code: i64,
+    region: i32,
+    line: usize,
+) -> Result<(), MeshError> {
+    let (rest, _) = t.rest_of_current_line();
+    let Some(kind) = element_type(code) else {
+        Tally::add(&mut raw.unknown, code, 1, format!("line {line}"));
+        return Ok(());
+    };
+    let n_tags = rest.split_whitespace().count();
+    if n_tags != kind.nodes {
+        return Err(t.error_at(
+            line,
+            format!(
+                "element type {code} ({}) needs {} node tags, found {n_tags}",
+                kind.name, kind.nodes
+            ),
+        ));
     }
-    Ok(tags)
+    match kind.shape {
+        Shape::Tetrahedron => {
+            let mut tags = [0; 4];
+            for (k, tok) in rest.split_whitespace().enumerate() {
+                let tag = tok.parse().map_err(|_| {
+                    t.error_at(
+                        line,
+                        format!("expected node tag (a non-negative integer), found `{tok}`"),
+                    )
+                })?;
+                match tags.get_mut(k) {
+                    Some(corner) => *corner = tag,
+                    None => raw.midside_tags.push(tag),
+                }
+            }
+            if kind.nodes > 4 {
+                Tally::add(&mut raw.by_corners, code, 1, format!("line {line}"));
+            }
+            raw.tets.push(RawTet { tags, region, line });
+        }
+        Shape::OtherVolume => {
+            return Err(t.error_at(line, other_volume_message(code, kind)));
+        }
+        Shape::Point | Shape::Line | Shape::Surface => {
+            *raw.ignored.entry(code).or_default() += 1;
+        }
+    }
+    Ok(())
 }
 
 fn elements_v4(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
@@ -292,11 +282,11 @@ fn elements_v4(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
     let (total, total_line) = t.usize("number of elements")?;
     t.usize("minimum element tag")?;
     t.usize("maximum element tag")?;
-    let mut read = 0;
+    let mut read = 0usize;
     for _ in 0..blocks {
         let (dim, _) = t.usize("entity dimension")?;
         let (entity, _) = t.i64("entity tag")?;
-        let (kind, _) = t.i64("element type")?;
+        let (code, _) = t.i64("element type")?;
         let (n, _) = t.usize("number of elements in block")?;
         let region = if dim == 3 {
             match raw.volume_physicals.get(&entity).map(Vec::as_slice) {
@@ -316,17 +306,9 @@ fn elements_v4(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
         };
         for _ in 0..n {
             let (_, line) = t.usize("element tag")?;
-            if kind == TET4 {
-                let tags = tet_tags(t)?;
-                raw.tets.push(RawTet { tags, region, line });
-            } else {
-                t.skip_line();
-            }
+            element(t, raw, code, region, line)?;
         }
-        if kind != TET4 {
-            *raw.skipped_types.entry(kind).or_default() += n;
-        }
-        read += n;
+        read = read.saturating_add(n);
     }
     if read != total {
         return Err(t.error_at(
@@ -345,7 +327,7 @@ fn elements_v2(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
     let (n, _) = t.usize("number of elements")?;
     for _ in 0..n {
         let (_, line) = t.usize("element number")?;
-        let (kind, _) = t.i64("element type")?;
+        let (code, _) = t.i64("element type")?;
         let (n_tags, _) = t.usize("number of tags")?;
         let mut physical = 0;
         for k in 0..n_tags {
@@ -356,77 +338,9 @@ fn elements_v2(t: &mut Tokens, raw: &mut Raw) -> Result<(), MeshError> {
                 })?;
             }
         }
-        if kind == TET4 {
-            let tags = tet_tags(t)?;
-            raw.tets.push(RawTet {
-                tags,
-                region: physical,
-                line,
-            });
-        } else {
-            *raw.skipped_types.entry(kind).or_default() += 1;
-            t.skip_line();
-        }
+        element(t, raw, code, physical, line)?;
     }
     end(t, "$EndElements", "more elements than the count says")
-}
-
-pub(super) fn finish(file: &str, raw: Raw) -> Result<TetMesh, MeshError> {
-    if raw.version.is_none() {
-        return Err(MeshError::Invalid {
-            file: file.to_string(),
-            msg: "no $MeshFormat section; not a Gmsh MSH file".into(),
-        });
-    }
-    if raw.tets.is_empty() {
-        let skipped = if raw.skipped_types.is_empty() {
-            "no elements".to_string()
-        } else {
-            format!("only element types (type: count) {:?}", raw.skipped_types)
-        };
-        return Err(MeshError::Invalid {
-            file: file.to_string(),
-            msg: format!(
-                "empty mesh: no linear tetrahedra (element type 4); {} nodes, {skipped}",
-                raw.nodes.len()
-            ),
-        });
-    }
-    let mut tets = Vec::with_capacity(raw.tets.len());
-    let mut regions = Vec::with_capacity(raw.tets.len());
-    let mut tet_lines = Vec::with_capacity(raw.tets.len());
-    for (e, tet) in raw.tets.iter().enumerate() {
-        let mut ids = [0; 4];
-        for (id, tag) in ids.iter_mut().zip(tet.tags) {
-            *id = *raw.node_index.get(&tag).ok_or_else(|| {
-                let msg = format!("tetrahedron refers to unknown node tag {tag}");
-                if raw.binary {
-                    MeshError::Element {
-                        file: file.to_string(),
-                        element: e,
-                        msg,
-                    }
-                } else {
-                    MeshError::Parse {
-                        file: file.to_string(),
-                        line: tet.line,
-                        msg,
-                    }
-                }
-            })?;
-        }
-        tets.push(ids);
-        regions.push(tet.region);
-        if !raw.binary {
-            tet_lines.push(tet.line);
-        }
-    }
-    let mut mesh = TetMesh::new(file, raw.nodes, tets, regions)
-        .map_err(|e| locate(e, &raw.node_lines, &tet_lines))?;
-    mesh.region_names = raw.names;
-    mesh.notes
-        .extend(raw.notes.into_iter().map(|n| format!("{file}: {n}")));
-    Ok(mesh)
 }
 
 #[cfg(test)]

@@ -3,28 +3,12 @@
 //! `$Elements` as little-endian `int` (4 bytes), `size_t` (8 bytes) and `double`.
 //! Errors name the file, section and byte offset (there are no lines), or the element.
 
-use super::msh::{finish, physical_names, Raw, RawTet, Version};
+use super::gmsh::{
+    element_type, finish, other_volume_message, physical_names, Raw, RawTet, Tally, Version,
+};
 use super::text::Tokens;
-use super::{MeshError, TetMesh};
+use super::{ElementShape as Shape, MeshError, TetMesh};
 use crate::Vec3;
-
-/// Gmsh element type of the 4-node tetrahedron.
-const TET4: i32 = 4;
-
-/// Nodes per element for Gmsh element types 1–31, 92 and 93 (from Gmsh 4.15's
-/// `getElementProperties`): needed to step over elements that are not tetrahedra.
-fn nodes_per_element(kind: i32) -> Option<usize> {
-    const TABLE: [usize; 31] = [
-        2, 3, 4, 4, 8, 6, 5, 3, 6, 9, 10, 27, 18, 14, 1, 8, 20, 15, 13, 9, 10, 12, 15, 15, 21, 4,
-        5, 6, 20, 35, 56,
-    ];
-    match kind {
-        1..=31 => Some(TABLE[kind as usize - 1]),
-        92 => Some(64),
-        93 => Some(125),
-        _ => None,
-    }
-}
 
 /// A cursor over the bytes of a binary MSH file.
 struct Bytes<'a> {
@@ -224,45 +208,62 @@ fn elements(b: &mut Bytes, raw: &mut Raw) -> Result<(), MeshError> {
     let total = b.size("number of elements")?;
     b.size("minimum element tag")?;
     b.size("maximum element tag")?;
-    let mut read = 0;
+    let mut read = 0usize;
     for _ in 0..blocks {
         let dim = b.int("entity dimension")?;
         let entity = b.int("entity tag")?;
-        let kind = b.int("element type")?;
+        let code = b.int("element type")?;
         let n = b.size("number of elements in block")?;
-        let Some(per) = nodes_per_element(kind) else {
-            return Err(b.error(format!("unknown element type {kind}")));
+        let at = format!("byte {}", b.pos);
+        let Some(kind) = element_type(code.into()) else {
+            return Err(b.error(format!(
+                "unknown element type {code} (its size is unknown, so the rest of the file \
+                 cannot be read)"
+            )));
         };
-        if kind == TET4 {
-            let region = match raw.volume_physicals.get(&entity.into()).map(Vec::as_slice) {
-                Some([first, rest @ ..]) if dim == 3 => {
-                    if !rest.is_empty() {
-                        let all = &raw.volume_physicals[&entity.into()];
-                        raw.notes.push(format!(
-                            "volume {entity} has physical tags {all:?}; using {first} as its region"
-                        ));
+        match kind.shape {
+            Shape::Tetrahedron => {
+                let region = match raw.volume_physicals.get(&entity.into()).map(Vec::as_slice) {
+                    Some([first, rest @ ..]) if dim == 3 => {
+                        if !rest.is_empty() {
+                            let all = &raw.volume_physicals[&entity.into()];
+                            raw.notes.push(format!(
+                                "volume {entity} has physical tags {all:?}; using {first} as its region"
+                            ));
+                        }
+                        *first
                     }
-                    *first
+                    _ => 0,
+                };
+                for _ in 0..n {
+                    b.size("element tag")?;
+                    let mut tags = [0; 4];
+                    for t in &mut tags {
+                        *t = b.size("node tag")?;
+                    }
+                    for _ in 4..kind.nodes {
+                        let tag = b.size("higher-order node tag")?;
+                        raw.midside_tags.push(tag);
+                    }
+                    raw.tets.push(RawTet {
+                        tags,
+                        region,
+                        line: 0,
+                    });
                 }
-                _ => 0,
-            };
-            for _ in 0..n {
-                b.size("element tag")?;
-                let mut tags = [0; 4];
-                for t in &mut tags {
-                    *t = b.size("node tag")?;
+                if kind.nodes > 4 && n > 0 {
+                    Tally::add(&mut raw.by_corners, code.into(), n, at);
                 }
-                raw.tets.push(RawTet {
-                    tags,
-                    region,
-                    line: 0,
-                });
             }
-        } else {
-            b.take(n.saturating_mul(8 * (1 + per)), "elements")?;
-            *raw.skipped_types.entry(kind.into()).or_default() += n;
+            Shape::OtherVolume if n > 0 => {
+                return Err(b.error(other_volume_message(code.into(), kind)));
+            }
+            _ => {
+                b.take(n.saturating_mul(8 * (1 + kind.nodes)), "elements")?;
+                *raw.ignored.entry(code.into()).or_default() += n;
+            }
         }
-        read += n;
+        read = read.saturating_add(n);
     }
     if read != total {
         return Err(b.error(format!(

@@ -142,14 +142,23 @@ pub fn load_surface(path: &Path) -> Result<SurfaceMesh, MeshError> {
 
 /// Reads a Wavefront OBJ file; all objects and groups are merged, polygons triangulated.
 pub fn read_obj(path: &Path) -> Result<SurfaceMesh, MeshError> {
-    let file = path.display().to_string();
+    parse_obj(&path.display().to_string(), &read_bytes(path)?)
+}
+
+/// Parses the bytes of an OBJ file (see [`read_obj`]); `file` names it in errors. Material
+/// libraries are not read (a surface has no use for them).
+pub fn parse_obj(file: &str, bytes: &[u8]) -> Result<SurfaceMesh, MeshError> {
     let options = tobj::LoadOptions {
         triangulate: true,
         single_index: false,
         ..Default::default()
     };
-    let (models, _materials) = tobj::load_obj(path, &options).map_err(|e| MeshError::Invalid {
-        file: file.clone(),
+    let text = positions_only(&String::from_utf8_lossy(bytes));
+    let (models, _materials) = tobj::load_obj_buf(&mut text.as_bytes(), &options, |_| {
+        Ok((Vec::new(), Default::default()))
+    })
+    .map_err(|e| MeshError::Invalid {
+        file: file.to_string(),
         msg: format!("OBJ: {e}"),
     })?;
     let mut merger = VertexMerger::default();
@@ -165,7 +174,7 @@ pub fn read_obj(path: &Path) -> Result<SurfaceMesh, MeshError> {
             let mut t = [0; 3];
             for (slot, &i) in t.iter_mut().zip(tri) {
                 *slot = *ids.get(i as usize).ok_or_else(|| MeshError::Invalid {
-                    file: file.clone(),
+                    file: file.to_string(),
                     msg: format!(
                         "object `{}`, face {k}: vertex index {} out of range ({} vertices)",
                         model.name,
@@ -177,27 +186,58 @@ pub fn read_obj(path: &Path) -> Result<SurfaceMesh, MeshError> {
             triangles.push(t);
         }
     }
-    SurfaceMesh::new(&file, merger.vertices, triangles)
+    SurfaceMesh::new(file, merger.vertices, triangles)
+}
+
+/// The OBJ text with every face, line and point element reduced to its position indices
+/// (`f 1/4/2 …` becomes `f 1 …`). A surface needs positions only, and tobj 4.0.5
+/// multiplies texture and normal indices without overflow checks (a normal index of
+/// 9223372036854775807 panics in its `vn * 3 + 2`).
+fn positions_only(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let mut tokens = line.split_whitespace();
+        match tokens.next() {
+            Some(keyword @ ("f" | "l" | "p")) => {
+                out.push_str(keyword);
+                for t in tokens {
+                    out.push(' ');
+                    out.push_str(t.split('/').next().unwrap_or(""));
+                }
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// Reads an STL file (ASCII or binary); identical vertices are merged.
 pub fn read_stl(path: &Path) -> Result<SurfaceMesh, MeshError> {
-    let file = path.display().to_string();
-    let mut f = std::fs::File::open(path).map_err(|source| MeshError::Io {
-        file: file.clone(),
-        source,
-    })?;
-    let mesh = stl_io::read_stl(&mut f).map_err(|e| MeshError::Invalid {
-        file: file.clone(),
-        msg: format!("STL: {e}"),
-    })?;
+    parse_stl(&path.display().to_string(), &read_bytes(path)?)
+}
+
+/// Parses the bytes of an STL file (see [`read_stl`]); `file` names it in errors.
+pub fn parse_stl(file: &str, bytes: &[u8]) -> Result<SurfaceMesh, MeshError> {
+    let mesh =
+        stl_io::read_stl(&mut std::io::Cursor::new(bytes)).map_err(|e| MeshError::Invalid {
+            file: file.to_string(),
+            msg: format!("STL: {e}"),
+        })?;
     let vertices = mesh
         .vertices
         .iter()
         .map(|v| Vec3::new(v[0].into(), v[1].into(), v[2].into()))
         .collect();
     let triangles = mesh.faces.iter().map(|f| f.vertices).collect();
-    SurfaceMesh::new(&file, vertices, triangles)
+    SurfaceMesh::new(file, vertices, triangles)
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>, MeshError> {
+    std::fs::read(path).map_err(|source| MeshError::Io {
+        file: path.display().to_string(),
+        source,
+    })
 }
 
 /// Merges bit-identical vertex positions (OBJ objects each carry their own copies).

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::text::{locate, read_to_string, Tokens};
-use super::{MeshError, TetMesh};
+use super::{drop_midside_nodes, MeshError, TetMesh};
 
 /// Reads a TetGen mesh from `path`, which may name either the `.node` or the `.ele` file;
 /// the other one is found by changing the extension.
@@ -94,6 +94,7 @@ pub fn parse_tetgen(
     let mut tets = Vec::with_capacity(n_tets.min(1 << 16));
     let mut regions = Vec::with_capacity(n_tets.min(1 << 16));
     let mut tet_lines = Vec::with_capacity(n_tets.min(1 << 16));
+    let mut midside = vec![false; nodes.len()];
     for _ in 0..n_tets {
         let (_, line) = t.usize("tetrahedron number")?;
         let mut tet = [0; 4];
@@ -105,8 +106,13 @@ pub fn parse_tetgen(
                     format!("node number {index} below the first point number {base}"),
                 ));
             };
-            if let Some(corner) = tet.get_mut(k) {
-                *corner = id;
+            match tet.get_mut(k) {
+                Some(corner) => *corner = id,
+                None => {
+                    if let Some(m) = midside.get_mut(id) {
+                        *m = true;
+                    }
+                }
             }
         }
         let mut region = 0;
@@ -131,7 +137,8 @@ pub fn parse_tetgen(
             format!("unexpected `{tok}` after the {n_tets} tetrahedra the header announces"),
         ));
     }
-    TetMesh::new(ele_file, nodes, tets, regions).map_err(|e| match e {
+    let dropped = drop_midside_nodes(&mut nodes, &mut node_lines, &mut tets, &midside);
+    let mut mesh = TetMesh::new(ele_file, nodes, tets, regions).map_err(|e| match e {
         MeshError::Node { node, msg, .. } => locate(
             MeshError::Node {
                 file: node_file.to_string(),
@@ -142,7 +149,14 @@ pub fn parse_tetgen(
             &[],
         ),
         e => locate(e, &[], &tet_lines),
-    })
+    })?;
+    if dropped > 0 {
+        mesh.notes.push(format!(
+            "{ele_file}: read {n_tets} quadratic tetrahedra by their 4 corners and dropped the \
+             {dropped} mid-edge nodes (later nodes are renumbered)"
+        ));
+    }
+    Ok(mesh)
 }
 
 #[cfg(test)]

@@ -109,12 +109,18 @@ impl<'a> Tokens<'a> {
         (self.text[start..self.pos].trim_end(), self.line)
     }
 
-    /// Skips to the start of the next line.
-    pub(crate) fn skip_line(&mut self) {
+    /// The rest of the current line from here, without crossing into the next line (a
+    /// comment ends it), trimmed; empty when the line has nothing left.
+    pub(crate) fn rest_of_current_line(&mut self) -> (&'a str, usize) {
+        let start = self.pos;
         let bytes = self.text.as_bytes();
-        while self.pos < bytes.len() && bytes[self.pos] != b'\n' {
+        while self.pos < bytes.len()
+            && bytes[self.pos] != b'\n'
+            && Some(bytes[self.pos] as char) != self.comment
+        {
             self.pos += 1;
         }
+        (self.text[start..self.pos].trim(), self.line)
     }
 
     /// The next token, which must equal `keyword` (ASCII case-insensitive).
@@ -176,6 +182,27 @@ pub(crate) fn locate(err: MeshError, node_lines: &[usize], tet_lines: &[usize]) 
                 msg: format!("tetrahedron {element} (0-based, in file order): {msg}"),
             },
             None => MeshError::Element { file, element, msg },
+        },
+        MeshError::DuplicateElement {
+            file,
+            first,
+            second,
+            nodes,
+        } => match (tet_lines.get(first), tet_lines.get(second)) {
+            (Some(&first_line), Some(&line)) => MeshError::Parse {
+                file,
+                line,
+                msg: format!(
+                    "tetrahedron {second} (0-based, in file order) has the same nodes \
+                     {nodes:?} as tetrahedron {first} on line {first_line}"
+                ),
+            },
+            _ => MeshError::DuplicateElement {
+                file,
+                first,
+                second,
+                nodes,
+            },
         },
         MeshError::Node { file, node, msg } => match node_lines.get(node) {
             Some(&line) => MeshError::Parse {

@@ -4,17 +4,68 @@
 //! ParaView opens directly. Both the classic `CELLS` layout and the 5.1
 //! `OFFSETS`/`CONNECTIVITY` layout are read.
 //!
+//! Cell policy: tetrahedra (type 10) are read, quadratic tetrahedra (type 24) by their 4
+//! corners with a note; vertices, lines and surface cells are ignored silently; other
+//! volume cells (voxels, hexahedra, wedges, pyramids, …) are an error, since dropping
+//! them would remove material from the body; type codes this reader does not know
+//! (including 0, the empty cell) are ignored with a warning in [`TetMesh::notes`] giving
+//! their count and first line. A cell whose point count does not fit its type is an error.
+//!
 //! Hand-written: the `vtkio` crate is unmaintained and does not report line numbers.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
 use super::text::{locate, read_to_string, Tokens};
-use super::{MeshError, TetMesh};
+use super::{drop_midside_nodes, ElementShape, MeshError, TetMesh};
 use crate::Vec3;
 
 /// VTK cell type of the linear tetrahedron.
 const VTK_TETRA: usize = 10;
+
+/// Name, point count (`None` when variable) and shape of VTK cell type `code` (from
+/// `vtkCellType.h`), `None` for codes this reader does not know.
+fn cell_type(code: usize) -> Option<(&'static str, Option<usize>, ElementShape)> {
+    use ElementShape::*;
+    Some(match code {
+        1 => ("vertex", Some(1), Point),
+        2 => ("poly-vertex", None, Point),
+        3 => ("line", Some(2), Line),
+        4 => ("poly-line", None, Line),
+        5 => ("triangle", Some(3), Surface),
+        6 => ("triangle strip", None, Surface),
+        7 => ("polygon", None, Surface),
+        8 => ("pixel", Some(4), Surface),
+        9 => ("quad", Some(4), Surface),
+        10 => ("tetrahedron", Some(4), Tetrahedron),
+        11 => ("voxel", Some(8), OtherVolume),
+        12 => ("hexahedron", Some(8), OtherVolume),
+        13 => ("wedge", Some(6), OtherVolume),
+        14 => ("pyramid", Some(5), OtherVolume),
+        15 => ("pentagonal prism", Some(10), OtherVolume),
+        16 => ("hexagonal prism", Some(12), OtherVolume),
+        21 => ("quadratic edge", Some(3), Line),
+        22 => ("quadratic triangle", Some(6), Surface),
+        23 => ("quadratic quad", Some(8), Surface),
+        24 => ("quadratic tetrahedron", Some(10), Tetrahedron),
+        25 => ("quadratic hexahedron", Some(20), OtherVolume),
+        26 => ("quadratic wedge", Some(15), OtherVolume),
+        27 => ("quadratic pyramid", Some(13), OtherVolume),
+        28 => ("biquadratic quad", Some(9), Surface),
+        29 => ("triquadratic hexahedron", Some(27), OtherVolume),
+        30 => ("quadratic-linear quad", Some(6), Surface),
+        31 => ("quadratic-linear wedge", Some(12), OtherVolume),
+        32 => ("biquadratic-quadratic wedge", Some(18), OtherVolume),
+        33 => ("biquadratic-quadratic hexahedron", Some(24), OtherVolume),
+        34 => ("biquadratic triangle", Some(7), Surface),
+        35 => ("cubic line", Some(4), Line),
+        36 => ("quadratic polygon", None, Surface),
+        37 => ("triquadratic pyramid", Some(19), OtherVolume),
+        42 => ("polyhedron", None, OtherVolume),
+        _ => return None,
+    })
+}
 
 /// Cell-data scalar names read as region ids (compared ASCII case-insensitively).
 const REGION_NAMES: [&str; 5] = [
@@ -186,22 +237,50 @@ pub fn parse_vtk(file: &str, text: &str) -> Result<TetMesh, MeshError> {
     let mut tets = Vec::new();
     let mut regions = Vec::new();
     let mut tet_lines = Vec::new();
-    for (c, ((ids, line), kind)) in cells.iter().zip(&cell_types).enumerate() {
-        if *kind != VTK_TETRA {
+    // Per type code: count and line of the first cell.
+    let mut by_corners: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    let mut unknown: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    let mut midside = vec![false; nodes.len()];
+    for (c, ((ids, line), &code)) in cells.iter().zip(&cell_types).enumerate() {
+        let Some((name, points, shape)) = cell_type(code) else {
+            unknown.entry(code).or_insert((0, *line)).0 += 1;
             continue;
-        }
-        let [a, b, cc, d] = ids[..] else {
+        };
+        if points.is_some_and(|p| p != ids.len()) {
             return Err(err(
                 *line,
                 format!(
-                    "cell {c} is a tetrahedron (type 10) with {} points",
-                    ids.len()
+                    "cell {c} is a {name} (type {code}) with {} points; a {name} has {}",
+                    ids.len(),
+                    points.unwrap_or(0)
                 ),
             ));
-        };
-        tets.push([a, b, cc, d]);
-        regions.push(cell_regions.as_ref().map_or(0, |r| r[c]));
-        tet_lines.push(*line);
+        }
+        match shape {
+            ElementShape::Tetrahedron => {
+                if code != VTK_TETRA {
+                    by_corners.entry(code).or_insert((0, *line)).0 += 1;
+                    for &id in &ids[4..] {
+                        if let Some(m) = midside.get_mut(id) {
+                            *m = true;
+                        }
+                    }
+                }
+                tets.push([ids[0], ids[1], ids[2], ids[3]]);
+                regions.push(cell_regions.as_ref().map_or(0, |r| r[c]));
+                tet_lines.push(*line);
+            }
+            ElementShape::OtherVolume => {
+                return Err(err(
+                    *line,
+                    format!(
+                        "cell {c} is a {name} (type {code}): palpa reads tetrahedra only, and \
+                         dropping it would remove material from the body"
+                    ),
+                ));
+            }
+            ElementShape::Point | ElementShape::Line | ElementShape::Surface => {}
+        }
     }
     if tets.is_empty() && !cells.is_empty() {
         return Err(MeshError::Invalid {
@@ -212,7 +291,28 @@ pub fn parse_vtk(file: &str, text: &str) -> Result<TetMesh, MeshError> {
             ),
         });
     }
-    TetMesh::new(file, nodes, tets, regions).map_err(|e| locate(e, &node_lines, &tet_lines))
+    let dropped = drop_midside_nodes(&mut nodes, &mut node_lines, &mut tets, &midside);
+    let mut mesh =
+        TetMesh::new(file, nodes, tets, regions).map_err(|e| locate(e, &node_lines, &tet_lines))?;
+    if dropped > 0 {
+        mesh.notes.push(format!(
+            "{file}: dropped the {dropped} mid-edge points of the quadratic tetrahedra (later \
+             points are renumbered)"
+        ));
+    }
+    for (code, (count, line)) in by_corners {
+        mesh.notes.push(format!(
+            "{file}: read {count} cells of type {code} (quadratic tetrahedron, first at line \
+             {line}) by their 4 corner points"
+        ));
+    }
+    for (code, (count, line)) in unknown {
+        mesh.notes.push(format!(
+            "{file}: warning: ignored {count} cells of unknown cell type {code} (first at line \
+             {line})"
+        ));
+    }
+    Ok(mesh)
 }
 
 /// Reads the `CELLS` section after its keyword, in either layout: each cell's point ids and

@@ -11,9 +11,15 @@
 //! | 8  | payload length (u64) |
 //! | …  | payload: bincode 2.0.1 (serde, standard config) |
 //!
-//! Loading checks magic, version, length, checksum and finally the input hash, so a
-//! stale or damaged file is an error that says which, never a wrong basis.
+//! Loading checks magic, version, length, checksum and the input hash, then the contents
+//! themselves (sizes consistent, every number finite, eigenvalues not negative beyond
+//! round-off), so a stale, damaged or doctored file is an error that says which, never a
+//! wrong basis. Only regular files are read or written: a FIFO or device at the cache
+//! path is refused rather than blocking.
 
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use faer::Mat;
@@ -29,6 +35,9 @@ const MAGIC: &[u8; 8] = b"PALPAMOD";
 /// Current cache format version; bump on any payload change.
 pub const FORMAT_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 32 + 32 + 8;
+/// Most negative eigenvalue accepted, as a fraction of the largest |λ|: rigid-body modes
+/// come out of the eigensolver as ±round-off around 0.
+const NEGATIVE_EIGENVALUE_RATIO: f64 = 1e-6;
 
 /// Why a cache file could not be used. The caller may recompute.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +83,18 @@ pub enum CacheError {
     /// The payload passed the checksum but could not be decoded (a writer bug).
     #[error("cache payload could not be decoded: {0}")]
     Decode(String),
+    /// The payload decoded but its contents are unusable (inconsistent sizes, non-finite
+    /// numbers, negative eigenvalues); says which.
+    #[error("cache contents are invalid: {0}")]
+    Contents(String),
+    /// The cache path is not a regular file (a FIFO, device, socket or directory).
+    #[error("{path}: is {kind}, not a regular file; remove it or use another cache directory")]
+    NotAFile {
+        /// The path.
+        path: String,
+        /// What it is, e.g. "a FIFO".
+        kind: &'static str,
+    },
 }
 
 /// [`input_hash`] of what [`precompute`](super::precompute) would be given.
@@ -236,14 +257,8 @@ impl ModalCache {
         let (p, _): (Payload, usize) =
             bincode::serde::decode_from_slice(&body[40..], bincode::config::standard())
                 .map_err(|e| CacheError::Decode(e.to_string()))?;
+        check_contents(&p).map_err(CacheError::Contents)?;
         let n_modes = p.eigenvalues.len();
-        if p.shapes.len() != p.shape_rows * n_modes || p.rigid.len() != n_modes {
-            return Err(CacheError::Decode(format!(
-                "{} shape values for {} rows × {n_modes} modes",
-                p.shapes.len(),
-                p.shape_rows
-            )));
-        }
         let shapes = Mat::from_fn(p.shape_rows, n_modes, |r, c| p.shapes[c * p.shape_rows + r]);
         Ok(Self {
             input_hash,
@@ -270,19 +285,163 @@ impl ModalCache {
             path: path.display().to_string(),
             source,
         };
+        if let Ok(meta) = std::fs::metadata(path) {
+            regular(path, &meta)?;
+        }
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, self.encode()).map_err(io)?;
+        let tmp_io = |source| CacheError::Io {
+            path: tmp.display().to_string(),
+            source,
+        };
+        let mut file = open_regular(
+            &tmp,
+            OpenOptions::new().write(true).create(true).truncate(true),
+        )?;
+        file.write_all(&self.encode()).map_err(tmp_io)?;
+        drop(file);
         std::fs::rename(&tmp, path).map_err(io)
     }
 
     /// Reads and checks the cache at `path` against `expected_hash`.
     pub fn load(path: &Path, expected_hash: &[u8; 32]) -> Result<Self, CacheError> {
-        let bytes = std::fs::read(path).map_err(|source| CacheError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let mut file = open_regular(path, OpenOptions::new().read(true))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|source| CacheError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
         Self::decode(&bytes, expected_hash)
     }
+}
+
+/// Checks a decoded payload: at least one mode; one rigid flag per mode; 3 shape rows per
+/// node, matching the free DOFs and fixed nodes; rows × modes shape values; every number
+/// finite; no eigenvalue below −[`NEGATIVE_EIGENVALUE_RATIO`] × the largest |λ|; residual
+/// blocks one per node, nodes ascending and within the mesh.
+fn check_contents(p: &Payload) -> Result<(), String> {
+    let n_modes = p.eigenvalues.len();
+    if n_modes == 0 {
+        return Err("no modes".into());
+    }
+    if p.rigid.len() != n_modes {
+        return Err(format!(
+            "{} rigid-mode flags for {n_modes} modes",
+            p.rigid.len()
+        ));
+    }
+    if p.shape_rows == 0 || p.shape_rows % 3 != 0 {
+        return Err(format!("{} shape rows; expected 3 per node", p.shape_rows));
+    }
+    if p.shape_rows.checked_mul(n_modes) != Some(p.shapes.len()) {
+        return Err(format!(
+            "{} shape values for {} rows × {n_modes} modes",
+            p.shapes.len(),
+            p.shape_rows
+        ));
+    }
+    let rows = p
+        .n_fixed_nodes
+        .checked_mul(3)
+        .and_then(|r| r.checked_add(p.n_free_dofs));
+    if rows != Some(p.shape_rows as u64) {
+        return Err(format!(
+            "{} shape rows, but {} free DOFs + 3 × {} fixed nodes",
+            p.shape_rows, p.n_free_dofs, p.n_fixed_nodes
+        ));
+    }
+    let scale = p.eigenvalues.iter().fold(0.0f64, |m, l| m.max(l.abs()));
+    for (i, &l) in p.eigenvalues.iter().enumerate() {
+        if !l.is_finite() {
+            return Err(format!("eigenvalue {i} is {l}"));
+        }
+        if l < -NEGATIVE_EIGENVALUE_RATIO * scale {
+            return Err(format!(
+                "eigenvalue {i} is {l:e} rad²/s², negative beyond round-off (largest |λ| {scale:e})"
+            ));
+        }
+    }
+    if let Some(at) = p.shapes.iter().position(|v| !v.is_finite()) {
+        return Err(format!(
+            "mode {} shape row {} is {}",
+            at / p.shape_rows,
+            at % p.shape_rows,
+            p.shapes[at]
+        ));
+    }
+    if let Some(r) = &p.residual {
+        let n_nodes = p.shape_rows / 3;
+        if r.blocks.len() != r.nodes.len() {
+            return Err(format!(
+                "{} residual-flexibility blocks for {} nodes",
+                r.blocks.len(),
+                r.nodes.len()
+            ));
+        }
+        if let Some(w) = r.nodes.windows(2).find(|w| w[0] >= w[1]) {
+            return Err(format!(
+                "residual-flexibility nodes not ascending ({} then {})",
+                w[0], w[1]
+            ));
+        }
+        if let Some(&v) = r.nodes.iter().find(|&&v| v >= n_nodes) {
+            return Err(format!(
+                "residual-flexibility node {v} beyond the {n_nodes} mesh nodes"
+            ));
+        }
+        if let Some(i) = r
+            .blocks
+            .iter()
+            .position(|b| !b.iter().all(|x| x.is_finite()))
+        {
+            return Err(format!(
+                "residual-flexibility block of node {} is not finite",
+                r.nodes[i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `meta` unless it describes a regular file.
+fn regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), CacheError> {
+    let t = meta.file_type();
+    let kind = if t.is_file() {
+        return Ok(());
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "of an unknown file type"
+    };
+    Err(CacheError::NotAFile {
+        path: path.display().to_string(),
+        kind,
+    })
+}
+
+/// Opens `path` with `options`, refusing anything but a regular file. The path is checked
+/// before opening, and the open does not block (`O_NONBLOCK`), so a FIFO put there
+/// between the check and the open cannot hang the caller either.
+fn open_regular(path: &Path, options: &mut OpenOptions) -> Result<File, CacheError> {
+    let io = |source| CacheError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Ok(meta) = std::fs::metadata(path) {
+        regular(path, &meta)?;
+    }
+    let file = options
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io)?;
+    regular(path, &file.metadata().map_err(io)?)?;
+    Ok(file)
 }
 
 fn checksum(version: &[u8], body: &[u8]) -> blake3::Hash {
