@@ -61,7 +61,11 @@ pub fn build_mesh(scene: &Scene) -> Result<SceneMesh, SceneError> {
         m
     };
     for note in &mesh.notes {
-        tracing::info!("{}: mesh: {note}", scene.source);
+        if note.contains("warning:") {
+            tracing::warn!("{}: mesh: {note}", scene.source);
+        } else {
+            tracing::info!("{}: mesh: {note}", scene.source);
+        }
     }
     mesh.notes.clear();
     let render = match &spec.render_surface {
