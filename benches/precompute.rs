@@ -1,4 +1,4 @@
-//! Offline precompute: modes of bunny.msh and a box, residual flexibility.
+//! Offline precompute: modes of bunny.msh and a box.
 //!
 //! The 32×32×32 box (104k free DOFs) takes tens of seconds per run, too long for
 //! criterion's 10 samples; it is measured with `/usr/bin/time -v palpa modes box:32x32x32`
@@ -8,9 +8,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use palpa::fem::{self, Axis, DofMap, Factor, Fix, Material, MaterialMap, Ordering};
+use palpa::fem::{Axis, Fix, Material, MaterialMap};
 use palpa::mesh::{generate::box_mesh, TetMesh};
-use palpa::modal::{self, compute_modes, PrecomputeParams, Timings};
+use palpa::modal::{self, PrecomputeParams};
 use palpa::Vec3;
 
 fn bunny() -> TetMesh {
@@ -26,7 +26,6 @@ fn tissue() -> MaterialMap {
 fn modes_only() -> PrecomputeParams {
     PrecomputeParams {
         n_modes: 40,
-        residual: false,
         ..Default::default()
     }
 }
@@ -55,34 +54,5 @@ fn bunny_40_modes(c: &mut Criterion) {
     g.finish();
 }
 
-/// Residual-flexibility blocks of every bunny surface node, given K's factor and the modes.
-fn bunny_residual(c: &mut Criterion) {
-    let mesh = bunny();
-    let per_tet = tissue().per_tet(&mesh).unwrap();
-    let fixed = fem::fixed_nodes(
-        &mesh,
-        &[Fix::Below {
-            axis: Axis::Y,
-            dist: 0.005,
-        }],
-    )
-    .unwrap();
-    let system = fem::assemble(&mesh, &per_tet, DofMap::new(&fixed).unwrap()).unwrap();
-    let (basis, factor, _) =
-        compute_modes(&system, 40, Ordering::Auto, &mut Timings::default()).unwrap();
-    let factor = factor.unwrap_or_else(|| {
-        Factor::for_system(&system, 0.0, Ordering::Auto, faer::get_global_parallelism()).unwrap()
-    });
-    let surface = mesh.boundary().nodes;
-    let mut g = c.benchmark_group("precompute");
-    g.sample_size(10).measurement_time(Duration::from_secs(30));
-    g.bench_function("bunny_residual_all_surface_nodes", |b| {
-        b.iter(|| {
-            modal::residual_flexibility(&system, &factor, &basis, &surface, &mut |_, _| {}).unwrap()
-        })
-    });
-    g.finish();
-}
-
-criterion_group!(benches, bunny_40_modes, bunny_residual);
+criterion_group!(benches, bunny_40_modes);
 criterion_main!(benches);

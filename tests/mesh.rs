@@ -837,7 +837,10 @@ fn a_box_of_too_many_cells_is_an_error_before_allocating() {
         let e = palpa::mesh::generate::box_mesh(size, cells)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("exceed the limit of 333334 cells"), "{cells:?}: {e}");
+        assert!(
+            e.contains("exceed the limit of 333334 cells"),
+            "{cells:?}: {e}"
+        );
     }
     assert!(palpa::mesh::generate::box_mesh(size, [1000, 1, 1]).is_ok());
 }

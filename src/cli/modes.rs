@@ -54,9 +54,6 @@ pub struct ModesArgs {
     /// Fill-reducing ordering: `auto`, `nd` (geometric nested dissection) or `amd`.
     #[arg(long, default_value = "auto", value_parser = parse_ordering)]
     pub ordering: Ordering,
-    /// Also compute residual-flexibility blocks of all surface nodes (clamped bodies).
-    #[arg(long)]
-    pub residual: bool,
     /// Write `{"freq_hz": [...], ...}` here.
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
@@ -179,7 +176,6 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
             alpha_stiffness: args.alpha_k,
             alpha_mass: args.alpha_m,
         },
-        residual: args.residual,
         ordering: args.ordering,
     };
     println!(
@@ -231,27 +227,12 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
         pre.basis.n_modes(),
         pre.reports.len()
     );
-    if let Some(r) = &pre.residual {
-        println!(
-            "residual flexibility: {} surface nodes ({} fixed, zero blocks)",
-            r.nodes.len(),
-            r.nodes
-                .iter()
-                .filter(|b| r.block(**b) == Some(&crate::Mat3::zeros()))
-                .count()
-        );
-    }
     println!(
-        "timings: assembly {:.3} s, factorisation {:.3} s, eigen solve {:.3} s (sum {:.3} s){}; total wall {:.3} s",
+        "timings: assembly {:.3} s, factorisation {:.3} s, eigen solve {:.3} s (sum {:.3} s); total wall {:.3} s",
         t.assembly,
         t.factorisation,
         t.eigen,
         t.assembly + t.factorisation + t.eigen,
-        if args.residual {
-            format!(", residual flexibility {:.3} s", t.residual)
-        } else {
-            String::new()
-        },
         start.elapsed().as_secs_f64()
     );
     if let Some(path) = &args.json {

@@ -25,15 +25,13 @@ use std::path::Path;
 use faer::Mat;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    EigenInfo, ModalBasis, ModeReport, PrecomputeParams, Precomputed, ResidualFlexibility, Timings,
-};
+use super::{EigenInfo, ModalBasis, ModeReport, PrecomputeParams, Precomputed, Timings};
 use crate::fem::{self, FemError, Fix, Material, MaterialMap};
 use crate::mesh::TetMesh;
 
 const MAGIC: &[u8; 8] = b"PALPAMOD";
 /// Current cache format version; bump on any payload change.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const HEADER_LEN: usize = 8 + 4 + 32 + 32 + 8;
 /// Most negative eigenvalue accepted, as a fraction of the largest |λ|: rigid-body modes
 /// come out of the eigensolver as ±round-off around 0.
@@ -153,7 +151,6 @@ struct Payload {
     shapes: Vec<f64>,
     rigid: Vec<bool>,
     reports: Vec<ModeReport>,
-    residual: Option<ResidualFlexibility>,
     eigen: EigenInfo,
     n_free_dofs: u64,
     n_fixed_nodes: u64,
@@ -181,7 +178,6 @@ impl ModalCache {
                 .collect(),
             rigid: b.rigid.clone(),
             reports: self.data.reports.clone(),
-            residual: self.data.residual.clone(),
             eigen: self.data.eigen.clone(),
             n_free_dofs: self.data.n_free_dofs as u64,
             n_fixed_nodes: self.data.n_fixed_nodes as u64,
@@ -269,7 +265,6 @@ impl ModalCache {
                     rigid: p.rigid,
                 },
                 reports: p.reports,
-                residual: p.residual,
                 eigen: p.eigen,
                 n_free_dofs: p.n_free_dofs as usize,
                 n_fixed_nodes: p.n_fixed_nodes as usize,
@@ -368,37 +363,6 @@ fn check_contents(p: &Payload) -> Result<(), String> {
             at % p.shape_rows,
             p.shapes[at]
         ));
-    }
-    if let Some(r) = &p.residual {
-        let n_nodes = p.shape_rows / 3;
-        if r.blocks.len() != r.nodes.len() {
-            return Err(format!(
-                "{} residual-flexibility blocks for {} nodes",
-                r.blocks.len(),
-                r.nodes.len()
-            ));
-        }
-        if let Some(w) = r.nodes.windows(2).find(|w| w[0] >= w[1]) {
-            return Err(format!(
-                "residual-flexibility nodes not ascending ({} then {})",
-                w[0], w[1]
-            ));
-        }
-        if let Some(&v) = r.nodes.iter().find(|&&v| v >= n_nodes) {
-            return Err(format!(
-                "residual-flexibility node {v} beyond the {n_nodes} mesh nodes"
-            ));
-        }
-        if let Some(i) = r
-            .blocks
-            .iter()
-            .position(|b| !b.iter().all(|x| x.is_finite()))
-        {
-            return Err(format!(
-                "residual-flexibility block of node {} is not finite",
-                r.nodes[i]
-            ));
-        }
     }
     Ok(())
 }

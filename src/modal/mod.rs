@@ -4,7 +4,6 @@ pub mod cache;
 mod lanczos;
 pub mod oscillator;
 pub mod precompute;
-pub mod residual;
 pub mod runtime;
 pub mod select;
 
@@ -14,6 +13,5 @@ pub use precompute::{
     compute_modes, precompute, precompute_assembled, EigenInfo, ModalBasis, ModalError,
     PrecomputeParams, Precomputed, Progress, Timings,
 };
-pub use residual::{residual_flexibility, ResidualFlexibility};
 pub use runtime::{ModalParams, ModalRuntime};
 pub use select::{select_modes, ModeFate, ModeReport, SelectionParams};

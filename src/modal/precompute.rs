@@ -20,7 +20,7 @@ use faer::{Mat, MatMut, MatRef, Par, Side};
 use serde::{Deserialize, Serialize};
 
 use super::lanczos::block_lanczos;
-use super::{residual_flexibility, select_modes, ModeReport, ResidualFlexibility, SelectionParams};
+use super::{select_modes, ModeReport, SelectionParams};
 use crate::fem::{self, DofMap, Factor, FemError, FemSystem, Fix, MaterialMap, Ordering};
 use crate::mesh::TetMesh;
 
@@ -36,9 +36,6 @@ pub enum ModalError {
     /// The eigensolver did not reach the accuracy it promises.
     #[error("eigensolver did not converge: {0}")]
     NotConverged(String),
-    /// Residual flexibility needs a body held in place.
-    #[error("residual flexibility needs a clamped body: {0}")]
-    NotClamped(String),
 }
 
 /// Mass-normalised vibration modes of a mesh: K wᵢ = λᵢ M wᵢ, Wᵀ M W = I.
@@ -160,8 +157,6 @@ pub struct Timings {
     pub factorisation: f64,
     /// Eigen solve (Lanczos and polishing, or dense EVD).
     pub eigen: f64,
-    /// Residual-flexibility blocks.
-    pub residual: f64,
 }
 
 /// The lowest `n_modes` modes of `system`. Returns the basis over all mesh nodes, the
@@ -492,8 +487,6 @@ pub struct PrecomputeParams {
     pub n_modes: usize,
     /// Which modes to keep, and damping.
     pub selection: SelectionParams,
-    /// Compute residual-flexibility blocks for the surface nodes (clamped bodies only).
-    pub residual: bool,
     /// Fill-reducing ordering of the sparse factor.
     #[serde(with = "ordering_serde")]
     pub ordering: Ordering,
@@ -504,7 +497,6 @@ impl Default for PrecomputeParams {
         Self {
             n_modes: 40,
             selection: SelectionParams::default(),
-            residual: true,
             ordering: Ordering::default(),
         }
     }
@@ -541,8 +533,6 @@ pub struct Precomputed {
     pub basis: ModalBasis,
     /// Every computed mode with its frequency, damping and fate.
     pub reports: Vec<ModeReport>,
-    /// Residual-flexibility blocks of the surface nodes (clamped bodies, when asked).
-    pub residual: Option<ResidualFlexibility>,
     /// How the eigenpairs were obtained.
     pub eigen: EigenInfo,
     /// Free DOFs of the system.
@@ -560,16 +550,9 @@ pub enum Progress {
     Assembling,
     /// Factorising and solving the eigenproblem.
     SolvingModes,
-    /// Residual-flexibility blocks: `done` of `total` free surface nodes.
-    Residual {
-        /// Nodes finished.
-        done: usize,
-        /// Nodes in total.
-        total: usize,
-    },
 }
 
-/// Mesh + materials + fixed nodes → kept modes, reports and residual flexibility.
+/// Mesh + materials + fixed nodes → kept modes and their reports.
 pub fn precompute(
     mesh: &TetMesh,
     materials: &MaterialMap,
@@ -583,23 +566,22 @@ pub fn precompute(
     let fixed = fem::fixed_nodes(mesh, fixes)?;
     let system = fem::assemble(mesh, &per_tet, DofMap::new(&fixed)?)?;
     let assembly = t.elapsed().as_secs_f64();
-    let mut pre = precompute_assembled(mesh, &system, params, progress)?;
+    let mut pre = precompute_assembled(&system, params, progress)?;
     pre.timings.assembly = assembly;
     Ok(pre)
 }
 
-/// The same from `system`, already assembled on `mesh` (its boundary gives the surface
-/// nodes of the residual flexibility).
+/// The same from `system`, already assembled. Residual flexibility is not precomputed:
+/// the runtime takes it from K⁻¹ columns of the contacted nodes
+/// ([`ComplianceColumns`](crate::fem::ComplianceColumns)), exact and on demand.
 pub fn precompute_assembled(
-    mesh: &TetMesh,
     system: &FemSystem,
     params: &PrecomputeParams,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Precomputed, ModalError> {
     let mut timings = Timings::default();
     progress(Progress::SolvingModes);
-    let (all, factor, eigen) =
-        compute_modes(system, params.n_modes, params.ordering, &mut timings)?;
+    let (all, _, eigen) = compute_modes(system, params.n_modes, params.ordering, &mut timings)?;
     let reports = select_modes(&all, &params.selection);
     let keep: Vec<usize> = reports
         .iter()
@@ -607,28 +589,9 @@ pub fn precompute_assembled(
         .map(|r| r.index)
         .collect();
     let basis = all.select(&keep);
-    let residual = if params.residual {
-        let t = Instant::now();
-        let factor = match factor {
-            Some(f) => f,
-            None => {
-                Factor::for_system(system, 0.0, params.ordering, faer::get_global_parallelism())
-                    .map_err(|e| ModalError::NotClamped(e.to_string()))?
-            }
-        };
-        let surface = mesh.boundary().nodes;
-        let r = residual_flexibility(system, &factor, &basis, &surface, &mut |done, total| {
-            progress(Progress::Residual { done, total })
-        })?;
-        timings.residual = t.elapsed().as_secs_f64();
-        Some(r)
-    } else {
-        None
-    };
     Ok(Precomputed {
         basis,
         reports,
-        residual,
         eigen,
         n_free_dofs: system.n_free(),
         n_fixed_nodes: system.dofs.n_fixed_nodes(),

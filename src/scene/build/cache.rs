@@ -55,8 +55,7 @@ pub enum PrecomputeOutcome {
     NotModal,
 }
 
-/// The modal precompute parameters a scene asks for. Residual flexibility is applied at
-/// run time from K⁻¹ columns, so the precompute does not store per-node blocks.
+/// The modal precompute parameters a scene asks for.
 pub fn precompute_params(scene: &Scene) -> PrecomputeParams {
     let m = &scene.backend.modal;
     PrecomputeParams {
@@ -68,7 +67,6 @@ pub fn precompute_params(scene: &Scene) -> PrecomputeParams {
             alpha_stiffness: m.alpha1,
             alpha_mass: m.alpha2,
         },
-        residual: false,
         ..PrecomputeParams::default()
     }
 }
@@ -109,7 +107,7 @@ pub fn modal_precompute(
         }
     };
     let start = Instant::now();
-    let data = modal::precompute_assembled(mesh, system, &params, progress)
+    let data = modal::precompute_assembled(system, &params, progress)
         .map_err(|e| stage(scene, "modal precompute", e))?;
     let seconds = start.elapsed().as_secs_f64();
     if data.basis.n_modes() == 0 {
