@@ -22,6 +22,13 @@
 //! surface (the "alarm distance" of constraint-based contact in SOFA); whether it holds
 //! is decided by the sign of the constraint force (unilateral), and the model calls
 //! [`Proxy::release`] when it lets go.
+//!
+//! A contact patch holds the *average* of the tip's footprint at the tip, so the
+//! contacted material point sits deeper than the tip by a hold offset that grows with
+//! the force (centimetres in a deep press of a linear-elastic body). A held contact
+//! therefore moves the proxy toward the probe shifted by that offset
+//! ([`Proxy::set_hold`]): a held probe maps onto the dent it holds however deep the
+//! press.
 
 use crate::Vec3;
 
@@ -45,9 +52,10 @@ pub struct Contact {
     /// [`SurfaceBvh::shaded_normal`]) so it is continuous as the contact slides: the
     /// direction of the force on the probe.
     pub normal: Vec3,
-    /// Signed penetration (m): distance from the probe tip to the proxy when the probe
-    /// is pressed in; negative (minus the gap) for a kept candidate contact with the
-    /// probe just outside the surface.
+    /// Signed penetration (m): distance from the probe tip (shifted by the hold offset
+    /// while held, [`Proxy::set_hold`]) to the proxy when the probe is pressed in;
+    /// negative (minus the gap) for a kept candidate contact with the probe just
+    /// outside the surface.
     pub depth: f64,
     /// Proxy (god-object) centre (m).
     pub proxy: Vec3,
@@ -66,7 +74,7 @@ struct Plane {
 pub struct Proxy {
     radius: f64,
     margin: f64,
-    hold_offset: f64,
+    hold: Vec3,
     position: Option<Vec3>,
     anchor: Option<(usize, [f64; 3])>,
 }
@@ -78,7 +86,7 @@ impl Proxy {
         Self {
             radius: radius.max(0.0),
             margin: 5e-4,
-            hold_offset: 0.0,
+            hold: Vec3::zeros(),
             position: None,
             anchor: None,
         }
@@ -95,17 +103,20 @@ impl Proxy {
     /// The next update treats the probe as free until it penetrates again.
     pub fn release(&mut self) {
         self.anchor = None;
+        self.hold = Vec3::zeros();
     }
 
-    /// Tells the proxy how far (m) behind the probe tip the tissue model holds the
-    /// contacted material point: a contact patch puts the *average* of the footprint
-    /// at the tip, and the dent's centre sinks a little deeper. The candidate margin
-    /// widens by it so such a held contact stays a candidate.
-    pub fn set_hold_offset(&mut self, offset: f64) {
-        self.hold_offset = if offset.is_finite() {
-            offset.max(0.0)
+    /// Tells the proxy where (m, relative to the probe tip's target) the tissue model
+    /// holds the contacted material point: a contact patch puts the *average* of the
+    /// footprint at the tip, and the dent's centre sinks deeper by this offset. While
+    /// the contact is held the proxy moves toward the probe shifted by it, so a held
+    /// probe stays on the dent it holds. Zero (the default) for a point contact, and
+    /// again after [`Proxy::release`]; a non-finite offset counts as zero.
+    pub fn set_hold(&mut self, offset: Vec3) {
+        self.hold = if offset.iter().all(|x| x.is_finite()) {
+            offset
         } else {
-            0.0
+            Vec3::zeros()
         };
     }
 
@@ -114,10 +125,11 @@ impl Proxy {
         self.radius
     }
 
-    /// Candidate margin (m): see [`Proxy::with_margin`], widened by the hold offset
-    /// ([`Proxy::set_hold_offset`]).
+    /// How far (m) from the probe the proxy's next update may look: the candidate
+    /// margin ([`Proxy::with_margin`]) plus the length of the hold vector
+    /// ([`Proxy::set_hold`]).
     pub fn margin(&self) -> f64 {
-        self.margin + self.hold_offset
+        self.margin + self.hold.norm()
     }
 
     /// Current proxy centre (m), once placed.
@@ -129,12 +141,14 @@ impl Proxy {
     pub fn reset(&mut self) {
         self.position = None;
         self.anchor = None;
+        self.hold = Vec3::zeros();
     }
 
     /// Moves the proxy toward `probe` (m) over the surface at `positions` (the
     /// deformed node positions `bvh` was last refitted to) and returns the contact, or
-    /// `None` when the probe is free. A non-finite probe is rejected: no contact, the
-    /// proxy stays where it was. Allocation-free.
+    /// `None` when the probe is free. A held contact moves toward the probe shifted by
+    /// the hold vector ([`Proxy::set_hold`]). A non-finite probe is rejected: no
+    /// contact, the proxy stays where it was. Allocation-free.
     pub fn update(
         &mut self,
         bvh: &SurfaceBvh,
@@ -145,6 +159,17 @@ impl Proxy {
             self.anchor = None;
             return None;
         }
+        // Where the held material point would be with the probe here. Without the shift
+        // the proxy started at the dent's centre, below the tip, and looked for the
+        // surface around the tip itself: in a deep press the centre sank through the
+        // fixed bottom face, whose front the sweep back up to the tip then entered (the
+        // proxy stuck on the table, where the model has no force), or the surface fell
+        // out of the candidate ball around the tip, and contact was lost deep inside.
+        let shifted = match self.anchor {
+            Some(_) => probe + self.hold,
+            None => *probe,
+        };
+        let probe = &shifted;
         let tol = bvh.tolerance();
         let r = self.radius;
         let mut p = match (self.anchor, self.position) {
@@ -234,7 +259,7 @@ impl Proxy {
     /// resolves; otherwise no contact.
     fn candidate(&mut self, bvh: &SurfaceBvh, positions: &[Vec3], probe: &Vec3) -> Option<Contact> {
         let (anchored, _) = self.anchor.take()?;
-        let near = bvh.closest_point(probe, self.radius + self.margin(), positions)?;
+        let near = bvh.closest_point(probe, self.radius + self.margin, positions)?;
         let normal = bvh.shaded_normal(near.triangle, &near.bary, positions);
         let gap = normal.dot(&(probe - near.point)) - self.radius;
         if gap < 0.0

@@ -201,10 +201,13 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
             (self.contact, self.held, self.patch.radius() > 0.0)
         {
             // A patch holds the footprint's average at the tip; the contacted point
-            // itself sits this much deeper, and must stay a candidate.
+            // itself sits this much deeper along the constraint normal (centimetres in
+            // a deep press), and the proxy follows the probe shifted by it. Only the
+            // normal part: the tangential drift of the material is what lets the
+            // contact slide back under the tip.
             let [a, b, p] = self.bvh.vertices(c.triangle, &self.positions);
             let point = at_barycentric(&c.bary, &a, &b, &p);
-            self.proxy.set_hold_offset(n.dot(&(target - point)));
+            self.proxy.set_hold(n * n.dot(&(point - target)));
         }
         let contact = self.proxy.update(&self.bvh, &self.positions, &probe);
         // The constraint acts along the reference surface's (shaded) normal at the
@@ -247,7 +250,6 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
         self.phase = None;
         if !in_contact {
             self.proxy.release();
-            self.proxy.set_hold_offset(0.0);
             self.stick.release();
             self.held = None;
         }
