@@ -7,13 +7,14 @@
 //! in `replay` (the real `cli::replay::replay`). Lifting out still releases.
 
 use palpa::cli::replay::{replay, ReplayRow};
+use palpa::device::force_log::ForceLog;
 use palpa::device::mapped::MappedDevice;
 use palpa::device::replay::{Trajectory, TrajectorySample};
 use palpa::device::sim::SimDevice;
 use palpa::device::HapticDevice;
 use palpa::haptic::{LockStep, TickRecord};
 use palpa::scene::{build, BackendKind, BuiltScene, Scene};
-use palpa::session::{SceneVisual, ServeStep, Stylus};
+use palpa::session::{SceneVisual, ServeStep, Stylus, ViewerLink};
 use palpa::stream::{control_channel, snapshot_slot, ProbeControl};
 use palpa::Vec3;
 use std::path::Path;
@@ -70,21 +71,25 @@ struct ServeTick {
 /// `serve` in lock-step: the virtual stylus rests 1 cm above the middle for 1 s (the
 /// force ramps in), a viewer's MoveProbe jumps it to `target` (m) for `hold` s, then
 /// the viewer releases it for 0.2 s. Returns the ticks from the jump on.
-fn serve_jump(built: BuiltScene, target: Vec3, hold: f64) -> Vec<ServeTick> {
+fn serve_jump(mut built: BuiltScene, target: Vec3, hold: f64) -> Vec<ServeTick> {
     let map = built.scene.device.workspace.mapping();
     let idle = above_the_middle(&built);
     let (stylus, input) = SimDevice::external(map.to_device(&idle));
-    let device = MappedDevice::new(stylus, map);
+    let mut device = ForceLog::new(MappedDevice::new(stylus, map));
     let config = built.haptic_config(device.rating());
     assert_eq!(config.limits.max_force, CLAMP);
     let (_, visual) = SceneVisual::new(&built.name(), &built.mesh.mesh, &built.model);
     let (frames_in, mut frames) = snapshot_slot(visual.at_rest(idle));
     let (control, commands) = control_channel(16);
+    let link = ViewerLink {
+        snapshots: frames_in,
+        control: commands,
+        commanded: device.commanded(),
+    };
     let step = ServeStep::new(
         built.model,
         visual,
-        frames_in,
-        commands,
+        link,
         Some(Stylus::new(input, map, idle)),
         built.scene.rates.visual,
         idle,

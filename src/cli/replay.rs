@@ -54,7 +54,7 @@ pub struct ReplayRow {
 
 /// Replays `trajectory` through the built scene in lock-step: one row per haptic tick
 /// from t = 0 to the trajectory's last sample.
-pub fn replay(built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
+pub fn replay(mut built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
     let map = built.scene.device.workspace.mapping();
     let device = MappedDevice::new(ReplayDevice::new(trajectory.clone()), map);
     let config = built.haptic_config(device.rating());

@@ -126,7 +126,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let (bar, mut on_progress) = progress_bar("building the scene");
     let built = scene::build(scene, &args.scene.cache_dir(), &mut on_progress);
     bar.finish_and_clear();
-    let built = built.map_err(|e| e.to_string())?;
+    let mut built = built.map_err(|e| e.to_string())?;
     println!("model: {}", describe(&built.precompute));
     let (mut stream_scene, visual) = SceneVisual::new(&name, &built.mesh.mesh, &built.model);
     stream_scene.model_rate_hz = built.scene.rates.model;
@@ -147,11 +147,12 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let stylus = opened.stylus.map(|input| Stylus::new(input, map, idle));
     let (snapshot_writer, snapshot_reader) = snapshot_slot(visual.at_rest(idle));
     let (control_tx, control_rx) = control_channel(CONTROL_CAPACITY);
+    let haptic = built.haptic_config(device.rating());
     let scene = &built.scene;
     let (min, max) = built.model.workspace();
     let stream_config = scene.stream_config(bind, Some(ProbeWorkspace { min, max }));
     let runtime_config = RuntimeConfig {
-        haptic: built.haptic_config(device.rating()),
+        haptic,
         realtime: if args.realtime {
             RealtimePolicy {
                 fifo_priority: Some(HAPTIC_PRIORITY),

@@ -43,6 +43,14 @@ impl SceneModel {
         }
     }
 
+    /// Never pushes the tissue harder than `force` (N) ([`Simulation::set_force_cap`]).
+    pub fn set_force_cap(&mut self, force: f64) {
+        match self {
+            SceneModel::Modal(s) => s.set_force_cap(force),
+            SceneModel::Condensed(s) => s.set_force_cap(force),
+        }
+    }
+
     /// Puts the tissue back at rest and forgets the contact.
     pub fn reset(&mut self) {
         match self {

@@ -7,6 +7,7 @@ use crate::contact::{
     geometry::at_barycentric, Contact, ContactPatch, Friction, FrictionPhase, Proxy, StickPoint,
     SurfaceBvh,
 };
+use crate::fem::Support;
 use crate::model::{LocalForceModel, ModelStep, PointConstraint, TissueModel};
 use crate::{Mat3, Vec3};
 
@@ -43,6 +44,8 @@ pub struct Simulation<M: TissueModel> {
     friction: Friction,
     stick: StickPoint,
     phase: Option<FrictionPhase>,
+    /// Largest force the contact may push the tissue with (N); `None`: unbounded.
+    force_cap: Option<f64>,
     /// Where the probe may be (m): the rest shape's bounding box grown by its size on
     /// every side. Probe positions beyond it are clamped onto it, so no input drives the
     /// model with an unbounded constraint target.
@@ -78,8 +81,18 @@ impl<M: TissueModel> Simulation<M> {
             friction: Friction::NONE,
             stick: StickPoint::default(),
             phase: None,
+            force_cap: None,
             workspace,
         }
+    }
+
+    /// Never pushes the tissue harder than `force` (N): a probe deeper than the
+    /// indentation that force gives (at the contact's static compliance) holds the
+    /// tissue there. The device cannot render more; beyond it linear elasticity would
+    /// drive the surface through the body (centimetres past a fixed base in a deep
+    /// press), and the proxy could end up on the far side.
+    pub fn set_force_cap(&mut self, force: f64) {
+        self.force_cap = (force > 0.0 && force.is_finite()).then_some(force);
     }
 
     /// The box the probe is kept in (lowest and highest corner, m): the rest shape's
@@ -189,6 +202,15 @@ impl<M: TissueModel> Simulation<M> {
 impl<M: TissueModel> ModelStep for Simulation<M> {
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
         if !probe.iter().all(|x| x.is_finite()) {
+            // No probe: the contact lets go and the tissue moves freely for the step.
+            self.proxy.release();
+            self.stick.release();
+            self.contact = None;
+            self.held = None;
+            self.phase = None;
+            self.constraints.clear();
+            let _ = self.model.advance(dt, &self.constraints, &mut self.forces);
+            self.last_force = Vec3::zeros();
             return LocalForceModel {
                 t0: t,
                 ..LocalForceModel::NONE
@@ -230,11 +252,12 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
                 &c.bary,
                 &n,
             );
-            let target = probe - n * self.proxy.radius();
+            let tip = probe - n * self.proxy.radius();
+            let target = self.capped_target(&s, &n, tip);
             self.constraints
                 .push(PointConstraint::contact_on(s, n, target));
             support = Some(s);
-            self.held = Some((n, target));
+            self.held = Some((n, tip));
         }
         let ok = self
             .model
@@ -294,6 +317,27 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
             out.stiffness = stiffness;
         }
         out
+    }
+}
+
+impl<M: TissueModel> Simulation<M> {
+    /// The constraint target for a tip at `tip` (m) on `support` along `n`: the tip
+    /// itself, or, past the force cap, the indentation the capped force gives.
+    fn capped_target(&mut self, support: &Support, n: &Vec3, tip: Vec3) -> Vec3 {
+        let Some(cap) = self.force_cap else {
+            return tip;
+        };
+        let Ok(compliance) = self.model.point_compliance(support) else {
+            return tip;
+        };
+        let cn = n.dot(&(compliance * n));
+        let depth = n.dot(&(support.rest_point(self.model.rest_positions()) - tip));
+        let deepest = cap * cn;
+        if cn > 0.0 && depth > deepest {
+            tip + n * (depth - deepest)
+        } else {
+            tip
+        }
     }
 }
 
