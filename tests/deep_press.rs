@@ -49,18 +49,6 @@ fn scene(text: &str, backend: BackendKind, cache: &Path) -> BuiltScene {
     build(scene, cache, &mut |_| {}).unwrap()
 }
 
-/// 1 cm above the middle of the mesh's top, where `serve` rests the virtual stylus.
-fn above_the_middle(built: &BuiltScene) -> Vec3 {
-    let nodes = &built.mesh.mesh.nodes;
-    let (mut lo, mut hi) = (nodes[0], nodes[0]);
-    for p in nodes {
-        lo = lo.inf(p);
-        hi = hi.sup(p);
-    }
-    let mid = (lo + hi) / 2.0;
-    Vec3::new(mid.x, mid.y, hi.z + 0.01)
-}
-
 /// One haptic tick as `serve` runs it, with what the viewers saw last.
 struct ServeTick {
     record: TickRecord,
@@ -73,7 +61,7 @@ struct ServeTick {
 /// the viewer releases it for 0.2 s. Returns the ticks from the jump on.
 fn serve_jump(mut built: BuiltScene, target: Vec3, hold: f64) -> Vec<ServeTick> {
     let map = built.scene.device.workspace.mapping();
-    let idle = above_the_middle(&built);
+    let idle = built.above_the_middle(0.01);
     let (stylus, input) = SimDevice::external(map.to_device(&idle));
     let mut device = ForceLog::new(MappedDevice::new(stylus, map));
     let config = built.haptic_config(device.rating());

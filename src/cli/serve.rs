@@ -31,10 +31,9 @@ use crate::device::mapped::MappedDevice;
 use crate::device::HapticDevice;
 use crate::haptic::runtime::{HapticRuntime, RuntimeConfig, RuntimeShared};
 use crate::rt::{self, RealtimePolicy};
-use crate::scene::{self, BuiltScene};
+use crate::scene;
 use crate::session::{SceneVisual, ServeStep, Stylus, ViewerLink};
 use crate::stream::{control_channel, snapshot_slot, ProbeWorkspace, StreamServer};
-use crate::Vec3;
 
 /// Height of the idle virtual stylus above the top of the mesh (m).
 const IDLE_HEIGHT: f64 = 0.01;
@@ -68,18 +67,6 @@ pub struct ServeArgs {
 
 /// The device as the haptic thread drives it: scene coordinates, force logged.
 type ServeDevice = ForceLog<MappedDevice<Box<dyn HapticDevice>>>;
-
-/// Where the virtual stylus rests (m, scene frame): above the middle of the mesh's top.
-fn idle_position(built: &BuiltScene) -> Vec3 {
-    let nodes = &built.mesh.mesh.nodes;
-    let (mut lo, mut hi) = (nodes[0], nodes[0]);
-    for p in nodes {
-        lo = lo.inf(p);
-        hi = hi.sup(p);
-    }
-    let mid = (lo + hi) / 2.0;
-    Vec3::new(mid.x, mid.y, hi.z + IDLE_HEIGHT)
-}
 
 /// The haptic statistics message for the ticks since the last report.
 fn haptic_stats(
@@ -143,7 +130,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     );
     println!("device: {}", opened.description);
 
-    let idle = idle_position(&built);
+    let idle = built.above_the_middle(IDLE_HEIGHT);
     let stylus = opened.stylus.map(|input| Stylus::new(input, map, idle));
     let (snapshot_writer, snapshot_reader) = snapshot_slot(visual.at_rest(idle));
     let (control_tx, control_rx) = control_channel(CONTROL_CAPACITY);
@@ -204,7 +191,10 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let mut previous = shared.stats.snapshot();
         let mut poll = tokio::time::interval(Duration::from_millis(50));
         let mut polls = 0u32;
-        while !interrupted.load(Ordering::SeqCst) && shared.failure().is_none() {
+        while !interrupted.load(Ordering::SeqCst)
+            && shared.failure().is_none()
+            && server.failure().is_none()
+        {
             poll.tick().await;
             polls += 1;
             if polls % 20 == 0 {
@@ -226,7 +216,11 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let (haptic, mut step) = runtime.stop();
         let last = haptic.device().last_force();
         eprintln!("stopping: haptic and model threads stopped, force on the device zeroed");
-        if let Some(failure) = shared.failure() {
+        if let Some(failure) = shared
+            .failure()
+            .map(str::to_owned)
+            .or(server.failure().map(str::to_owned))
+        {
             server.shutdown().await;
             drop(haptic);
             return Err(format!(

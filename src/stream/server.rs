@@ -183,6 +183,18 @@ impl StreamServer {
         self.stats.send_replace(Some(Bytes::from(bytes)));
     }
 
+    /// What of the server stopped by itself (a panic or an error in its task), if
+    /// anything, before [`Self::shutdown`] was asked for: the caller should stop too.
+    pub fn failure(&self) -> Option<&'static str> {
+        if self.publisher.is_finished() {
+            Some("the visual stream's frame publisher stopped")
+        } else if self.server.is_finished() {
+            Some("the viewer's HTTP and WebSocket server stopped")
+        } else {
+            None
+        }
+    }
+
     /// Stops the publisher after it encoded the newest snapshot one last time, sends that
     /// final frame to every client that has not seen it, tells every client the server
     /// stops, stops the listener, and waits for all of it. Whatever the model thread

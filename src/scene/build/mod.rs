@@ -87,6 +87,14 @@ impl BuiltScene {
         c
     }
 
+    /// Where a probe rests above the tissue (m, scene frame): `height` above the middle of
+    /// the mesh's top (where `serve` parks the virtual stylus).
+    pub fn above_the_middle(&self, height: f64) -> Vec3 {
+        let (lo, hi) = self.mesh.mesh.bounds();
+        let mid = (lo + hi) / 2.0;
+        Vec3::new(mid.x, mid.y, hi.z + height)
+    }
+
     /// The scene's name for viewers and logs (its `name`, else its source).
     pub fn name(&self) -> String {
         self.scene

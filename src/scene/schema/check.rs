@@ -3,8 +3,11 @@
 
 use std::path::Path;
 
-use super::mesh::MAX_COORDINATE;
 use super::{Scene, SceneError};
+
+/// Largest coordinate, length or scale factor a scene may give (m, or a ratio): well
+/// past any organ, small enough that products of a few of them stay finite.
+pub const MAX_COORDINATE: f64 = 1e6;
 
 /// Checks values of one scene, naming its file and the key in every error.
 pub(crate) struct Check<'a> {

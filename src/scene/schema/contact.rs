@@ -2,8 +2,7 @@
 
 use serde::Deserialize;
 
-use super::check::Check;
-use super::mesh::MAX_COORDINATE;
+use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
 
 /// Largest friction coefficient a scene may give (rubber on glass is about 2).

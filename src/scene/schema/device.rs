@@ -4,8 +4,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::check::Check;
-use super::mesh::MAX_COORDINATE;
+use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
 use crate::device::mapped::Workspace;
 use crate::Vec3;

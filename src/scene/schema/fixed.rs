@@ -2,9 +2,8 @@
 
 use serde::Deserialize;
 
-use super::check::Check;
+use super::check::{Check, MAX_COORDINATE};
 use super::materials::RegionRef;
-use super::mesh::MAX_COORDINATE;
 use super::SceneError;
 
 /// A coordinate axis.

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::check::Check;
-use super::mesh::MAX_COORDINATE;
+use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
 
 /// A region of the mesh: its id (physical group number) or its physical name.

@@ -5,13 +5,9 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::check::Check;
+use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
 use crate::mesh::generate::{MAX_GENERATED_CELLS, MAX_GENERATED_TETS};
-
-/// Largest coordinate, length or scale factor a scene may give (m, or a ratio): well
-/// past any organ, small enough that products of a few of them stay finite.
-pub const MAX_COORDINATE: f64 = 1e6;
 
 /// Where the mesh comes from: exactly one of `file`, `box`, `lattice` (none: the
 /// default box).
