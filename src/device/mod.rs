@@ -7,7 +7,9 @@
 //! * [`record`] — wraps any device and writes the trajectory it sees;
 //! * [`mapped`] and [`force_log`] — decorators: the workspace mapping into the scene,
 //!   and remembering (and zeroing on drop) the commanded force;
-//! * [`choice`] — the one `--device` parser, and opening what it names.
+//! * [`choice`] — the one `--device` parser, and opening what it names;
+//! * [`kinematics`] — joint encoders to tip position and tip force to motor currents
+//!   for capstan (WoodenHaptics) arms.
 //!
 //! Every backend works in device SI units (m, N, s) after its own scaling and axis
 //! mapping; the haptic loop maps the device frame to the scene.
@@ -15,6 +17,7 @@
 pub mod choice;
 pub mod force_log;
 pub mod hid;
+pub mod kinematics;
 pub mod mapped;
 pub mod profile;
 pub mod record;

@@ -1,0 +1,338 @@
+//! Kinematics of real haptic arms: joint encoders to tip position, tip force to joint
+//! torques and motor currents. Pure math, no allocation (it runs in the 1 kHz tick).
+//!
+//! # Capstan arm ([`CapstanArm`], WoodenHaptics class)
+//!
+//! Three revolute joints, each driven by a motor through a capstan (cable) reduction
+//! `capstan / body` (both diameters, m). Frame: z up, the base joint `a` turns about z.
+//!
+//! * `θa` — rotation of the whole arm about z; `θa = 0` puts the arm in the x–z plane.
+//! * `θb` — angle of link `b` (length `Lb`, from the shoulder at height `La`) from the
+//!   upward vertical; positive tilts the link outwards (away from the z axis).
+//! * `θc` — angle of link `c` (length `Lc`, from the elbow at the end of `b`) from the
+//!   *downward* vertical, measured absolutely (not relative to `b`); positive swings
+//!   the tip outwards.
+//!
+//! With `s = Lb sin θb + Lc sin θc` the tip is
+//! `p = (cos θa · s, sin θa · s, La + Lb cos θb − Lc cos θc) − workspace origin`.
+//!
+//! Encoders count from the calibration pose: a counter reads 0 where the device is
+//! held at power-on, and that pose is `calibration_counts` from the zero angle, so
+//! `θᵢ = dirᵢ · 2π · (countᵢ + calᵢ) / cprᵢ · capstanᵢ / bodyᵢ` (`dirᵢ = −1` when the
+//! motor and body are aligned). This is the public driver's kinematics with its
+//! counters preset to the calibration counts at that pose.
+//!
+//! Gravity compensation is `∂U/∂θ`, `U` the potential energy of the link centres of
+//! mass (`b` at `LBcm` from the shoulder, `c` at `LCcm` from the elbow), so that the
+//! compensation cancels gravity's joint torque `−∂U/∂θ` at rest:
+//! `g · (0, −(mB·LBcm + mC·Lb) sin θb, mC·LCcm sin θc)`.
+//! (The public driver's expression differs in joint `b`: opposite sign, and a `θc`
+//! term. Both public configurations run with `g = 0`.)
+
+use crate::{Mat3, Vec3};
+use std::f64::consts::TAU;
+
+/// A 3R capstan-driven arm and its drive train (WoodenHaptics and relatives).
+///
+/// Index 0, 1, 2 of every array is joint `a`, `b`, `c`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CapstanArm {
+    /// Capstan (motor pulley) diameters (m).
+    pub capstan_diameter: [f64; 3],
+    /// Link lengths `La`, `Lb`, `Lc` (m): shoulder height, upper link, lower link.
+    pub link_length: [f64; 3],
+    /// Body (driven drum) diameters (m).
+    pub body_diameter: [f64; 3],
+    /// Tip position at which the reported position is zero (m, base frame).
+    pub workspace_origin: Vec3,
+    /// Encoder counts per motor revolution (quadrature counts).
+    pub counts_per_revolution: [f64; 3],
+    /// `true` when the motor turns opposite to its body's angle (the driver's
+    /// "motor and body aligned").
+    pub motor_aligned: [bool; 3],
+    /// Counts from the zero angle to the calibration pose (counts).
+    pub calibration_counts: [i32; 3],
+    /// Motor torque constants (N·m/A).
+    pub torque_constant: [f64; 3],
+    /// Largest motor current commanded, either sign (A).
+    pub max_current: f64,
+    /// Mass of link `b` (kg).
+    pub mass_b: f64,
+    /// Mass of link `c` (kg).
+    pub mass_c: f64,
+    /// Distance of link `b`'s centre of mass from the shoulder (m).
+    pub centre_of_mass_b: f64,
+    /// Distance of link `c`'s centre of mass from the elbow (m).
+    pub centre_of_mass_c: f64,
+    /// Gravitational acceleration used for compensation (m/s²); 0 turns it off.
+    pub gravity: f64,
+}
+
+impl CapstanArm {
+    /// The public WoodenHaptics v2015 configuration (gravity compensation off).
+    ///
+    /// Its calibration pose (counts 0) is `θ = (0, 0, π/2)`: link `b` upright, link
+    /// `c` horizontal, the tip at (0.025, 0, 0.205) m from the workspace origin.
+    pub fn woodenhaptics_2015() -> Self {
+        Self {
+            capstan_diameter: [0.010; 3],
+            link_length: [0.080, 0.205, 0.245],
+            body_diameter: [0.160, 0.120, 0.120],
+            workspace_origin: Vec3::new(0.220, 0.0, 0.080),
+            counts_per_revolution: [2000.0; 3],
+            motor_aligned: [false; 3],
+            calibration_counts: [0, 0, 6000],
+            torque_constant: [0.0259; 3],
+            max_current: 3.0,
+            mass_b: 0.170,
+            mass_c: 0.110,
+            centre_of_mass_b: 0.051,
+            centre_of_mass_c: 0.091,
+            gravity: 0.0,
+        }
+    }
+
+    /// Body angle per motor angle (capstan / body diameter), signed by direction.
+    fn transmission(&self, joint: usize) -> f64 {
+        let direction = if self.motor_aligned[joint] { -1.0 } else { 1.0 };
+        direction * self.capstan_diameter[joint] / self.body_diameter[joint]
+    }
+
+    /// Joint angles `θa, θb, θc` (rad) from encoder counts counted from the
+    /// calibration pose.
+    pub fn joint_angles(&self, counts: [i32; 3]) -> [f64; 3] {
+        std::array::from_fn(|joint| {
+            let from_zero = f64::from(counts[joint]) + f64::from(self.calibration_counts[joint]);
+            let motor_angle = TAU * from_zero / self.counts_per_revolution[joint];
+            motor_angle * self.transmission(joint)
+        })
+    }
+
+    /// Tip position (m, relative to the workspace origin) at joint angles (rad).
+    pub fn position(&self, angles: [f64; 3]) -> Vec3 {
+        let [la, lb, lc] = self.link_length;
+        let [ta, tb, tc] = angles;
+        let reach = lb * tb.sin() + lc * tc.sin();
+        Vec3::new(
+            ta.cos() * reach,
+            ta.sin() * reach,
+            la + lb * tb.cos() - lc * tc.cos(),
+        ) - self.workspace_origin
+    }
+
+    /// `∂p/∂θ` (m/rad): column `i` is the tip velocity per unit rate of joint `i`.
+    pub fn jacobian(&self, angles: [f64; 3]) -> Mat3 {
+        let [_, lb, lc] = self.link_length;
+        let [ta, tb, tc] = angles;
+        let (sa, ca) = ta.sin_cos();
+        let reach = lb * tb.sin() + lc * tc.sin();
+        Mat3::new(
+            -sa * reach,
+            ca * lb * tb.cos(),
+            ca * lc * tc.cos(),
+            ca * reach,
+            sa * lb * tb.cos(),
+            sa * lc * tc.cos(),
+            0.0,
+            -lb * tb.sin(),
+            lc * tc.sin(),
+        )
+    }
+
+    /// Joint torques (N·m) that render `force` (N) at the tip, plus gravity
+    /// compensation: `τ = Jᵀ f + ∂U/∂θ`.
+    pub fn joint_torques(&self, angles: [f64; 3], force: Vec3) -> [f64; 3] {
+        let [_, lb, _] = self.link_length;
+        let [_, tb, tc] = angles;
+        let rendered = self.jacobian(angles).tr_mul(&force);
+        let g = self.gravity;
+        let compensation_b =
+            -g * (self.mass_b * self.centre_of_mass_b + self.mass_c * lb) * tb.sin();
+        let compensation_c = g * self.mass_c * self.centre_of_mass_c * tc.sin();
+        [
+            rendered.x,
+            rendered.y + compensation_b,
+            rendered.z + compensation_c,
+        ]
+    }
+
+    /// Motor currents (A) for `force` (N) at the tip, each clamped to
+    /// `±max_current`.
+    pub fn motor_currents(&self, angles: [f64; 3], force: Vec3) -> [f64; 3] {
+        let torques = self.joint_torques(angles, force);
+        std::array::from_fn(|joint| {
+            let motor_torque = torques[joint] * self.transmission(joint);
+            (motor_torque / self.torque_constant[joint]).clamp(-self.max_current, self.max_current)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion};
+    use std::f64::consts::PI;
+
+    /// Tip, link `b` centre of mass and link `c` centre of mass (m, base frame) of a
+    /// capstan arm, as a product of rigid transforms: turn about z, up to the shoulder,
+    /// tilt about the arm's y axis, along link b, then set link c's absolute angle.
+    fn capstan_chain(arm: &CapstanArm, [ta, tb, tc]: [f64; 3]) -> [Vec3; 3] {
+        let [la, lb, lc] = arm.link_length;
+        let about_y = |angle: f64| {
+            Isometry3::from_parts(
+                Translation3::identity(),
+                UnitQuaternion::from_axis_angle(&Vec3::y_axis(), angle),
+            )
+        };
+        let along_z = |length: f64| Isometry3::translation(0.0, 0.0, length);
+        let shoulder = Isometry3::rotation(Vec3::z() * ta) * along_z(la) * about_y(tb);
+        let elbow = shoulder * along_z(lb) * about_y(-tb - tc);
+        let at = |frame: Isometry3<f64>| (frame * Point3::origin()).coords;
+        [
+            at(elbow * along_z(-lc)),
+            at(shoulder * along_z(arm.centre_of_mass_b)),
+            at(elbow * along_z(-arm.centre_of_mass_c)),
+        ]
+    }
+
+    fn capstan_poses() -> impl Iterator<Item = [f64; 3]> {
+        let a = [-0.6, -0.1, 0.4, 0.9];
+        let b = [-0.3, 0.1, 0.5, 0.9];
+        let c = [0.3, 0.8, 1.3, 1.8, 2.3];
+        a.into_iter()
+            .flat_map(move |ta| b.into_iter().map(move |tb| (ta, tb)))
+            .flat_map(move |(ta, tb)| c.into_iter().map(move |tc| [ta, tb, tc]))
+    }
+
+    /// Central-difference `∂p/∂θ` of `position`.
+    fn numeric_jacobian(position: impl Fn([f64; 3]) -> Vec3, angles: [f64; 3]) -> Mat3 {
+        let h = 1e-6;
+        let mut jacobian = Mat3::zeros();
+        for joint in 0..3 {
+            let (mut plus, mut minus) = (angles, angles);
+            plus[joint] += h;
+            minus[joint] -= h;
+            jacobian.set_column(joint, &((position(plus) - position(minus)) / (2.0 * h)));
+        }
+        jacobian
+    }
+
+    fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+        a.iter().zip(b).map(|(a, b)| a * b).sum()
+    }
+
+    const SMALL_STEP: [f64; 3] = [0.3e-5, -0.7e-5, 0.5e-5];
+    const FORCE: Vec3 = Vec3::new(1.5, -2.0, 0.7);
+
+    fn step(angles: [f64; 3]) -> [f64; 3] {
+        std::array::from_fn(|joint| angles[joint] + SMALL_STEP[joint])
+    }
+
+    #[test]
+    fn capstan_position_matches_transform_chain_at_80_poses() {
+        let arm = CapstanArm::woodenhaptics_2015();
+        for angles in capstan_poses() {
+            let [tip, _, _] = capstan_chain(&arm, angles);
+            let error = (arm.position(angles) - (tip - arm.workspace_origin)).norm();
+            assert!(error < 1e-12, "{angles:?}: {error:e} m");
+        }
+    }
+
+    #[test]
+    fn capstan_jacobian_matches_finite_differences() {
+        let arm = CapstanArm::woodenhaptics_2015();
+        for angles in capstan_poses() {
+            let analytic = arm.jacobian(angles);
+            let numeric = numeric_jacobian(|q| arm.position(q), angles);
+            let error = (analytic - numeric).norm() / analytic.norm();
+            assert!(error < 1e-6, "{angles:?}: relative {error:e}");
+        }
+    }
+
+    #[test]
+    fn capstan_torques_do_the_virtual_work_of_the_force() {
+        let arm = CapstanArm::woodenhaptics_2015();
+        for angles in capstan_poses() {
+            let tip_work = FORCE.dot(&(arm.position(step(angles)) - arm.position(angles)));
+            let joint_work = dot(arm.joint_torques(angles, FORCE), SMALL_STEP);
+            let error = (tip_work - joint_work).abs() / joint_work.abs();
+            assert!(error < 1e-3, "{angles:?}: relative {error:e}");
+        }
+    }
+
+    #[test]
+    fn capstan_gravity_compensation_holds_the_arm_at_rest() {
+        let arm = CapstanArm {
+            gravity: 9.81,
+            ..CapstanArm::woodenhaptics_2015()
+        };
+        let potential_energy = |angles: [f64; 3]| {
+            let [_, centre_b, centre_c] = capstan_chain(&arm, angles);
+            arm.gravity * (arm.mass_b * centre_b.z + arm.mass_c * centre_c.z)
+        };
+        let h = 1e-6;
+        let poses = [
+            [0.0, 0.0, PI / 2.0],
+            [0.3, 0.4, 0.9],
+            [-0.5, -0.2, 1.4],
+            [1.0, 0.8, 0.3],
+            [0.2, 0.35, 2.1],
+        ];
+        for angles in poses {
+            let compensation = arm.joint_torques(angles, Vec3::zeros());
+            for joint in 0..3 {
+                let (mut plus, mut minus) = (angles, angles);
+                plus[joint] += h;
+                minus[joint] -= h;
+                let gravity_torque =
+                    -(potential_energy(plus) - potential_energy(minus)) / (2.0 * h);
+                let net = compensation[joint] + gravity_torque;
+                assert!(
+                    net.abs() < 1e-8,
+                    "{angles:?} joint {joint}: net {net:e} N·m"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn woodenhaptics_2015_calibration_pose() {
+        let arm = CapstanArm::woodenhaptics_2015();
+        let angles = arm.joint_angles([0, 0, 0]);
+        let expected = [0.0, 0.0, PI / 2.0];
+        for (angle, expected) in angles.iter().zip(expected) {
+            assert!((angle - expected).abs() < 1e-15, "{angles:?}");
+        }
+        let error = (arm.position(angles) - Vec3::new(0.025, 0.0, 0.205)).norm();
+        assert!(error < 1e-12, "{:?}", arm.position(angles));
+    }
+
+    #[test]
+    fn joint_angles_follow_counts_transmission_and_direction() {
+        let arm = CapstanArm {
+            motor_aligned: [false, true, false],
+            ..CapstanArm::woodenhaptics_2015()
+        };
+        // One body revolution of `a` (2000 counts × 160/10), a quarter of `b` and `c`.
+        let angles = arm.joint_angles([32_000, 6000, -6000]);
+        let expected = [TAU, -PI / 2.0, 0.0];
+        for (angle, expected) in angles.iter().zip(expected) {
+            assert!((angle - expected).abs() < 1e-12, "{angles:?}");
+        }
+    }
+
+    #[test]
+    fn woodenhaptics_2015_currents_and_their_clamp() {
+        let arm = CapstanArm::woodenhaptics_2015();
+        let angles = arm.joint_angles([0, 0, 0]);
+        // Link b upright, link c horizontal: 1 N along x loads joint b over Lb,
+        // 1 N down loads joint c over Lc; capstan 10 mm on a 120 mm drum, 25.9 mN·m/A.
+        let currents = arm.motor_currents(angles, Vec3::new(1.0, 0.0, -1.0));
+        let expected = [0.0, 0.205 / 12.0 / 0.0259, -0.245 / 12.0 / 0.0259];
+        for (current, expected) in currents.iter().zip(expected) {
+            assert!((current - expected).abs() < 1e-12, "{currents:?} A");
+        }
+        let clamped = arm.motor_currents(angles, Vec3::new(10.0, 0.0, -10.0));
+        assert_eq!(clamped, [0.0, 3.0, -3.0]);
+    }
+}
