@@ -28,9 +28,25 @@
 //! `g · (0, −(mB·LBcm + mC·Lb) sin θb, mC·LCcm sin θc)`.
 //! (The public driver's expression differs in joint `b`: opposite sign, and a `θc`
 //! term. Both public configurations run with `g = 0`.)
+//!
+//! # Delta arm ([`DeltaArm`], Falcon / omega class)
+//!
+//! Three identical arms at `φᵢ = 0°, 120°, 240°` about z; z up, the motor axes lie in
+//! the plane z = 0, tangent to the circle of radius `R` (`base_radius`), and the
+//! effector hangs below. `uᵢ = (cos φᵢ, sin φᵢ, 0)` is arm `i`'s outward direction.
+//!
+//! * `θᵢ = 0` — upper arm (length `a`) horizontal, pointing outwards along `uᵢ`;
+//!   positive `θᵢ` turns it downwards. Elbow: `(R + a cos θᵢ) uᵢ − a sin θᵢ ẑ`.
+//! * The parallelogram forearm (length `b`) joins the elbow to the effector point
+//!   `p + r uᵢ` (`r` = `effector_radius`), keeping the effector level; hence
+//!   `|p − cᵢ(θᵢ)| = b` with `cᵢ(θ) = (R − r + a cos θ) uᵢ − a sin θ ẑ`.
+//! * Forward kinematics intersects the three spheres and takes the solution below the
+//!   plane of their centres; inverse kinematics takes the elbow-out solution of each
+//!   arm (the elbow on the outer side of the line from the motor axis to the forearm's
+//!   far end) and rejects points the forward kinematics would not return.
 
 use crate::{Mat3, Vec3};
-use std::f64::consts::TAU;
+use std::f64::consts::{PI, TAU};
 
 /// A 3R capstan-driven arm and its drive train (WoodenHaptics and relatives).
 ///
@@ -167,11 +183,137 @@ impl CapstanArm {
     }
 }
 
+/// A rotary delta (parallel) arm with parallelogram forearms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeltaArm {
+    /// Distance of each motor axis from the centre, `R` (m).
+    pub base_radius: f64,
+    /// Distance of each forearm's effector joint from the effector centre, `r` (m).
+    pub effector_radius: f64,
+    /// Upper arm length, motor axis to elbow, `a` (m).
+    pub upper_arm: f64,
+    /// Parallelogram forearm length, elbow to effector, `b` (m).
+    pub forearm: f64,
+}
+
+impl DeltaArm {
+    /// Outward unit direction `uᵢ` of arm `arm` (0, 1, 2 at 0°, 120°, 240°).
+    fn direction(arm: usize) -> Vec3 {
+        let (sin, cos) = (TAU / 3.0 * arm as f64).sin_cos();
+        Vec3::new(cos, sin, 0.0)
+    }
+
+    /// Centre `cᵢ(θ)` (m) of the sphere of radius `b` the effector centre lies on.
+    fn sphere_centre(&self, arm: usize, angle: f64) -> Vec3 {
+        let (sin, cos) = angle.sin_cos();
+        let radial = self.base_radius - self.effector_radius + self.upper_arm * cos;
+        Self::direction(arm) * radial - Vec3::z() * (self.upper_arm * sin)
+    }
+
+    /// `dcᵢ/dθ` (m/rad).
+    fn sphere_centre_rate(&self, arm: usize, angle: f64) -> Vec3 {
+        let (sin, cos) = angle.sin_cos();
+        -(Self::direction(arm) * (self.upper_arm * sin) + Vec3::z() * (self.upper_arm * cos))
+    }
+
+    /// Unit normal of the plane through three sphere centres, pointing up; `None`
+    /// when they are (nearly) collinear.
+    fn upward_normal(centres: &[Vec3; 3]) -> Option<Vec3> {
+        let normal = (centres[1] - centres[0]).cross(&(centres[2] - centres[0]));
+        let normal = normal.try_normalize(1e-15)?;
+        Some(if normal.z < 0.0 { -normal } else { normal })
+    }
+
+    /// Effector centre (m) at motor angles (rad); `None` when the forearms cannot
+    /// close (the three spheres do not meet) or the pose is degenerate.
+    pub fn forward(&self, angles: [f64; 3]) -> Option<Vec3> {
+        let centres: [Vec3; 3] = std::array::from_fn(|arm| self.sphere_centre(arm, angles[arm]));
+        let to_second = centres[1] - centres[0];
+        let to_third = centres[2] - centres[0];
+        let d = to_second.norm();
+        if d < 1e-12 {
+            return None;
+        }
+        let ex = to_second / d;
+        let i = ex.dot(&to_third);
+        let ey = (to_third - ex * i).try_normalize(1e-12)?;
+        let j = ey.dot(&to_third);
+        let ez = Self::upward_normal(&centres)?;
+        // Equal radii: the circle of the first two spheres lies halfway between them.
+        let x = d / 2.0;
+        let y = (i * i + j * j - 2.0 * i * x) / (2.0 * j);
+        let height_squared = self.forearm * self.forearm - x * x - y * y;
+        if height_squared < 0.0 {
+            return None;
+        }
+        Some(centres[0] + ex * x + ey * y - ez * height_squared.sqrt())
+    }
+
+    /// Motor angles (rad, each in (−π, π]) that put the effector centre at `p` (m);
+    /// `None` when an arm cannot reach it or `p` is not below the sphere centres'
+    /// plane (where [`forward`](Self::forward) would return the mirror point).
+    pub fn inverse(&self, p: Vec3) -> Option<[f64; 3]> {
+        let (a, b) = (self.upper_arm, self.forearm);
+        let mut angles = [0.0; 3];
+        for (arm, angle) in angles.iter_mut().enumerate() {
+            let outward = Self::direction(arm);
+            let sideways = Vec3::z().cross(&outward);
+            // Forearm far end relative to the motor axis, in the arm's vertical plane.
+            let radial = p.dot(&outward) + self.effector_radius - self.base_radius;
+            let lateral = p.dot(&sideways);
+            let forearm_in_plane_squared = b * b - lateral * lateral;
+            let distance = radial.hypot(p.z);
+            if forearm_in_plane_squared < 0.0 || distance < 1e-12 {
+                return None;
+            }
+            let cos_elbow =
+                (a * a + distance * distance - forearm_in_plane_squared) / (2.0 * a * distance);
+            if !(-1.0..=1.0).contains(&cos_elbow) {
+                return None;
+            }
+            let towards_far_end = (-p.z).atan2(radial);
+            let mut theta = towards_far_end - cos_elbow.acos();
+            if theta <= -PI {
+                theta += TAU;
+            }
+            *angle = theta;
+        }
+        let centres: [Vec3; 3] = std::array::from_fn(|arm| self.sphere_centre(arm, angles[arm]));
+        let normal = Self::upward_normal(&centres)?;
+        ((p - centres[0]).dot(&normal) <= 0.0).then_some(angles)
+    }
+
+    /// `∂p/∂θ` (m/rad) at motor angles (rad), from the constraints
+    /// `|p − cᵢ(θᵢ)|² = b²`: `A ṗ = diag(Bᵢ) θ̇` with rows `Aᵢ = (p − cᵢ)ᵀ` and
+    /// `Bᵢ = (p − cᵢ) · cᵢ'(θᵢ)`. `None` outside the reachable set or at a singular
+    /// pose.
+    pub fn jacobian(&self, angles: [f64; 3]) -> Option<Mat3> {
+        let p = self.forward(angles)?;
+        let mut constraint = Mat3::zeros();
+        let mut rate = [0.0; 3];
+        for arm in 0..3 {
+            let forearm = p - self.sphere_centre(arm, angles[arm]);
+            constraint.set_row(arm, &forearm.transpose());
+            rate[arm] = forearm.dot(&self.sphere_centre_rate(arm, angles[arm]));
+        }
+        let mut jacobian = constraint.try_inverse()?;
+        for (arm, rate) in rate.iter().enumerate() {
+            jacobian.column_mut(arm).scale_mut(*rate);
+        }
+        Some(jacobian)
+    }
+
+    /// Motor torques (N·m) that render `force` (N) at the effector: `τ = Jᵀ f`.
+    pub fn joint_torques(&self, angles: [f64; 3], force: Vec3) -> Option<[f64; 3]> {
+        let torques = self.jacobian(angles)?.tr_mul(&force);
+        Some([torques.x, torques.y, torques.z])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion};
-    use std::f64::consts::PI;
 
     /// Tip, link `b` centre of mass and link `c` centre of mass (m, base frame) of a
     /// capstan arm, as a product of rigid transforms: turn about z, up to the shoulder,
@@ -202,6 +344,34 @@ mod tests {
         a.into_iter()
             .flat_map(move |ta| b.into_iter().map(move |tb| (ta, tb)))
             .flat_map(move |(ta, tb)| c.into_iter().map(move |tc| [ta, tb, tc]))
+    }
+
+    fn delta() -> DeltaArm {
+        DeltaArm {
+            base_radius: 0.10,
+            effector_radius: 0.03,
+            upper_arm: 0.10,
+            forearm: 0.22,
+        }
+    }
+
+    fn delta_angles() -> impl Iterator<Item = [f64; 3]> {
+        let steps = [-0.2, 0.2, 0.6, 1.0];
+        steps.into_iter().flat_map(move |t0| {
+            steps
+                .into_iter()
+                .flat_map(move |t1| steps.into_iter().map(move |t2| [t0, t1, t2]))
+        })
+    }
+
+    fn delta_workspace() -> impl Iterator<Item = Vec3> {
+        let across = [-0.05, -0.025, 0.0, 0.025, 0.05];
+        let down = [-0.25, -0.21, -0.17, -0.13];
+        across.into_iter().flat_map(move |x| {
+            across
+                .into_iter()
+                .flat_map(move |y| down.into_iter().map(move |z| Vec3::new(x, y, z)))
+        })
     }
 
     /// Central-difference `∂p/∂θ` of `position`.
@@ -334,5 +504,73 @@ mod tests {
         }
         let clamped = arm.motor_currents(angles, Vec3::new(10.0, 0.0, -10.0));
         assert_eq!(clamped, [0.0, 3.0, -3.0]);
+    }
+
+    #[test]
+    fn delta_forward_inverts_inverse_over_the_workspace() {
+        let arm = delta();
+        for p in delta_workspace() {
+            let angles = arm.inverse(p).unwrap_or_else(|| panic!("{p} unreachable"));
+            let back = arm.forward(angles).expect("forward of an inverse");
+            assert!((back - p).norm() < 1e-9, "{p} -> {angles:?} -> {back}");
+        }
+    }
+
+    #[test]
+    fn delta_inverse_inverts_forward_over_angles() {
+        let arm = delta();
+        for angles in delta_angles() {
+            let p = arm.forward(angles).unwrap_or_else(|| panic!("{angles:?}"));
+            let back = arm.inverse(p).unwrap_or_else(|| panic!("{p} unreachable"));
+            for (angle, back) in angles.iter().zip(back) {
+                assert!((angle - back).abs() < 1e-9, "{angles:?} -> {p} -> {back:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn delta_rejects_unreachable_points_and_poses() {
+        let arm = delta();
+        for p in [
+            Vec3::new(0.0, 0.0, -1.0),
+            Vec3::new(0.5, 0.0, -0.1),
+            Vec3::new(0.0, 0.0, 0.15),
+        ] {
+            assert_eq!(arm.inverse(p), None, "{p}");
+        }
+        let short = DeltaArm {
+            forearm: 0.12,
+            ..delta()
+        };
+        assert!(short.forward([PI / 2.0; 3]).is_some());
+        assert_eq!(short.forward([0.0; 3]), None);
+        assert_eq!(short.jacobian([0.0; 3]), None);
+        assert_eq!(short.joint_torques([0.0; 3], FORCE), None);
+    }
+
+    #[test]
+    fn delta_jacobian_matches_finite_differences() {
+        let arm = delta();
+        for angles in delta_angles() {
+            let analytic = arm.jacobian(angles).expect("reachable");
+            let numeric = numeric_jacobian(|q| arm.forward(q).expect("reachable"), angles);
+            let error = (analytic - numeric).norm() / analytic.norm();
+            assert!(error < 1e-6, "{angles:?}: relative {error:e}");
+        }
+    }
+
+    #[test]
+    fn delta_torques_do_the_virtual_work_of_the_force() {
+        let arm = delta();
+        for angles in delta_angles() {
+            let moved = arm.forward(step(angles)).expect("reachable");
+            let tip_work = FORCE.dot(&(moved - arm.forward(angles).expect("reachable")));
+            let joint_work = dot(
+                arm.joint_torques(angles, FORCE).expect("reachable"),
+                SMALL_STEP,
+            );
+            let error = (tip_work - joint_work).abs() / joint_work.abs();
+            assert!(error < 1e-3, "{angles:?}: relative {error:e}");
+        }
     }
 }

@@ -9,7 +9,7 @@
 //!   and remembering (and zeroing on drop) the commanded force;
 //! * [`choice`] — the one `--device` parser, and opening what it names;
 //! * [`kinematics`] — joint encoders to tip position and tip force to motor currents
-//!   for capstan (WoodenHaptics) arms.
+//!   for capstan (WoodenHaptics) and delta arms.
 //!
 //! Every backend works in device SI units (m, N, s) after its own scaling and axis
 //! mapping; the haptic loop maps the device frame to the scene.
