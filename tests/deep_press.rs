@@ -64,7 +64,7 @@ fn serve_jump(mut built: BuiltScene, target: Vec3, hold: f64) -> Vec<ServeTick> 
     let idle = built.above_the_middle(0.01);
     let (stylus, input) = SimDevice::external(map.to_device(&idle));
     let mut device = ForceLog::new(MappedDevice::new(stylus, map));
-    let config = built.haptic_config(device.rating());
+    let config = built.attach_device(device.rating());
     assert_eq!(config.limits.max_force, CLAMP);
     let (_, visual) = SceneVisual::new(&built.name(), &built.mesh.mesh, &built.model);
     let (frames_in, mut frames) = snapshot_slot(visual.at_rest(idle));

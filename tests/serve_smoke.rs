@@ -102,6 +102,15 @@ async fn press(client: &mut Client, token: &str) {
     }
 }
 
+/// The async runtime the test's WebSocket clients run on.
+fn client_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// In contact with a clear force pushing the hand up (+z, out of the tissue).
 fn pressed(frame: &Frame) -> bool {
     let [fx, fy, fz] = frame.force;
@@ -128,11 +137,7 @@ fn serve_palpates_stops_with_zero_force_last_and_restarts_from_the_cache() {
     assert_eq!(files.len(), 1, "one cache file written: {files:?}");
     let before = fingerprint(&files[0]);
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = client_runtime();
     let (status, stdout, stderr, last, closing) = runtime.block_on(async {
         let mut client = Client::connect(&ready.websocket).await.unwrap();
         assert!(client.hello.control_allowed);
@@ -345,10 +350,7 @@ token = "scene-token"
     let printed = served.stdout.join("\n");
     assert!(printed.contains("device: virtual stylus"), "{printed}");
     assert!(printed.contains("condensed backend"), "{printed}");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = client_runtime();
     runtime.block_on(async {
         let mut client = Client::connect(&ready.websocket).await.unwrap();
         assert_eq!(client.hello.scene_name, "small block");
@@ -383,11 +385,7 @@ fn wild_probe_targets_keep_the_tissue_sound_and_frames_show_the_force_on_the_han
     let args = ["--device", "sim", "--bind", "127.0.0.1:0"];
     let mut served = Served::start(BINARY, &args, cache.path());
     let ready = served.ready(START);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = client_runtime();
     runtime.block_on(async {
         let mut client = Client::connect(&ready.websocket).await.unwrap();
         let token = ready.token.clone();
@@ -433,10 +431,7 @@ fn sigterm_and_sighup_stop_with_zero_force_like_ctrl_c() {
     for signal in [libc::SIGTERM, libc::SIGHUP] {
         let mut served = Served::start(BINARY, &args, cache.path());
         let ready = served.ready(START);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = client_runtime();
         runtime.block_on(async {
             let mut client = Client::connect(&ready.websocket).await.unwrap();
             press(&mut client, &ready.token).await;

@@ -57,7 +57,7 @@ pub struct ReplayRow {
 pub fn replay(mut built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
     let map = built.scene.device.workspace.mapping();
     let device = MappedDevice::new(ReplayDevice::new(trajectory.clone()), map);
-    let config = built.haptic_config(device.rating());
+    let config = built.attach_device(device.rating());
     let radius = built.scene.contact.probe_radius;
     let ticks = (trajectory.duration() / config.tick_period).floor() as usize + 1;
     let mut lock = LockStep::new(device, built.model, config);

@@ -134,7 +134,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let stylus = opened.stylus.map(|input| Stylus::new(input, map, idle));
     let (snapshot_writer, snapshot_reader) = snapshot_slot(visual.at_rest(idle));
     let (control_tx, control_rx) = control_channel(CONTROL_CAPACITY);
-    let haptic = built.haptic_config(device.rating());
+    let haptic = built.attach_device(device.rating());
     let scene = &built.scene;
     let (min, max) = built.model.workspace();
     let stream_config = scene.stream_config(bind, Some(ProbeWorkspace { min, max }));

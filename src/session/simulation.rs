@@ -243,6 +243,9 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
         });
         self.constraints.clear();
         let mut support = None;
+        // The contact's static compliance, once asked for this step (K⁻¹ does not change
+        // with the step, so the force cap and the local stiffness share it).
+        let mut compliance = None;
         self.held = None;
         if let (Some(c), Some(n)) = (contact, normal) {
             let s = self.patch.support(
@@ -253,7 +256,14 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
                 &n,
             );
             let tip = probe - n * self.proxy.radius();
-            let target = self.capped_target(&s, &n, tip);
+            let target = match self.force_cap {
+                Some(cap) => {
+                    let c = self.model.point_compliance(&s).ok();
+                    compliance = c;
+                    c.map_or(tip, |c| self.capped_target(cap, &c, &s, &n, tip))
+                }
+                None => tip,
+            };
             self.constraints
                 .push(PointConstraint::contact_on(s, n, target));
             support = Some(s);
@@ -280,7 +290,10 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
         let mut stiffness = Mat3::zeros();
         let mut local = None;
         if let (true, Some(c), Some(n), Some(s)) = (in_contact, contact, normal, support) {
-            let compliance = self.model.point_compliance(&s).unwrap_or(Mat3::zeros());
+            let compliance = match compliance {
+                Some(c) => c,
+                None => self.model.point_compliance(&s).unwrap_or(Mat3::zeros()),
+            };
             let cn = n.dot(&(compliance * n));
             if cn > 0.0 {
                 stiffness = -(n * n.transpose()) / cn;
@@ -321,15 +334,17 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
 }
 
 impl<M: TissueModel> Simulation<M> {
-    /// The constraint target for a tip at `tip` (m) on `support` along `n`: the tip
-    /// itself, or, past the force cap, the indentation the capped force gives.
-    fn capped_target(&mut self, support: &Support, n: &Vec3, tip: Vec3) -> Vec3 {
-        let Some(cap) = self.force_cap else {
-            return tip;
-        };
-        let Ok(compliance) = self.model.point_compliance(support) else {
-            return tip;
-        };
+    /// The constraint target for a tip at `tip` (m) on `support` along `n`, whose static
+    /// compliance is `compliance` (m/N): the tip itself, or, past the force cap `cap`
+    /// (N), the indentation the capped force gives.
+    fn capped_target(
+        &self,
+        cap: f64,
+        compliance: &Mat3,
+        support: &Support,
+        n: &Vec3,
+        tip: Vec3,
+    ) -> Vec3 {
         let cn = n.dot(&(compliance * n));
         let depth = n.dot(&(support.rest_point(self.model.rest_positions()) - tip));
         let deepest = cap * cn;

@@ -72,12 +72,13 @@ pub struct BuiltScene {
 }
 
 impl BuiltScene {
-    /// The haptic loop configuration for a device rated `rating`: the scene's rates,
-    /// force strategy and safety limits. The tissue is then never pushed harder than
-    /// the device may render (the force clamp), so a deep press saturates in the model
-    /// as it does on the hand. The workspace mapping is applied by wrapping the device
+    /// Fits the scene to a device rated `rating` and returns the haptic loop
+    /// configuration (the scene's rates, force strategy and safety limits). The tissue
+    /// is then never pushed harder than the device may render (the force clamp, with
+    /// [`FORCE_CAP_MARGIN`]), so a deep press saturates in the model as on the hand. The
+    /// workspace mapping is applied by wrapping the device
     /// ([`MappedDevice`](crate::device::mapped::MappedDevice)).
-    pub fn haptic_config(&mut self, rating: DeviceRating) -> HapticConfig {
+    pub fn attach_device(&mut self, rating: DeviceRating) -> HapticConfig {
         let mut c = HapticConfig::new(self.scene.safety.limits(rating));
         self.model
             .set_force_cap(FORCE_CAP_MARGIN * c.limits.max_force);
