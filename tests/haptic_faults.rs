@@ -25,6 +25,7 @@ fn limits() -> SafetyLimits {
     let mut l = SafetyLimits::for_device(DeviceRating {
         max_force: 8.0,
         max_stiffness: 3000.0,
+        workspace: None,
     });
     l.ramp_time = 0.05;
     l

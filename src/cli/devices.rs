@@ -47,6 +47,14 @@ pub fn run(args: &DevicesArgs) -> ExitCode {
     for p in &profiles {
         println!("  {:<20} {}", p.name, p.description);
     }
+    println!("backends:");
+    for b in crate::device::backends::statuses() {
+        let (mark, detail) = match &b.availability {
+            Ok(found) => ("usable", found),
+            Err(missing) => ("not usable", missing),
+        };
+        println!("  {:<26} {:<40} {mark}: {detail}", b.spec, b.drives);
+    }
     let api = match hidapi::HidApi::new() {
         Ok(api) => api,
         Err(e) => {

@@ -97,6 +97,7 @@ mod tests {
             DeviceRating {
                 max_force: 1.0,
                 max_stiffness: 1.0,
+                workspace: None,
             }
         }
         fn name(&self) -> &str {

@@ -7,6 +7,7 @@
 //! * [`record`] — wraps any device and writes the trajectory it sees;
 //! * [`mapped`] and [`force_log`] — decorators: the workspace mapping into the scene,
 //!   and remembering (and zeroing on drop) the commanded force;
+//! * [`backends`] — which backends this machine can use;
 //! * [`choice`] — the one `--device` parser, and opening what it names;
 //! * [`kinematics`] — joint encoders to tip position and tip force to motor currents
 //!   for capstan (WoodenHaptics) and delta arms.
@@ -14,6 +15,7 @@
 //! Every backend works in device SI units (m, N, s) after its own scaling and axis
 //! mapping; the haptic loop maps the device frame to the scene.
 
+pub mod backends;
 pub mod choice;
 pub mod force_log;
 pub mod hid;
@@ -56,6 +58,18 @@ pub struct DeviceRating {
     pub max_force: f64,
     /// Largest stiffness the device renders stably (N/m).
     pub max_stiffness: f64,
+    /// The box the stylus tip reaches (device frame); `None` for virtual devices,
+    /// whose positions are already scene positions.
+    pub workspace: Option<DeviceWorkspace>,
+}
+
+/// An axis-aligned box of the device frame the stylus tip reaches comfortably.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeviceWorkspace {
+    /// Centre of the box (m, device frame).
+    pub centre: Vec3,
+    /// Half the box's size along each device axis (m, each > 0).
+    pub half_extent: Vec3,
 }
 
 /// Why a device call failed.

@@ -5,7 +5,7 @@
 //! Offsets are byte offsets into the report buffer exactly as hidapi reads and writes
 //! it: for numbered reports byte 0 is the report id.
 
-use super::DeviceRating;
+use super::{DeviceRating, DeviceWorkspace};
 use crate::Vec3;
 use serde::Deserialize;
 use std::path::Path;
@@ -31,6 +31,8 @@ pub struct DeviceProfile {
     pub matcher: DeviceMatch,
     /// What the device is rated for.
     pub rating: Rating,
+    /// The box the stylus tip reaches (device frame, after the axis mapping).
+    pub workspace: WorkspaceBox,
     /// The input report carrying position, buttons, time and sequence.
     pub input: InputReport,
     /// The output report carrying force.
@@ -62,6 +64,16 @@ pub struct Rating {
     pub max_force: f64,
     /// Largest stiffness rendered stably (N/m).
     pub max_stiffness: f64,
+}
+
+/// The reachable box of a device (m, device frame after the axis mapping).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceBox {
+    /// Centre of the box (m).
+    pub centre: [f64; 3],
+    /// Half the box's size along x, y, z (m, each > 0).
+    pub half_extent: [f64; 3],
 }
 
 /// The input report layout.
@@ -373,6 +385,10 @@ impl DeviceProfile {
         DeviceRating {
             max_force: self.rating.max_force,
             max_stiffness: self.rating.max_stiffness,
+            workspace: Some(DeviceWorkspace {
+                centre: Vec3::from(self.workspace.centre),
+                half_extent: Vec3::from(self.workspace.half_extent),
+            }),
         }
     }
 
@@ -404,6 +420,19 @@ impl DeviceProfile {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!(
                     "{key}: must be a positive number of SI units, got {v}"
+                ));
+            }
+        }
+        for (i, axis) in ["x", "y", "z"].into_iter().enumerate() {
+            let (c, h) = (self.workspace.centre[i], self.workspace.half_extent[i]);
+            if !(c.is_finite() && c.abs() <= 10.0) {
+                return Err(format!(
+                    "workspace.centre: {axis} = {c} m, must be finite and within ±10 m"
+                ));
+            }
+            if !(h.is_finite() && h > 0.0 && h <= 10.0) {
+                return Err(format!(
+                    "workspace.half_extent: {axis} = {h} m, must be in (0, 10] m"
                 ));
             }
         }

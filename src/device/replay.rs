@@ -285,6 +285,7 @@ impl ReplayDevice {
             rating: DeviceRating {
                 max_force: 8.0,
                 max_stiffness: 3000.0,
+                workspace: None,
             },
         }
     }

@@ -73,6 +73,7 @@ impl SimDevice {
             rating: DeviceRating {
                 max_force: 8.0,
                 max_stiffness: 3000.0,
+                workspace: None,
             },
             name: "sim".into(),
         }

@@ -1,0 +1,39 @@
+//! Which device backends this machine can use, for `palpa devices`.
+
+/// One backend and whether it is usable here.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackendStatus {
+    /// The `--device` spec that selects it (e.g. `hid[:PROFILE.toml]`).
+    pub spec: &'static str,
+    /// What it drives, in a few words.
+    pub drives: &'static str,
+    /// `Ok(what was found)` when usable, `Err(what was looked for and not found)`.
+    pub availability: Result<String, String>,
+}
+
+/// Every backend palpa has, in the order `palpa devices` lists them.
+pub fn statuses() -> Vec<BackendStatus> {
+    vec![
+        BackendStatus {
+            spec: "hid[:PROFILE.toml]",
+            drives: "HID devices described by a profile",
+            availability: match hidapi::HidApi::new() {
+                Ok(api) => Ok(format!(
+                    "hidapi: {} HID interfaces present",
+                    api.device_list().count()
+                )),
+                Err(e) => Err(format!("hidapi cannot enumerate devices: {e}")),
+            },
+        },
+        BackendStatus {
+            spec: "sim[:still|circle|press]",
+            drives: "a virtual stylus (viewer or script)",
+            availability: Ok("built in".into()),
+        },
+        BackendStatus {
+            spec: "replay:FILE.csv",
+            drives: "a recorded trajectory",
+            availability: Ok("built in".into()),
+        },
+    ]
+}
