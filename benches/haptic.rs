@@ -8,7 +8,7 @@
 
 use criterion::Criterion;
 use palpa::device::hid::{HidDevice, MemoryPeer, MemoryTransport, MAX_REPORT_LEN};
-use palpa::device::profile::DeviceProfile;
+use palpa::device::profile::{DeviceProfile, ReportCodec};
 use palpa::haptic::analytic::HertzHalfSpace;
 use palpa::haptic::{HapticConfig, HapticLoop, SafetyLimits};
 use palpa::model::{LocalForceModel, ModelStep};
@@ -19,7 +19,7 @@ use std::hint::black_box;
 struct Bench {
     haptic: HapticLoop<HidDevice<MemoryTransport>>,
     peer: MemoryPeer,
-    profile: DeviceProfile,
+    codec: ReportCodec,
     model: LocalForceModel,
     report: [u8; MAX_REPORT_LEN],
     out: [u8; MAX_REPORT_LEN],
@@ -36,7 +36,7 @@ impl Bench {
         Self {
             haptic,
             peer,
-            profile,
+            codec: profile.codec(),
             model,
             report: [0; MAX_REPORT_LEN],
             out: [0; MAX_REPORT_LEN],
@@ -51,8 +51,8 @@ impl Bench {
         let t = k as f64 * 1e-3;
         let p = Vec3::new(0.003, 0.0, -0.004 - 1e-6 * (k % 7) as f64);
         let n = self
-            .profile
-            .encode_input(&mut self.report, p, 0, k * 1000, k);
+            .codec
+            .encode_input(&mut self.report, p.into(), 0, k * 1000, k);
         self.peer.send(&self.report[..n]);
         self.haptic.sense(t);
         let r = self.haptic.actuate(t, &self.model, 1 + k / 5);

@@ -51,6 +51,7 @@ fn ten_thousand_haptic_ticks_allocate_nothing() {
     let profile = DeviceProfile::reference();
     let (transport, peer) = MemoryTransport::pair(16);
     let device = HidDevice::new(transport, profile.clone());
+    let codec = profile.codec();
     let mut config = HapticConfig::new(SafetyLimits::for_device(profile.device_rating()));
     config.limits.passivity_max_damping = Some(50.0);
     let mut haptic = HapticLoop::new(device, config);
@@ -72,7 +73,7 @@ fn ten_thousand_haptic_ticks_allocate_nothing() {
         let t = k as f64 * 1e-3;
         // Firmware side: the stylus presses up and down over the lump.
         let z = 0.004 - 0.010 * (0.5 - 0.5 * (t * 3.0).cos());
-        let n = profile.encode_input(&mut report, Vec3::new(0.001, 0.0, z), 0, k * 1000, k);
+        let n = codec.encode_input(&mut report, [0.001, 0.0, z], 0, k * 1000, k);
         peer.send(&report[..n]);
         // The haptic tick, as the real-time thread runs it.
         if let Some(p) = haptic.sense(t) {

@@ -207,7 +207,9 @@ fn hid_unplug_stops_force_and_replug_reconnects() {
     );
     let feed = |peer: &MemoryPeer, k: u64| {
         let mut buf = [0u8; 64];
-        let n = profile.encode_input(&mut buf, PROBE, 0, k * 1000, k);
+        let n = profile
+            .codec()
+            .encode_input(&mut buf, PROBE.into(), 0, k * 1000, k);
         peer.send(&buf[..n]);
     };
     for k in 0..100 {
@@ -228,8 +230,8 @@ fn hid_unplug_stops_force_and_replug_reconnects() {
         if k == 200 {
             peer.receive(&mut buf).unwrap();
             assert_eq!(
-                profile.decode_output(&buf).0,
-                Vec3::zeros(),
+                profile.codec().decode_output(&buf).0,
+                [0.0; 3],
                 "first write after reconnect is zero"
             );
         }

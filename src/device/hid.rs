@@ -6,7 +6,7 @@
 
 pub use super::profile::MAX_REPORT_LEN;
 
-use super::profile::DeviceProfile;
+use super::profile::{DeviceProfile, ReportCodec};
 use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
 use crate::Vec3;
 use crossbeam::queue::ArrayQueue;
@@ -56,6 +56,7 @@ pub struct HidCounters {
 pub struct HidDevice<T: ReportTransport> {
     transport: T,
     profile: DeviceProfile,
+    codec: ReportCodec,
     name: String,
     in_buf: [u8; MAX_REPORT_LEN],
     out_buf: [u8; MAX_REPORT_LEN],
@@ -74,6 +75,7 @@ impl<T: ReportTransport> HidDevice<T> {
         let name = format!("hid:{} ({})", profile.name, transport.describe());
         Self {
             transport,
+            codec: profile.codec(),
             profile,
             name,
             in_buf: [0; MAX_REPORT_LEN],
@@ -108,7 +110,7 @@ impl<T: ReportTransport> HidDevice<T> {
 
     /// Decodes the report in `in_buf`, advancing the unwrapped sequence and time.
     fn accept_report(&mut self) {
-        let d = self.profile.decode_input(&self.in_buf);
+        let d = self.codec.decode_input(&self.in_buf);
         let step = match (d.sequence_raw, self.last_sequence_raw) {
             (Some(now), Some(last)) => {
                 let m = self
@@ -171,20 +173,10 @@ impl<T: ReportTransport> HapticDevice for HidDevice<T> {
         if !self.connected {
             return Err(DeviceError::Disconnected("not connected".into()));
         }
-        // Last line of defence below the safety layer: never exceed the rated force,
-        // and never send a non-finite value.
-        let max = self.profile.rating.max_force;
-        let norm = force.norm();
-        let force = if !norm.is_finite() {
-            Vec3::zeros()
-        } else if norm > max {
-            force * (max / norm)
-        } else {
-            force
-        };
+        let force = self.profile.rated_force(force);
         self.heartbeat = self.heartbeat.wrapping_add(1);
         let (len, saturated) = self
-            .profile
+            .codec
             .encode_output(&mut self.out_buf, force, self.heartbeat);
         if saturated {
             self.counters.saturated_writes += 1;

@@ -67,7 +67,7 @@ pub struct CapstanArm {
     /// "motor and body aligned").
     pub motor_aligned: [bool; 3],
     /// Counts from the zero angle to the calibration pose (counts).
-    pub calibration_counts: [i32; 3],
+    pub calibration_counts: [f64; 3],
     /// Motor torque constants (N·m/A).
     pub torque_constant: [f64; 3],
     /// Largest motor current commanded, either sign (A).
@@ -97,7 +97,7 @@ impl CapstanArm {
             workspace_origin: Vec3::new(0.220, 0.0, 0.080),
             counts_per_revolution: [2000.0; 3],
             motor_aligned: [false; 3],
-            calibration_counts: [0, 0, 6000],
+            calibration_counts: [0.0, 0.0, 6000.0],
             torque_constant: [0.0259; 3],
             max_current: 3.0,
             mass_b: 0.170,
@@ -116,9 +116,9 @@ impl CapstanArm {
 
     /// Joint angles `θa, θb, θc` (rad) from encoder counts counted from the
     /// calibration pose.
-    pub fn joint_angles(&self, counts: [i32; 3]) -> [f64; 3] {
+    pub fn joint_angles(&self, counts: [f64; 3]) -> [f64; 3] {
         std::array::from_fn(|joint| {
-            let from_zero = f64::from(counts[joint]) + f64::from(self.calibration_counts[joint]);
+            let from_zero = counts[joint] + self.calibration_counts[joint];
             let motor_angle = TAU * from_zero / self.counts_per_revolution[joint];
             motor_angle * self.transmission(joint)
         })
@@ -310,6 +310,64 @@ impl DeltaArm {
     }
 }
 
+/// A delta arm and its drive train: encoder counts to motor angles, forces to motor
+/// currents (Falcon / omega class devices driven through capstans or gears).
+///
+/// Index 0, 1, 2 of every array is arm 0, 1, 2 of [`DeltaArm`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeltaDrive {
+    /// The linkage.
+    pub arm: DeltaArm,
+    /// Encoder counts per motor revolution (quadrature counts).
+    pub counts_per_revolution: [f64; 3],
+    /// Motor revolutions per upper-arm revolution (the capstan or gear reduction).
+    pub gear_ratio: [f64; 3],
+    /// `true` when a positive motor count turns the upper arm upwards (negative `θ`).
+    pub motor_reversed: [bool; 3],
+    /// Upper-arm angles at the calibration pose (rad), where the counts are zero.
+    pub calibration_angles: [f64; 3],
+    /// Motor torque constants (N·m/A).
+    pub torque_constant: [f64; 3],
+    /// Largest motor current commanded, either sign (A).
+    pub max_current: f64,
+    /// Effector position at which the reported position is zero (m, base frame).
+    pub workspace_origin: Vec3,
+}
+
+impl DeltaDrive {
+    /// Upper-arm angle per motor angle, signed by direction.
+    fn transmission(&self, arm: usize) -> f64 {
+        let direction = if self.motor_reversed[arm] { -1.0 } else { 1.0 };
+        direction / self.gear_ratio[arm]
+    }
+
+    /// Upper-arm angles (rad) from encoder counts counted from the calibration pose.
+    pub fn joint_angles(&self, counts: [f64; 3]) -> [f64; 3] {
+        std::array::from_fn(|arm| {
+            let motor_angle = TAU * counts[arm] / self.counts_per_revolution[arm];
+            self.calibration_angles[arm] + motor_angle * self.transmission(arm)
+        })
+    }
+
+    /// Effector position (m, relative to the workspace origin); `None` where the
+    /// forearms cannot close.
+    pub fn position(&self, angles: [f64; 3]) -> Option<Vec3> {
+        self.arm.forward(angles).map(|p| p - self.workspace_origin)
+    }
+
+    /// Motor currents (A) for `force` (N) at the effector, each clamped to
+    /// `±max_current`; zero at a pose without a Jacobian (unreachable or singular).
+    pub fn motor_currents(&self, angles: [f64; 3], force: Vec3) -> [f64; 3] {
+        let Some(torques) = self.arm.joint_torques(angles, force) else {
+            return [0.0; 3];
+        };
+        std::array::from_fn(|arm| {
+            let motor_torque = torques[arm] * self.transmission(arm);
+            (motor_torque / self.torque_constant[arm]).clamp(-self.max_current, self.max_current)
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,7 +526,7 @@ mod tests {
     #[test]
     fn woodenhaptics_2015_calibration_pose() {
         let arm = CapstanArm::woodenhaptics_2015();
-        let angles = arm.joint_angles([0, 0, 0]);
+        let angles = arm.joint_angles([0.0; 3]);
         let expected = [0.0, 0.0, PI / 2.0];
         for (angle, expected) in angles.iter().zip(expected) {
             assert!((angle - expected).abs() < 1e-15, "{angles:?}");
@@ -484,7 +542,7 @@ mod tests {
             ..CapstanArm::woodenhaptics_2015()
         };
         // One body revolution of `a` (2000 counts × 160/10), a quarter of `b` and `c`.
-        let angles = arm.joint_angles([32_000, 6000, -6000]);
+        let angles = arm.joint_angles([32_000.0, 6000.0, -6000.0]);
         let expected = [TAU, -PI / 2.0, 0.0];
         for (angle, expected) in angles.iter().zip(expected) {
             assert!((angle - expected).abs() < 1e-12, "{angles:?}");
@@ -494,7 +552,7 @@ mod tests {
     #[test]
     fn woodenhaptics_2015_currents_and_their_clamp() {
         let arm = CapstanArm::woodenhaptics_2015();
-        let angles = arm.joint_angles([0, 0, 0]);
+        let angles = arm.joint_angles([0.0; 3]);
         // Link b upright, link c horizontal: 1 N along x loads joint b over Lb,
         // 1 N down loads joint c over Lc; capstan 10 mm on a 120 mm drum, 25.9 mN·m/A.
         let currents = arm.motor_currents(angles, Vec3::new(1.0, 0.0, -1.0));

@@ -140,13 +140,13 @@ pub fn scene(data: &[u8]) -> bool {
 pub fn profile(data: &[u8]) -> bool {
     if let Ok(p) = DeviceProfile::from_toml(&text(data), "fuzz.toml") {
         let mut buf = [0u8; MAX_REPORT_LEN];
-        let n = p.encode_input(&mut buf, Vec3::new(0.01, -0.02, 0.03), 1, 7, 9);
+        let mut codec = p.codec();
+        let n = codec.encode_input(&mut buf, [0.01, -0.02, 0.03], 1, 7, 9);
         assert_eq!(n, p.input.length);
-        p.decode_input(&buf[..n]);
-        let (n, _) = p.encode_output(&mut buf, Vec3::new(1.0, -2.0, 1e9), 3);
+        codec.decode_input(&buf[..n]);
+        let (n, _) = codec.encode_output(&mut buf, Vec3::new(1.0, -2.0, 1e9), 3);
         assert_eq!(n, p.output.length);
-        p.decode_output(&buf[..n]);
-        p.axis_map();
+        codec.decode_output(&buf[..n]);
         true
     } else {
         false

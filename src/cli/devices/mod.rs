@@ -1,21 +1,58 @@
-//! `palpa devices`: the device profiles palpa knows and the HID devices connected.
+//! `palpa devices`: the device profiles and backends palpa knows and the HID devices
+//! connected; tools for profile and firmware authors as subcommands.
+
+mod import;
+mod reports;
 
 use crate::device::profile::DeviceProfile;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Arguments of `palpa devices`.
 #[derive(clap::Args, Debug)]
 pub struct DevicesArgs {
     /// Extra device profiles (TOML files or directories of them) to match against, besides
-    /// the built-in reference profile.
+    /// the shipped profiles.
     #[arg(long = "profile", value_name = "PATH")]
     pub profiles: Vec<PathBuf>,
+    /// A tool for profile and firmware authors (without one: list profiles, backends and
+    /// connected devices).
+    #[command(subcommand)]
+    pub tool: Option<DevicesTool>,
 }
 
-/// Loads every profile: the built-in one and those under `paths`.
+/// `palpa devices` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum DevicesTool {
+    /// Print `{"position":[x,y,z],"buttons":n}` (m, device frame) for one raw input report.
+    Decode(reports::DecodeArgs),
+    /// Print the output report (hex, as written with hidapi) for a force at a pose.
+    Encode(reports::EncodeArgs),
+    /// Write a profile from a WoodenHaptics / haptikfabriken configuration JSON.
+    ImportWoodenhaptics(import::ImportArgs),
+}
+
+/// A profile named on the command line: a TOML file, else a shipped profile's name.
+pub fn resolve_profile(arg: &Path) -> Result<DeviceProfile, String> {
+    if arg.exists() {
+        return DeviceProfile::load(arg).map_err(|e| e.to_string());
+    }
+    let name = arg.to_string_lossy();
+    let shipped = DeviceProfile::shipped();
+    let names: Vec<&str> = shipped.iter().map(|p| p.name.as_str()).collect();
+    let wanted = names.iter().position(|n| *n == name);
+    match wanted {
+        Some(i) => Ok(shipped[i].clone()),
+        None => Err(format!(
+            "{name}: no such file, and no shipped profile of that name ({})",
+            names.join(", ")
+        )),
+    }
+}
+
+/// Loads every profile: the shipped ones and those under `paths`.
 pub fn load_profiles(paths: &[PathBuf]) -> Result<Vec<DeviceProfile>, String> {
-    let mut profiles = vec![DeviceProfile::reference()];
+    let mut profiles = DeviceProfile::shipped();
     for p in paths {
         if p.is_dir() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(p)
@@ -34,8 +71,30 @@ pub fn load_profiles(paths: &[PathBuf]) -> Result<Vec<DeviceProfile>, String> {
     Ok(profiles)
 }
 
-/// `palpa devices`: lists HID devices and the profile each matches.
+/// `palpa devices`: runs a tool, or lists profiles, backends and connected devices.
 pub fn run(args: &DevicesArgs) -> ExitCode {
+    let printed = match &args.tool {
+        None => return list(args),
+        Some(DevicesTool::Decode(a)) => reports::decode(a).map(Some),
+        Some(DevicesTool::Encode(a)) => reports::encode(a).map(Some),
+        Some(DevicesTool::ImportWoodenhaptics(a)) => import::run(a),
+    };
+    match printed {
+        Ok(text) => {
+            if let Some(text) = text {
+                println!("{}", text.trim_end());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Lists profiles, backends and the HID devices with the profiles each matches.
+fn list(args: &DevicesArgs) -> ExitCode {
     let profiles = match load_profiles(&args.profiles) {
         Ok(p) => p,
         Err(e) => {
