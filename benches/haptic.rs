@@ -85,6 +85,33 @@ fn tail_latency() {
     );
 }
 
+/// One tick's report work for a kinematic profile: decode the WoodenHaptics 1.5 input
+/// report (encoders → joint angles → tip position) and encode a force at that pose
+/// (Jacobian transpose → motor currents).
+fn kinematic_codec(c: &mut Criterion) {
+    let profile = DeviceProfile::shipped()
+        .into_iter()
+        .find(|p| p.name == "woodenhaptics")
+        .expect("shipped");
+    let mut codec = profile.codec();
+    let mut input = [0u8; MAX_REPORT_LEN];
+    let mut output = [0u8; MAX_REPORT_LEN];
+    let mut k = 0u64;
+    c.bench_function(
+        "kinematic profile: decode + encode (WoodenHaptics)",
+        |bench| {
+            bench.iter(|| {
+                k += 1;
+                let counts = [(k % 97) as f64, -((k % 53) as f64), (k % 31) as f64];
+                let n = codec.encode_input(&mut input, counts, 0, 0, k);
+                let d = codec.decode_input(black_box(&input[..n]));
+                let force = Vec3::new(0.5, -0.2, -1.0) + d.position;
+                black_box(codec.encode_output(&mut output, force, k))
+            })
+        },
+    );
+}
+
 fn main() {
     tail_latency();
     let mut c = Criterion::default().configure_from_args();
@@ -93,5 +120,6 @@ fn main() {
         "haptic tick (HID in-memory, local-stiffness, safety)",
         |bench| bench.iter(|| black_box(b.tick())),
     );
+    kinematic_codec(&mut c);
     c.final_summary();
 }
