@@ -60,7 +60,7 @@ struct ServeTick {
 /// force ramps in), a viewer's MoveProbe jumps it to `target` (m) for `hold` s, then
 /// the viewer releases it for 0.2 s. Returns the ticks from the jump on.
 fn serve_jump(mut built: BuiltScene, target: Vec3, hold: f64) -> Vec<ServeTick> {
-    let map = built.scene.device.workspace.mapping();
+    let map = built.scene.device.given_mapping();
     let idle = built.above_the_middle(0.01);
     let (stylus, input) = SimDevice::external(map.to_device(&idle));
     let mut device = ForceLog::new(MappedDevice::new(stylus, map));

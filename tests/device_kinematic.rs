@@ -512,3 +512,64 @@ fn devices_lists_the_shipped_profiles_and_the_backends() {
         assert!(out.contains(name), "{name} missing from:\n{out}");
     }
 }
+
+#[test]
+fn the_calibration_step_makes_the_held_pose_the_calibration_pose() {
+    let profile = woodenhaptics();
+    let (transport, peer) = MemoryTransport::pair(16);
+    let mut device = HidDevice::new(transport, profile);
+    let request = device
+        .calibration_request()
+        .expect("an encoder device calibrates");
+    // Powered on away from the calibration pose: the counters are off by `held`.
+    let held = [400i16, -300, 250];
+    peer.send(&wh_report(held, 1));
+    let before = device.read(0.0).unwrap().position;
+    assert!((before - public_position(held)).norm() < 1e-12);
+    request.request();
+    let at_calibration = device.read(0.001).unwrap().position;
+    assert!((at_calibration - Vec3::new(0.025, 0.0, 0.205)).norm() < 1e-12);
+    // Later reports count from the held pose.
+    let moved = [-600i16, 900, 50];
+    peer.send(&wh_report(moved, 2));
+    let after = device.read(0.002).unwrap().position;
+    let relative = [0, 1, 2].map(|i| moved[i] - held[i]);
+    assert!((after - public_position(relative)).norm() < 1e-12);
+    assert!(
+        DeviceProfile::reference().codec().calibrate().is_none(),
+        "a Cartesian profile has nothing to calibrate"
+    );
+}
+
+#[test]
+fn a_calibration_button_recalibrates_on_its_press() {
+    let text = DELTA_PROFILE
+        .replace(
+            "sequence = { offset = 13, type = \"u16\" }",
+            "sequence = { offset = 13, type = \"u16\" }\nbuttons = { offset = 14, type = \"u8\" }",
+        )
+        .replace(
+            "calibration = \"power-on\"",
+            "calibration = \"power-on\"\ncalibrate_button = 2",
+        );
+    let profile = DeviceProfile::from_toml(&text, "delta.toml").unwrap();
+    let mut codec = profile.codec();
+    let at_zero = codec.decode_input(&delta_report([0; 3])).position;
+    let pressed = |counts: [i16; 3], buttons: u8| {
+        let mut r = delta_report(counts);
+        r[14] = buttons;
+        r
+    };
+    let off = codec.decode_input(&pressed([120, -80, 40], 1)).position;
+    assert!((off - at_zero).norm() > 1e-3, "button 1 does not calibrate");
+    let on = codec.decode_input(&pressed([120, -80, 40], 3)).position;
+    assert!(
+        (on - at_zero).norm() < 1e-12,
+        "button 2 down: this is the calibration pose"
+    );
+    let held = codec.decode_input(&pressed([140, -80, 40], 2)).position;
+    assert!(
+        (held - at_zero).norm() > 1e-6,
+        "holding the button does not recalibrate again"
+    );
+}

@@ -92,7 +92,7 @@ fn embedded_default_is_the_shipped_default_and_the_documented_block() {
     let bottom = mesh.nodes.iter().map(|p| p.z == -0.04);
     assert!(bottom.eq(inputs.fixed.iter().copied()));
     // Device frame = scene frame.
-    let w = embedded.device.workspace.mapping();
+    let w = embedded.device.given_mapping();
     assert_eq!(w, palpa::device::mapped::Workspace::IDENTITY);
 }
 

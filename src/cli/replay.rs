@@ -55,7 +55,7 @@ pub struct ReplayRow {
 /// Replays `trajectory` through the built scene in lock-step: one row per haptic tick
 /// from t = 0 to the trajectory's last sample.
 pub fn replay(mut built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
-    let map = built.scene.device.workspace.mapping();
+    let map = built.scene.device.given_mapping();
     let device = MappedDevice::new(ReplayDevice::new(trajectory.clone()), map);
     let config = built.attach_device(device.rating());
     let radius = built.scene.contact.probe_radius;

@@ -28,7 +28,7 @@ use super::progress::progress_bar;
 use crate::device::choice::DeviceChoice;
 use crate::device::force_log::ForceLog;
 use crate::device::mapped::MappedDevice;
-use crate::device::HapticDevice;
+use crate::device::{CalibrationRequest, HapticDevice};
 use crate::haptic::runtime::{HapticRuntime, RuntimeConfig, RuntimeShared};
 use crate::rt::{self, RealtimePolicy};
 use crate::scene;
@@ -92,6 +92,26 @@ fn haptic_stats(
     }
 }
 
+/// The calibration step of encoder devices: each line on stdin (Enter) makes the pose
+/// the device is held in its calibration pose. The thread ends with stdin.
+fn listen_for_calibration(request: CalibrationRequest) {
+    println!("calibration: hold the arm in its calibration pose and press Enter (any time)");
+    let spawned = std::thread::Builder::new()
+        .name("palpa-calibrate".into())
+        .spawn(move || {
+            for line in std::io::stdin().lines() {
+                if line.is_err() {
+                    break;
+                }
+                request.request();
+                println!("calibration: this pose is now the calibration pose");
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("no calibration from the terminal: {e}");
+    }
+}
+
 /// Runs `palpa serve` until Ctrl-C; errors are messages for the user (the force is zero
 /// by then).
 pub fn run(args: &ServeArgs) -> Result<(), String> {
@@ -101,12 +121,11 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     // Open the device first (a wrong device fails before a long precompute) and make
     // sure it holds no force from before.
     let scene_profile = scene.device.profile.as_deref().map(|p| scene.resolve(p));
-    let opened = choice.open(scene_profile.as_deref())?;
-    let map = scene.device.workspace.mapping();
-    let mut device: ServeDevice = ForceLog::new(MappedDevice::new(opened.device, map));
-    device
+    let mut opened = choice.open(scene_profile.as_deref())?;
+    opened
+        .device
         .zero_force()
-        .map_err(|e| format!("device {}: {e}", device.name()))?;
+        .map_err(|e| format!("device {}: {e}", opened.device.name()))?;
 
     let name = scene.name.clone().unwrap_or_else(|| scene.source.clone());
     println!("palpa serve: scene \"{name}\" ({})", scene.source);
@@ -129,12 +148,19 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         }
     );
     println!("device: {}", opened.description);
+    if let Some(request) = opened.device.calibration_request() {
+        listen_for_calibration(request);
+    }
+    let rating = opened.device.rating();
+    let (map, how) = built.device_mapping(&rating);
+    println!("workspace: {how}");
+    let mut device: ServeDevice = ForceLog::new(MappedDevice::new(opened.device, map));
 
     let idle = built.above_the_middle(IDLE_HEIGHT);
     let stylus = opened.stylus.map(|input| Stylus::new(input, map, idle));
     let (snapshot_writer, snapshot_reader) = snapshot_slot(visual.at_rest(idle));
     let (control_tx, control_rx) = control_channel(CONTROL_CAPACITY);
-    let haptic = built.attach_device(device.rating());
+    let haptic = built.attach_device(rating);
     let scene = &built.scene;
     let (min, max) = built.model.workspace();
     let stream_config = scene.stream_config(bind, Some(ProbeWorkspace { min, max }));

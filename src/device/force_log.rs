@@ -2,7 +2,7 @@
 //! what the hand got last) and zeroes the force when dropped, so no error path leaves a
 //! force on.
 
-use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
+use super::{CalibrationRequest, DeviceError, DeviceRating, DeviceSample, HapticDevice};
 use crate::rt::{slot, SlotReader, SlotWriter};
 use crate::Vec3;
 
@@ -63,6 +63,9 @@ impl<D: HapticDevice> HapticDevice for ForceLog<D> {
     }
     fn rating(&self) -> DeviceRating {
         self.inner.rating()
+    }
+    fn calibration_request(&self) -> Option<CalibrationRequest> {
+        self.inner.calibration_request()
     }
     fn name(&self) -> &str {
         self.inner.name()

@@ -7,7 +7,7 @@
 pub use super::profile::MAX_REPORT_LEN;
 
 use super::profile::{DeviceProfile, ReportCodec};
-use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
+use super::{CalibrationRequest, DeviceError, DeviceRating, DeviceSample, HapticDevice};
 use crate::Vec3;
 use crossbeam::queue::ArrayQueue;
 use std::ffi::CString;
@@ -57,6 +57,7 @@ pub struct HidDevice<T: ReportTransport> {
     transport: T,
     profile: DeviceProfile,
     codec: ReportCodec,
+    calibration: Option<CalibrationRequest>,
     name: String,
     in_buf: [u8; MAX_REPORT_LEN],
     out_buf: [u8; MAX_REPORT_LEN],
@@ -76,6 +77,10 @@ impl<T: ReportTransport> HidDevice<T> {
         Self {
             transport,
             codec: profile.codec(),
+            calibration: profile
+                .kinematics
+                .is_some()
+                .then(CalibrationRequest::default),
             profile,
             name,
             in_buf: [0; MAX_REPORT_LEN],
@@ -166,6 +171,15 @@ impl<T: ReportTransport> HapticDevice for HidDevice<T> {
                 self.accept_report();
             }
         }
+        if self
+            .calibration
+            .as_ref()
+            .is_some_and(CalibrationRequest::take)
+        {
+            if let Some(position) = self.codec.calibrate() {
+                self.sample.position = position;
+            }
+        }
         Ok(self.sample)
     }
 
@@ -205,6 +219,10 @@ impl<T: ReportTransport> HapticDevice for HidDevice<T> {
 
     fn rating(&self) -> DeviceRating {
         self.profile.device_rating()
+    }
+
+    fn calibration_request(&self) -> Option<CalibrationRequest> {
+        self.calibration.clone()
     }
 
     fn name(&self) -> &str {

@@ -2,7 +2,9 @@
 //! device frame for forces, as a device wrapper so the haptic loop sees scene
 //! coordinates and every backend (HID, sim, replay) is mapped the same way.
 
-use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
+use super::{
+    CalibrationRequest, DeviceError, DeviceRating, DeviceSample, DeviceWorkspace, HapticDevice,
+};
 use crate::{Mat3, Vec3};
 
 /// p_scene = R · (scale · p_device) + offset; f_device = Rᵀ f_scene.
@@ -33,6 +35,27 @@ impl Workspace {
             rotation: *nalgebra::Rotation3::from_euler_angles(rx, ry, rz).matrix(),
             scale,
             offset,
+        }
+    }
+
+    /// The mapping that fits a device's reachable box onto a scene box `lo`–`hi` (m,
+    /// scene frame, no rotation): the device's centre goes to the middle of the box's
+    /// top face, and one motion scale makes the device's lower half reach the box's
+    /// bottom and its width reach the box's sides, so the whole scene is in reach and
+    /// the hand rests at the surface.
+    pub fn fit(device: &DeviceWorkspace, lo: Vec3, hi: Vec3) -> Self {
+        let half = (hi - lo) / 2.0;
+        // Target half extents: the box's width, and its full height below the top.
+        let target = Vec3::new(half.x, half.y, 2.0 * half.z);
+        let scale = (0..3)
+            .map(|i| target[i] / device.half_extent[i])
+            .fold(0.0, f64::max)
+            .clamp(1e-3, 1e3);
+        let top_middle = Vec3::new((lo.x + hi.x) / 2.0, (lo.y + hi.y) / 2.0, hi.z);
+        Self {
+            rotation: Mat3::identity(),
+            scale,
+            offset: top_middle - device.centre * scale,
         }
     }
 
@@ -97,6 +120,10 @@ impl<D: HapticDevice> HapticDevice for MappedDevice<D> {
         self.inner.rating()
     }
 
+    fn calibration_request(&self) -> Option<CalibrationRequest> {
+        self.inner.calibration_request()
+    }
+
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -134,5 +161,42 @@ mod tests {
         // device +x → (x) +x → (z) +y.
         let q = w.to_scene(&Vec3::new(1.0, 0.0, 0.0));
         assert!((q - Vec3::new(0.0, 1.0, 0.0)).norm() < 1e-12, "{q}");
+    }
+
+    #[test]
+    fn a_fitted_workspace_reaches_the_whole_scene_and_rests_at_its_top() {
+        let device = DeviceWorkspace {
+            centre: Vec3::new(0.0, 0.01, 0.02),
+            half_extent: Vec3::new(0.06, 0.05, 0.04),
+        };
+        for (lo, hi) in [
+            (Vec3::new(-0.04, -0.03, -0.02), Vec3::new(0.04, 0.03, 0.0)),
+            (Vec3::new(0.1, 0.2, 0.3), Vec3::new(0.5, 0.25, 0.32)),
+            (Vec3::new(-0.01, -0.01, -0.2), Vec3::new(0.01, 0.01, 0.0)),
+        ] {
+            let w = Workspace::fit(&device, lo, hi);
+            let top_middle = Vec3::new((lo.x + hi.x) / 2.0, (lo.y + hi.y) / 2.0, hi.z);
+            assert!((w.to_scene(&device.centre) - top_middle).norm() < 1e-12);
+            let mut tight = false;
+            for corner in 0..8 {
+                let pick = |bit: usize, axis: usize| {
+                    if corner >> bit & 1 == 1 {
+                        hi[axis]
+                    } else {
+                        lo[axis]
+                    }
+                };
+                let p = Vec3::new(pick(0, 0), pick(1, 1), pick(2, 2));
+                let d = (w.to_device(&p) - device.centre).abs();
+                for axis in 0..3 {
+                    assert!(
+                        d[axis] <= device.half_extent[axis] * (1.0 + 1e-12),
+                        "{p} out of reach"
+                    );
+                    tight |= (d[axis] - device.half_extent[axis]).abs() < 1e-12;
+                }
+            }
+            assert!(tight, "the scale is the smallest that reaches every corner");
+        }
     }
 }

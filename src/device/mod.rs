@@ -27,6 +27,8 @@ pub mod replay;
 pub mod sim;
 
 use crate::Vec3;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// The newest state the device reported.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -72,6 +74,24 @@ pub struct DeviceWorkspace {
     pub half_extent: Vec3,
 }
 
+/// A request, from any thread, that a device take the pose it is held in as its
+/// calibration pose (the calibration step of encoder devices). The device polls it in
+/// its next read: one atomic load per tick.
+#[derive(Clone, Debug, Default)]
+pub struct CalibrationRequest(Arc<AtomicBool>);
+
+impl CalibrationRequest {
+    /// Asks for a calibration at the device's next read.
+    pub fn request(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// Whether a calibration was asked for since the last call (clears it).
+    pub fn take(&self) -> bool {
+        self.0.swap(false, Ordering::AcqRel)
+    }
+}
+
 /// Why a device call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
@@ -110,6 +130,12 @@ pub trait HapticDevice: Send {
     /// What the device is rated for.
     fn rating(&self) -> DeviceRating;
 
+    /// The handle that asks this device to recalibrate; `None` for devices that need
+    /// no calibration step (positions already absolute).
+    fn calibration_request(&self) -> Option<CalibrationRequest> {
+        None
+    }
+
     /// Human-readable name for logs.
     fn name(&self) -> &str;
 }
@@ -129,6 +155,9 @@ impl<D: HapticDevice + ?Sized> HapticDevice for Box<D> {
     }
     fn rating(&self) -> DeviceRating {
         (**self).rating()
+    }
+    fn calibration_request(&self) -> Option<CalibrationRequest> {
+        (**self).calibration_request()
     }
     fn name(&self) -> &str {
         (**self).name()

@@ -8,7 +8,7 @@
 //! last tick when it is stopped (Ctrl-C included).
 
 use super::replay::{write_row, HEADER_WITH_FORCE};
-use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
+use super::{CalibrationRequest, DeviceError, DeviceRating, DeviceSample, HapticDevice};
 use crate::rt::DropCounter;
 use crate::Vec3;
 use crossbeam::queue::ArrayQueue;
@@ -185,6 +185,10 @@ impl<D: HapticDevice> HapticDevice for RecordingDevice<D> {
 
     fn rating(&self) -> DeviceRating {
         self.inner.rating()
+    }
+
+    fn calibration_request(&self) -> Option<CalibrationRequest> {
+        self.inner.calibration_request()
     }
 
     fn name(&self) -> &str {

@@ -134,11 +134,16 @@ impl ReportCodec {
     }
 
     /// Makes the pose of the newest report the calibration pose (the calibration step:
-    /// hold the arm there, then call this). No effect on a Cartesian profile.
-    pub fn calibrate(&mut self) {
-        if let Some(arm) = &mut self.arm {
-            arm.reference = arm.counts;
-        }
+    /// hold the arm there, then call this) and returns the tip position there (m,
+    /// device frame). `None` (and no effect) for a Cartesian profile.
+    pub fn calibrate(&mut self) -> Option<Vec3> {
+        let arm = self.arm.as_mut()?;
+        arm.reference = arm.counts;
+        let tip = arm
+            .linkage
+            .position(arm.linkage.joint_angles([0.0; 3]))
+            .unwrap_or_else(Vec3::zeros);
+        Some(self.axes.to_device([tip.x, tip.y, tip.z]))
     }
 
     /// Joint angles (rad) of the newest report; `None` for a Cartesian profile.

@@ -17,6 +17,7 @@ pub use fem::FemInputs;
 pub use mesh::{build_mesh, RenderSurface, SceneMesh};
 
 use crate::condensed::CondensedModel;
+use crate::device::mapped::Workspace;
 use crate::device::DeviceRating;
 use crate::fem::{ComplianceColumns, Factor, FemSystem};
 use crate::haptic::HapticConfig;
@@ -86,6 +87,44 @@ impl BuiltScene {
         c.ticks_per_model_step = self.scene.rates.ticks_per_model_step();
         c.strategy = self.scene.force.strategy;
         c
+    }
+
+    /// How a device rated `rating` maps into the scene, and one line saying how it was
+    /// chosen: `[device.workspace]` when the scene gives it; else a physical device's
+    /// workspace fitted to the mesh's bounding box ([`Workspace::fit`]); else (virtual
+    /// devices) the identity.
+    pub fn device_mapping(&self, rating: &DeviceRating) -> (Workspace, String) {
+        let describe = |w: &Workspace| {
+            format!(
+                "scale {:.3} (scene m per device m), device origin at ({:.4}, {:.4}, {:.4}) m",
+                w.scale, w.offset.x, w.offset.y, w.offset.z
+            )
+        };
+        if let Some(spec) = &self.scene.device.workspace {
+            let w = spec.mapping();
+            return (w, format!("{} (from [device.workspace])", describe(&w)));
+        }
+        match &rating.workspace {
+            Some(device) => {
+                let (lo, hi) = self.mesh.mesh.bounds();
+                let w = Workspace::fit(device, lo, hi);
+                let h = device.half_extent * 1e3;
+                (
+                    w,
+                    format!(
+                        "{}: the device's ±({:.0}, {:.0}, {:.0}) mm box fitted to the scene's bounding box, its centre at the middle of the top (set [device.workspace] to choose)",
+                        describe(&w),
+                        h.x,
+                        h.y,
+                        h.z
+                    ),
+                )
+            }
+            None => (
+                Workspace::IDENTITY,
+                "device positions are scene positions".into(),
+            ),
+        }
     }
 
     /// Where a probe rests above the tissue (m, scene frame): `height` above the middle of

@@ -34,8 +34,9 @@ pub struct DeviceSpec {
     pub profile: Option<PathBuf>,
     /// Trajectory CSV for `kind = "replay"`, relative to the scene file.
     pub trajectory: Option<PathBuf>,
-    /// Device frame → scene frame.
-    pub workspace: WorkspaceSpec,
+    /// Device frame → scene frame; absent: `serve` fits a physical device's workspace
+    /// to the scene, and virtual devices move in scene coordinates.
+    pub workspace: Option<WorkspaceSpec>,
 }
 
 /// Device frame → scene frame: p_scene = R · (scale · p_device) + offset, with
@@ -69,6 +70,14 @@ impl Default for WorkspaceSpec {
 }
 
 impl DeviceSpec {
+    /// The mapping `[device.workspace]` gives, else the identity (what virtual devices,
+    /// whose positions are scene positions, use).
+    pub fn given_mapping(&self) -> Workspace {
+        self.workspace
+            .as_ref()
+            .map_or(Workspace::IDENTITY, WorkspaceSpec::mapping)
+    }
+
     pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
         if let Some(p) = &self.profile {
             c.file_exists("device.profile", p)?;
@@ -83,17 +92,11 @@ impl DeviceSpec {
             }
             (None, _) => {}
         }
-        c.within("device.workspace.scale", self.workspace.scale, 1e-3, 1e3)?;
-        c.bounded3(
-            "device.workspace.offset",
-            &self.workspace.offset,
-            MAX_COORDINATE,
-        )?;
-        c.bounded3(
-            "device.workspace.rotation_deg",
-            &self.workspace.rotation_deg,
-            360.0,
-        )?;
+        if let Some(w) = &self.workspace {
+            c.within("device.workspace.scale", w.scale, 1e-3, 1e3)?;
+            c.bounded3("device.workspace.offset", &w.offset, MAX_COORDINATE)?;
+            c.bounded3("device.workspace.rotation_deg", &w.rotation_deg, 360.0)?;
+        }
         Ok(())
     }
 }
