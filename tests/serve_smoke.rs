@@ -447,3 +447,72 @@ fn sigterm_and_sighup_stop_with_zero_force_like_ctrl_c() {
         );
     }
 }
+
+/// Two devices: each has its own haptic loop and probe (the second palpates its own copy
+/// of the tissue until several probes share one constraint system), both end at zero
+/// force; a second viewer-driven stylus is refused.
+#[test]
+fn a_second_device_gets_its_own_haptic_loop_and_ends_at_zero_force() {
+    let cache = tempfile::tempdir().unwrap();
+    let args = [
+        "--device",
+        "sim",
+        "--device",
+        "sim:press",
+        "--bind",
+        "127.0.0.1:0",
+    ];
+    let mut served = Served::start(BINARY, &args, cache.path());
+    served.ready(START);
+    // sim:press reaches 6 mm into the block after 1 s.
+    std::thread::sleep(Duration::from_millis(2500));
+    let (status, stdout, stderr) = served.interrupt(WAIT);
+    assert!(status.success(), "{stderr}");
+    let line = |prefix: &str| {
+        stdout
+            .iter()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line in {stdout:#?}"))
+            .clone()
+    };
+    assert!(
+        line("device 2: palpates its own copy of the tissue").contains("do not feel each other")
+    );
+    let largest = |label: &str| -> f64 {
+        line(label)
+            .split("largest force commanded ")
+            .nth(1)
+            .and_then(|r| r.trim_end_matches(" N").parse().ok())
+            .unwrap()
+    };
+    assert!(
+        largest("device 2 (sim)") > 0.3,
+        "the pressing device felt the tissue"
+    );
+    assert_eq!(
+        largest("device 1 (sim)"),
+        0.0,
+        "the idle stylus stayed above it"
+    );
+    for device in ["device 1 (sim)", "device 2 (sim)"] {
+        assert_eq!(
+            line(&format!("stopped: last force commanded to {device}")),
+            format!("stopped: last force commanded to {device}: 0 0 0 N")
+        );
+    }
+
+    let (status, _, stderr) = run_to_end(
+        BINARY,
+        &[
+            "serve",
+            "--device",
+            "sim",
+            "--device",
+            "sim",
+            "--bind",
+            "127.0.0.1:0",
+        ],
+        cache.path(),
+    );
+    assert!(!status.success() && stderr.contains("device 2"), "{stderr}");
+}

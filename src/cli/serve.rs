@@ -51,9 +51,10 @@ pub struct ServeArgs {
     /// Device: `auto` (a connected HID device a profile matches, else the virtual
     /// stylus), `hid`, `hid:PROFILE.toml`, `sim` (the virtual stylus, moved from the
     /// viewer), `sim:still|circle|press` (scripted) or `replay:FILE.csv`; default: the
-    /// scene's `device.kind`.
-    #[arg(long, value_name = "DEVICE", value_parser = DeviceChoice::parse)]
-    pub device: Option<DeviceChoice>,
+    /// scene's `device.kind`. Repeat for several devices, each with its own haptic loop
+    /// and probe.
+    #[arg(long = "device", value_name = "DEVICE", value_parser = DeviceChoice::parse)]
+    pub devices: Vec<DeviceChoice>,
     /// Address and port of the viewer and the stream (port 0: any free port);
     /// default: the scene's `stream.bind` (127.0.0.1:7878).
     #[arg(long, value_name = "ADDR:PORT")]
@@ -68,18 +69,27 @@ pub struct ServeArgs {
 /// The device as the haptic thread drives it: scene coordinates, force logged.
 type ServeDevice = ForceLog<MappedDevice<Box<dyn HapticDevice>>>;
 
+/// Drains a haptic thread's telemetry: how many ticks had their force clamped, and the
+/// largest force (N) commanded is raised into `peak`.
+fn drain_telemetry(shared: &RuntimeShared, peak: &mut f64) -> u64 {
+    let mut clamped = 0;
+    while let Some(r) = shared.telemetry.pop() {
+        clamped += u64::from(r.force != r.desired);
+        *peak = peak.max(r.force.norm());
+    }
+    clamped
+}
+
 /// The haptic statistics message for the ticks since the last report.
 fn haptic_stats(
     shared: &RuntimeShared,
     previous: &mut crate::haptic::stats::StatsSnapshot,
+    peak: &mut f64,
 ) -> wire::HapticStats {
     let now = shared.stats.snapshot();
     let window = now.since(previous);
     *previous = now;
-    let mut clamped = 0;
-    while let Some(r) = shared.telemetry.pop() {
-        clamped += u64::from(r.force != r.desired);
-    }
+    let clamped = drain_telemetry(shared, peak);
     let s = |ns: u64| ns as f64 * 1e-9;
     wire::HapticStats {
         ticks: window.ticks,
@@ -112,77 +122,162 @@ fn listen_for_calibration(request: CalibrationRequest) {
     }
 }
 
+/// One device with its own haptic loop, model thread and tissue.
+struct Hand {
+    runtime: HapticRuntime<ServeDevice, ServeStep>,
+    label: String,
+}
+
+/// A device opened and zeroed, waiting for its tissue model.
+struct OpenedHand {
+    device: Box<dyn HapticDevice>,
+    stylus: Option<crate::rt::SlotWriter<(crate::Vec3, u32)>>,
+    description: String,
+}
+
+/// Opens every device (a wrong one fails before a long precompute) and makes sure none
+/// holds a force from before.
+fn open_devices(
+    choices: &[DeviceChoice],
+    scene_profile: Option<&std::path::Path>,
+) -> Result<Vec<OpenedHand>, String> {
+    let mut hands = Vec::with_capacity(choices.len());
+    for (i, choice) in choices.iter().enumerate() {
+        let mut opened = choice.open(scene_profile)?;
+        if i > 0 && opened.stylus.is_some() {
+            return Err(format!(
+                "device {}: the viewer moves one virtual stylus, the first device's; give a \
+                 second device that moves by itself (hid, a scripted sim:…, replay:…)",
+                i + 1
+            ));
+        }
+        opened
+            .device
+            .zero_force()
+            .map_err(|e| format!("device {}: {e}", opened.device.name()))?;
+        hands.push(OpenedHand {
+            device: opened.device,
+            stylus: opened.stylus,
+            description: opened.description,
+        });
+    }
+    Ok(hands)
+}
+
 /// Runs `palpa serve` until Ctrl-C; errors are messages for the user (the force is zero
 /// by then).
 pub fn run(args: &ServeArgs) -> Result<(), String> {
     let scene = args.scene.load()?;
-    let choice = args.device.clone().unwrap_or_else(|| scene.device_choice());
+    let choices = if args.devices.is_empty() {
+        vec![scene.device_choice()]
+    } else {
+        args.devices.clone()
+    };
     let bind = args.bind.unwrap_or_else(|| scene.stream.bind_addr());
-    // Open the device first (a wrong device fails before a long precompute) and make
-    // sure it holds no force from before.
     let scene_profile = scene.device.profile.as_deref().map(|p| scene.resolve(p));
-    let mut opened = choice.open(scene_profile.as_deref())?;
-    opened
-        .device
-        .zero_force()
-        .map_err(|e| format!("device {}: {e}", opened.device.name()))?;
+    let opened = open_devices(&choices, scene_profile.as_deref())?;
 
     let name = scene.name.clone().unwrap_or_else(|| scene.source.clone());
     println!("palpa serve: scene \"{name}\" ({})", scene.source);
-    let (bar, mut on_progress) = progress_bar("building the scene");
-    let built = scene::build(scene, &args.scene.cache_dir(), &mut on_progress);
-    bar.finish_and_clear();
-    let mut built = built.map_err(|e| e.to_string())?;
-    println!("model: {}", describe(&built.precompute));
-    let (mut stream_scene, visual) = SceneVisual::new(&name, &built.mesh.mesh, &built.model);
-    stream_scene.model_rate_hz = built.scene.rates.model;
-    stream_scene.haptic_rate_hz = built.scene.rates.haptic;
+    let build = |scene: scene::Scene, what: &str| {
+        let (bar, mut on_progress) = progress_bar(what);
+        let built = scene::build(scene, &args.scene.cache_dir(), &mut on_progress);
+        bar.finish_and_clear();
+        built.map_err(|e| e.to_string())
+    };
+    let mut builds = vec![build(scene, "building the scene")?];
+    println!("model: {}", describe(&builds[0].precompute));
+    for i in 1..opened.len() {
+        // Until the contact issue puts several probes in one constraint system, every
+        // further device palpates its own copy of the tissue (the precompute is cached).
+        let copy = build(
+            builds[0].scene.clone(),
+            "building the tissue for another device",
+        )?;
+        builds.push(copy);
+        println!(
+            "device {}: palpates its own copy of the tissue (the devices do not feel each \
+             other yet; the viewer shows device 1's)",
+            i + 1
+        );
+    }
+    let (mut stream_scene, visual) =
+        SceneVisual::new(&name, &builds[0].mesh.mesh, &builds[0].model);
+    stream_scene.model_rate_hz = builds[0].scene.rates.model;
+    stream_scene.haptic_rate_hz = builds[0].scene.rates.haptic;
     println!(
         "model: {} nodes, {} tetrahedra, {} surface vertices, {}",
-        built.mesh.mesh.nodes.len(),
-        built.mesh.mesh.tets.len(),
+        builds[0].mesh.mesh.nodes.len(),
+        builds[0].mesh.mesh.tets.len(),
         stream_scene.rest_positions.len(),
         match stream_scene.mode_count() {
             Some(k) => format!("{k} modes"),
             None => "condensed backend".into(),
         }
     );
-    println!("device: {}", opened.description);
-    if let Some(request) = opened.device.calibration_request() {
-        listen_for_calibration(request);
-    }
-    let rating = opened.device.rating();
-    let (map, how) = built.device_mapping(&rating);
-    println!("workspace: {how}");
-    let mut device: ServeDevice = ForceLog::new(MappedDevice::new(opened.device, map));
 
-    let idle = built.above_the_middle(IDLE_HEIGHT);
-    let stylus = opened.stylus.map(|input| Stylus::new(input, map, idle));
+    let several = opened.len() > 1;
+    let idle = builds[0].above_the_middle(IDLE_HEIGHT);
     let (snapshot_writer, snapshot_reader) = snapshot_slot(visual.at_rest(idle));
     let (control_tx, control_rx) = control_channel(CONTROL_CAPACITY);
-    let haptic = built.attach_device(rating);
-    let scene = &built.scene;
-    let (min, max) = built.model.workspace();
-    let stream_config = scene.stream_config(bind, Some(ProbeWorkspace { min, max }));
-    let runtime_config = RuntimeConfig {
-        haptic,
-        realtime: if args.realtime {
-            RealtimePolicy {
-                fifo_priority: Some(HAPTIC_PRIORITY),
-                core: None,
-            }
+    let (min, max) = builds[0].model.workspace();
+    let stream_config = builds[0]
+        .scene
+        .stream_config(bind, Some(ProbeWorkspace { min, max }));
+    let mut first_link = Some((snapshot_writer, control_rx, visual));
+    let mut hands = Vec::with_capacity(opened.len());
+    for (i, (hand, mut built)) in opened.into_iter().zip(builds).enumerate() {
+        let label = if several {
+            format!("device {} ({})", i + 1, hand.device.name())
         } else {
-            RealtimePolicy::NONE
-        },
-        telemetry_capacity: 2 * scene.rates.haptic as usize,
-        log_stats: false,
-    };
-    let link = ViewerLink {
-        snapshots: snapshot_writer,
-        control: control_rx,
-        commanded: device.commanded(),
-    };
-    let step = ServeStep::new(built.model, visual, link, stylus, scene.rates.visual, idle);
+            "the device".into()
+        };
+        if several {
+            println!("device {}: {}", i + 1, hand.description);
+        } else {
+            println!("device: {}", hand.description);
+        }
+        if let Some(request) = hand.device.calibration_request() {
+            listen_for_calibration(request);
+        }
+        let rating = hand.device.rating();
+        let (map, how) = built.device_mapping(&rating);
+        println!("workspace: {how}");
+        let mut device: ServeDevice = ForceLog::new(MappedDevice::new(hand.device, map));
+        let stylus = hand.stylus.map(|input| Stylus::new(input, map, idle));
+        let haptic = built.attach_device(rating);
+        let scene = &built.scene;
+        let runtime_config = RuntimeConfig {
+            haptic,
+            realtime: if args.realtime {
+                RealtimePolicy {
+                    fifo_priority: Some(HAPTIC_PRIORITY),
+                    core: None,
+                }
+            } else {
+                RealtimePolicy::NONE
+            },
+            telemetry_capacity: 2 * scene.rates.haptic as usize,
+            log_stats: false,
+        };
+        // The viewers see and steer the first device's tissue; the others publish into
+        // a link nobody reads.
+        let (snapshots, control, visual) = first_link.take().unwrap_or_else(|| {
+            let (_, visual) = SceneVisual::new(&name, &built.mesh.mesh, &built.model);
+            let (snapshots, _) = snapshot_slot(visual.at_rest(idle));
+            let (_, control) = control_channel(1);
+            (snapshots, control, visual)
+        });
+        let link = ViewerLink {
+            snapshots,
+            control,
+            commanded: device.commanded(),
+        };
+        let step = ServeStep::new(built.model, visual, link, stylus, scene.rates.visual, idle);
+        let runtime = HapticRuntime::start(device, step, runtime_config)
+            .map_err(|e| format!("cannot start the haptic and model threads: {e}"))?;
+        hands.push(Hand { runtime, label });
+    }
 
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -191,19 +286,19 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let interrupted = rt::stop_flag();
     tokio.block_on(async move {
-        let server = StreamServer::start(
+        let server = match StreamServer::start(
             stream_config,
             stream_scene,
             snapshot_reader,
             Some(control_tx),
         )
         .await
-        .map_err(|e| format!("cannot serve the viewer on {bind}: {e}"))?;
-        let runtime = match HapticRuntime::start(device, step, runtime_config) {
-            Ok(r) => r,
+        {
+            Ok(server) => server,
             Err(e) => {
-                server.shutdown().await;
-                return Err(format!("cannot start the haptic and model threads: {e}"));
+                // Dropping the runtimes stops their threads, zeroing every force.
+                drop(hands);
+                return Err(format!("cannot serve the viewer on {bind}: {e}"));
             }
         };
         println!("viewer: {}", server.viewer_url());
@@ -213,18 +308,25 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         );
         println!("press Ctrl-C to stop (the force goes to zero first)");
 
-        let shared = runtime.shared().clone();
-        let mut previous = shared.stats.snapshot();
+        let shared: Vec<_> = hands.iter().map(|h| h.runtime.shared().clone()).collect();
+        let mut previous = shared[0].stats.snapshot();
         let mut poll = tokio::time::interval(Duration::from_millis(50));
         let mut polls = 0u32;
+        let mut peaks = vec![0.0; shared.len()];
+        let failure = |shared: &[std::sync::Arc<RuntimeShared>]| {
+            shared.iter().find_map(|s| s.failure().map(str::to_owned))
+        };
         while !interrupted.load(Ordering::SeqCst)
-            && shared.failure().is_none()
+            && failure(&shared).is_none()
             && server.failure().is_none()
         {
             poll.tick().await;
             polls += 1;
             if polls % 20 == 0 {
-                let stats = haptic_stats(&shared, &mut previous);
+                for (other, peak) in shared[1..].iter().zip(&mut peaks[1..]) {
+                    drain_telemetry(other, peak);
+                }
+                let stats = haptic_stats(&shared[0], &mut previous, &mut peaks[0]);
                 if polls % 200 == 0 {
                     tracing::info!(
                         "haptic loop: {} ticks/s, period p99 {:.0} µs, missed {}; {} viewers",
@@ -238,28 +340,40 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             }
         }
 
-        // The haptic thread writes zero force as it stops, before anything else ends.
-        let (haptic, mut step) = runtime.stop();
-        let last = haptic.device().last_force();
+        // Every haptic thread writes zero force as it stops, before anything else ends.
+        let mut stopped = Vec::with_capacity(hands.len());
+        for hand in hands {
+            let (haptic, step) = hand.runtime.stop();
+            stopped.push((hand.label, haptic, step));
+        }
         eprintln!("stopping: haptic and model threads stopped, force on the device zeroed");
-        if let Some(failure) = shared
-            .failure()
-            .map(str::to_owned)
-            .or(server.failure().map(str::to_owned))
-        {
+        if let Some(failure) = failure(&shared).or(server.failure().map(str::to_owned)) {
             server.shutdown().await;
-            drop(haptic);
+            drop(stopped);
             return Err(format!(
                 "{failure}; palpa stopped with zero force on the device"
             ));
         }
-        step.publish_final(last);
+        let mut last_forces = Vec::with_capacity(stopped.len());
+        for (i, (label, haptic, mut step)) in stopped.into_iter().enumerate() {
+            let last = haptic.device().last_force();
+            if i == 0 {
+                step.publish_final(last);
+            }
+            drop(haptic);
+            last_forces.push((label, last));
+        }
         server.shutdown().await;
-        drop(haptic);
-        println!(
-            "stopped: last force commanded to the device: {} {} {} N",
-            last.x, last.y, last.z
-        );
+        for (i, (label, last)) in last_forces.into_iter().enumerate() {
+            if several {
+                drain_telemetry(&shared[i], &mut peaks[i]);
+                println!("{label}: largest force commanded {:.3} N", peaks[i]);
+            }
+            println!(
+                "stopped: last force commanded to {label}: {} {} {} N",
+                last.x, last.y, last.z
+            );
+        }
         Ok(())
     })
 }
