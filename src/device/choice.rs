@@ -48,7 +48,8 @@ impl SimMotion {
 /// Which device drives the probe.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceChoice {
-    /// A connected HID device a profile matches, else the viewer-driven virtual stylus.
+    /// A connected HID device a profile matches (the scene's, then the shipped ones),
+    /// else the viewer-driven virtual stylus.
     Auto,
     /// A HID device matched by this profile (absent: the scene's, else the reference
     /// profile).
@@ -123,7 +124,7 @@ impl DeviceChoice {
                     .map_err(|e| format!("HID device with profile `{}`: {e}", profile.name))
             }
             DeviceChoice::Auto => {
-                let mut profiles = vec![DeviceProfile::reference()];
+                let mut profiles = DeviceProfile::shipped();
                 if let Some(p) = scene_profile {
                     profiles.insert(0, load(p)?);
                 }
