@@ -178,7 +178,10 @@ impl Client {
             Err(why) => return why,
         };
         let id = inventory.device_id.clone();
-        tracing::info!("Haply Inverse Service at {}: driving Inverse3 {id}", self.url);
+        tracing::info!(
+            "Haply Inverse Service at {}: driving Inverse3 {id}",
+            self.url
+        );
         self.publish(Phase::Connected, Some(&inventory));
         let mut handshake = true;
         let mut next = Instant::now();
@@ -247,7 +250,10 @@ impl Client {
                     return Err(why);
                 }
                 Err(e) => {
-                    let why = format!("connection to the Inverse Service at {} lost: {e}", self.url);
+                    let why = format!(
+                        "connection to the Inverse Service at {} lost: {e}",
+                        self.url
+                    );
                     tracing::warn!("{why}; force is off, palpa reconnects when it is back");
                     return Err(why);
                 }

@@ -243,8 +243,7 @@ mod tests {
         )
         .unwrap();
         let sent: Value =
-            serde_json::from_str(&force_command("049D", &Vec3::new(0.0, 0.0, 1.5), false))
-                .unwrap();
+            serde_json::from_str(&force_command("049D", &Vec3::new(0.0, 0.0, 1.5), false)).unwrap();
         assert_eq!(sent, documented);
 
         let first: Value =
