@@ -39,7 +39,7 @@ pub fn statuses() -> Vec<BackendStatus> {
         },
         BackendStatus {
             spec: "haply[:ws://HOST:PORT]",
-            drives: "a Haply Inverse3 through the Inverse Service",
+            drives: "Haply Inverse3 (Inverse Service)",
             availability: haply::probe(haply::DEFAULT_URL, HAPLY_PROBE_TIMEOUT),
         },
         BackendStatus {

@@ -182,7 +182,8 @@ impl HapticDevice for HaplyDevice {
 /// Whether an Inverse Service answers at `url` within `timeout`: `Ok(the Inverse3 it
 /// lists)`, else what was tried.
 pub fn probe(url: &str, timeout: Duration) -> Result<String, String> {
-    let mut socket = link::connect(url, timeout)?;
+    let mut socket = link::connect(url, timeout)
+        .map_err(|e| format!("no Inverse Service answered at {url} within {timeout:?}: {e}"))?;
     let text = match socket.read() {
         Ok(tungstenite::Message::Text(t)) => t,
         Ok(other) => return Err(format!("{url} sent {other:?} instead of the inventory")),
