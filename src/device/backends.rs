@@ -1,5 +1,12 @@
 //! Which device backends this machine can use, for `palpa devices`.
 
+use std::time::Duration;
+
+use super::haply;
+
+/// How long `palpa devices` waits for the Inverse Service to answer.
+const HAPLY_PROBE_TIMEOUT: Duration = Duration::from_millis(300);
+
 /// One backend and whether it is usable here.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BackendStatus {
@@ -29,6 +36,11 @@ pub fn statuses() -> Vec<BackendStatus> {
             spec: "sim[:still|circle|press]",
             drives: "a virtual stylus (viewer or script)",
             availability: Ok("built in".into()),
+        },
+        BackendStatus {
+            spec: "haply[:ws://HOST:PORT]",
+            drives: "Haply Inverse3 (Inverse Service)",
+            availability: haply::probe(haply::DEFAULT_URL, HAPLY_PROBE_TIMEOUT),
         },
         BackendStatus {
             spec: "replay:FILE.csv",

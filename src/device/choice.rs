@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::haply::{HaplyDevice, DEFAULT_URL, OPEN_TIMEOUT};
 use super::hid::{HidDevice, HidapiTransport};
 use super::profile::DeviceProfile;
 use super::replay::{ReplayDevice, Trajectory};
@@ -12,8 +13,8 @@ use crate::rt::SlotWriter;
 use crate::Vec3;
 
 /// What every `--device` takes, for error messages.
-pub const DEVICE_SPECS: &str =
-    "auto, hid, hid:PROFILE.toml, sim, sim:still, sim:circle, sim:press or replay:FILE.csv";
+pub const DEVICE_SPECS: &str = "auto, hid, hid:PROFILE.toml, sim, sim:still, sim:circle, \
+     sim:press, replay:FILE.csv, haply or haply:ws://HOST:PORT";
 
 /// A scripted motion of the virtual stylus (device frame, m).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +59,8 @@ pub enum DeviceChoice {
     Sim(Option<SimMotion>),
     /// A recorded trajectory (CSV, device frame).
     Replay(PathBuf),
+    /// A Haply Inverse3 through the Inverse Service at this WebSocket address.
+    Haply(String),
 }
 
 /// An opened device and what it is.
@@ -86,6 +89,8 @@ impl DeviceChoice {
             ("sim", "circle") => Ok(Self::Sim(Some(SimMotion::Circle))),
             ("sim", "press") => Ok(Self::Sim(Some(SimMotion::Press))),
             ("replay", file) if !file.is_empty() => Ok(Self::Replay(file.into())),
+            ("haply", "") if !spec.ends_with(':') => Ok(Self::Haply(DEFAULT_URL.into())),
+            ("haply", url) if url.starts_with("ws://") => Ok(Self::Haply(url.into())),
             _ => Err(format!("unknown device `{spec}`: use {DEVICE_SPECS}")),
         }
     }
@@ -113,6 +118,15 @@ impl DeviceChoice {
                         path.display()
                     ),
                     motion_end: Some(end),
+                })
+            }
+            DeviceChoice::Haply(url) => {
+                let device = HaplyDevice::open(url, OPEN_TIMEOUT).map_err(|e| e.to_string())?;
+                Ok(OpenedDevice {
+                    description: format!("Haply Inverse3 through the Inverse Service at {url}"),
+                    device: Box::new(device),
+                    stylus: None,
+                    motion_end: None,
                 })
             }
             DeviceChoice::Hid(path) => {
@@ -185,6 +199,14 @@ mod tests {
             DeviceChoice::parse("replay:a.csv"),
             Ok(DeviceChoice::Replay("a.csv".into()))
         );
+        assert_eq!(
+            DeviceChoice::parse("haply"),
+            Ok(DeviceChoice::Haply("ws://localhost:10001".into()))
+        );
+        assert_eq!(
+            DeviceChoice::parse("haply:ws://127.0.0.1:4321"),
+            Ok(DeviceChoice::Haply("ws://127.0.0.1:4321".into()))
+        );
         for bad in [
             "",
             "replay",
@@ -194,6 +216,9 @@ mod tests {
             "auto:",
             "sim:wobble",
             "joystick",
+            "haply:",
+            "haply:localhost:10001",
+            "haply:http://localhost:10001",
         ] {
             let e = DeviceChoice::parse(bad).unwrap_err();
             assert!(e.contains(&format!("`{bad}`")), "{e}");

@@ -2,6 +2,7 @@
 //!
 //! * [`hid`] — any HID force-feedback device described by a [`profile::DeviceProfile`]
 //!   (TOML), over hidapi or an in-memory transport;
+//! * [`haply`] — a Haply Inverse3 through Haply's local Inverse Service (WebSocket);
 //! * [`sim`] — a virtual stylus following a scripted motion or external input;
 //! * [`replay`] — a recorded trajectory CSV;
 //! * [`record`] — wraps any device and writes the trajectory it sees;
@@ -18,6 +19,7 @@
 pub mod backends;
 pub mod choice;
 pub mod force_log;
+pub mod haply;
 pub mod hid;
 pub mod kinematics;
 pub mod mapped;
