@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use super::haply;
+use super::sdk::library::LibrarySearch;
+use super::sdk::{dhd, openhaptics};
 
 /// How long `palpa devices` waits for the Inverse Service to answer.
 const HAPLY_PROBE_TIMEOUT: Duration = Duration::from_millis(300);
@@ -47,5 +49,23 @@ pub fn statuses() -> Vec<BackendStatus> {
             drives: "a recorded trajectory",
             availability: Ok("built in".into()),
         },
+        BackendStatus {
+            spec: "openhaptics[:NAME]",
+            drives: "3D Systems Touch, Touch X, Phantom (OpenHaptics HDAPI)",
+            availability: sdk_library(&openhaptics::LIBRARY),
+        },
+        BackendStatus {
+            spec: "dhd[:INDEX]",
+            drives: "Force Dimension omega, sigma, delta, lambda; Novint Falcon (DHD)",
+            availability: sdk_library(&dhd::LIBRARY),
+        },
     ]
+}
+
+/// Whether a vendor SDK's library loads here: where it was found, or the one line
+/// naming what was looked for and where.
+fn sdk_library(search: &LibrarySearch) -> Result<String, String> {
+    search
+        .load()
+        .map(|loaded| format!("{} from {}", search.file, loaded.origin))
 }

@@ -7,6 +7,8 @@ use super::haply::{HaplyDevice, DEFAULT_URL, OPEN_TIMEOUT};
 use super::hid::{HidDevice, HidapiTransport};
 use super::profile::DeviceProfile;
 use super::replay::{ReplayDevice, Trajectory};
+use super::sdk::dhd::DhdDevice;
+use super::sdk::openhaptics::OpenHapticsDevice;
 use super::sim::{Script, SimDevice};
 use super::{DeviceError, HapticDevice};
 use crate::rt::SlotWriter;
@@ -14,7 +16,8 @@ use crate::Vec3;
 
 /// What every `--device` takes, for error messages.
 pub const DEVICE_SPECS: &str = "auto, hid, hid:PROFILE.toml, sim, sim:still, sim:circle, \
-     sim:press, replay:FILE.csv, haply or haply:ws://HOST:PORT";
+     sim:press, replay:FILE.csv, haply, haply:ws://HOST:PORT, openhaptics, \
+     openhaptics:NAME, dhd or dhd:INDEX";
 
 /// A scripted motion of the virtual stylus (device frame, m).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +64,12 @@ pub enum DeviceChoice {
     Replay(PathBuf),
     /// A Haply Inverse3 through the Inverse Service at this WebSocket address.
     Haply(String),
+    /// A Touch, Touch X or Phantom through OpenHaptics HDAPI: the device configuration
+    /// name given to `hdInitDevice` (absent: `HD_DEFAULT_DEVICE`).
+    OpenHaptics(Option<String>),
+    /// A Force Dimension device or Falcon through the DHD SDK: the device index, 0–127
+    /// (absent: the first device found).
+    Dhd(Option<u8>),
 }
 
 /// An opened device and what it is.
@@ -91,6 +100,13 @@ impl DeviceChoice {
             ("replay", file) if !file.is_empty() => Ok(Self::Replay(file.into())),
             ("haply", "") if !spec.ends_with(':') => Ok(Self::Haply(DEFAULT_URL.into())),
             ("haply", url) if url.starts_with("ws://") => Ok(Self::Haply(url.into())),
+            ("openhaptics", "") if !spec.ends_with(':') => Ok(Self::OpenHaptics(None)),
+            ("openhaptics", name) if !name.is_empty() => Ok(Self::OpenHaptics(Some(name.into()))),
+            ("dhd", "") if !spec.ends_with(':') => Ok(Self::Dhd(None)),
+            ("dhd", index) if index.bytes().all(|b| b.is_ascii_digit()) => match index.parse() {
+                Ok(i @ 0..=127) => Ok(Self::Dhd(Some(i))),
+                _ => Err(format!("device `{spec}`: the DHD device index is 0 to 127")),
+            },
             _ => Err(format!("unknown device `{spec}`: use {DEVICE_SPECS}")),
         }
     }
@@ -137,6 +153,17 @@ impl DeviceChoice {
                 open_hid(&profile)
                     .map_err(|e| format!("HID device with profile `{}`: {e}", profile.name))
             }
+            DeviceChoice::OpenHaptics(config) => {
+                let device = OpenHapticsDevice::open(config.as_deref())?;
+                Ok(sdk_device(
+                    Box::new(device),
+                    "its HDAPI scheduler paces the haptic loop",
+                ))
+            }
+            DeviceChoice::Dhd(index) => {
+                let device = DhdDevice::open(*index)?;
+                Ok(sdk_device(Box::new(device), "polled by the haptic thread"))
+            }
             DeviceChoice::Auto => {
                 let mut profiles = DeviceProfile::shipped();
                 if let Some(p) = scene_profile {
@@ -166,6 +193,29 @@ fn open_hid(profile: &DeviceProfile) -> Result<OpenedDevice, DeviceError> {
         description,
         motion_end: None,
     })
+}
+
+/// A vendor SDK device, described with its rating and how it is paced.
+fn sdk_device(device: Box<dyn HapticDevice>, pacing: &str) -> OpenedDevice {
+    let r = device.rating();
+    let workspace = r.workspace.map_or(String::new(), |w| {
+        let (c, h) = (w.centre * 1e3, w.half_extent * 1e3);
+        format!(
+            ", workspace centre ({:.1}, {:.1}, {:.1}) mm ± ({:.1}, {:.1}, {:.1}) mm",
+            c.x, c.y, c.z, h.x, h.y, h.z
+        )
+    });
+    OpenedDevice {
+        description: format!(
+            "{}: {} N, {} N/m{workspace}; {pacing}",
+            device.name(),
+            r.max_force,
+            r.max_stiffness
+        ),
+        device,
+        stylus: None,
+        motion_end: None,
+    }
 }
 
 fn virtual_stylus(why: &str) -> OpenedDevice {
@@ -207,6 +257,27 @@ mod tests {
             DeviceChoice::parse("haply:ws://127.0.0.1:4321"),
             Ok(DeviceChoice::Haply("ws://127.0.0.1:4321".into()))
         );
+        assert_eq!(
+            DeviceChoice::parse("openhaptics"),
+            Ok(DeviceChoice::OpenHaptics(None))
+        );
+        assert_eq!(
+            DeviceChoice::parse("openhaptics:Left Touch"),
+            Ok(DeviceChoice::OpenHaptics(Some("Left Touch".into())))
+        );
+        assert_eq!(DeviceChoice::parse("dhd"), Ok(DeviceChoice::Dhd(None)));
+        assert_eq!(DeviceChoice::parse("dhd:0"), Ok(DeviceChoice::Dhd(Some(0))));
+        assert_eq!(
+            DeviceChoice::parse("dhd:127"),
+            Ok(DeviceChoice::Dhd(Some(127)))
+        );
+        for bad in ["dhd:128", "dhd:99999999999999999999"] {
+            let e = DeviceChoice::parse(bad).unwrap_err();
+            assert!(
+                e.contains(&format!("`{bad}`")) && e.contains("0 to 127"),
+                "{e}"
+            );
+        }
         for bad in [
             "",
             "replay",
@@ -219,6 +290,11 @@ mod tests {
             "haply:",
             "haply:localhost:10001",
             "haply:http://localhost:10001",
+            "openhaptics:",
+            "dhd:",
+            "dhd:-1",
+            "dhd:one",
+            "dhd: 1",
         ] {
             let e = DeviceChoice::parse(bad).unwrap_err();
             assert!(e.contains(&format!("`{bad}`")), "{e}");

@@ -2,7 +2,9 @@
 //! what the hand got last) and zeroes the force when dropped, so no error path leaves a
 //! force on.
 
-use super::{CalibrationRequest, DeviceError, DeviceRating, DeviceSample, HapticDevice};
+use super::{
+    CalibrationRequest, DeviceError, DeviceRating, DeviceSample, ExternalPacer, HapticDevice,
+};
 use crate::rt::{slot, SlotReader, SlotWriter};
 use crate::Vec3;
 
@@ -69,6 +71,9 @@ impl<D: HapticDevice> HapticDevice for ForceLog<D> {
     }
     fn name(&self) -> &str {
         self.inner.name()
+    }
+    fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
+        self.inner.external_pacer()
     }
 }
 

@@ -3,7 +3,8 @@
 //! coordinates and every backend (HID, sim, replay) is mapped the same way.
 
 use super::{
-    CalibrationRequest, DeviceError, DeviceRating, DeviceSample, DeviceWorkspace, HapticDevice,
+    CalibrationRequest, DeviceError, DeviceRating, DeviceSample, DeviceWorkspace, ExternalPacer,
+    HapticDevice,
 };
 use crate::{Mat3, Vec3};
 
@@ -126,6 +127,10 @@ impl<D: HapticDevice> HapticDevice for MappedDevice<D> {
 
     fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
+        self.inner.external_pacer()
     }
 }
 

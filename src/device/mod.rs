@@ -11,7 +11,9 @@
 //! * [`backends`] — which backends this machine can use;
 //! * [`choice`] — the one `--device` parser, and opening what it names;
 //! * [`kinematics`] — joint encoders to tip position and tip force to motor currents
-//!   for capstan (WoodenHaptics) and delta arms.
+//!   for capstan (WoodenHaptics) and delta arms;
+//! * [`sdk`] — vendor SDKs loaded at run time: OpenHaptics HDAPI (whose scheduler paces
+//!   the haptic loop, see [`ExternalPacer`]) and the Force Dimension SDK.
 //!
 //! Every backend works in device SI units (m, N, s) after its own scaling and axis
 //! mapping; the haptic loop maps the device frame to the scene.
@@ -26,6 +28,7 @@ pub mod mapped;
 pub mod profile;
 pub mod record;
 pub mod replay;
+pub mod sdk;
 pub mod sim;
 
 use crate::Vec3;
@@ -140,6 +143,22 @@ pub trait HapticDevice: Send {
 
     /// Human-readable name for logs.
     fn name(&self) -> &str;
+
+    /// The device's own servo clock, when its SDK owns the loop (a scheduler that calls
+    /// back once per device tick) instead of being polled at palpa's pace. Called once
+    /// by the haptic thread before its first tick; `None` (the default): palpa paces.
+    fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
+        None
+    }
+}
+
+/// A device-owned servo clock: runs the haptic loop's tick on the SDK's servo thread,
+/// once per device tick, with the device's `read` and `write_force` valid inside it.
+pub trait ExternalPacer: Send {
+    /// Calls `tick` once per device tick until it returns `false`, then commands zero
+    /// force and returns once the SDK will not call `tick` again; the caller blocks
+    /// meanwhile. A device error stops the ticks, zeroes the force and is returned.
+    fn run(&mut self, tick: &mut (dyn FnMut() -> bool + Send)) -> Result<(), DeviceError>;
 }
 
 impl<D: HapticDevice + ?Sized> HapticDevice for Box<D> {
@@ -163,5 +182,8 @@ impl<D: HapticDevice + ?Sized> HapticDevice for Box<D> {
     }
     fn name(&self) -> &str {
         (**self).name()
+    }
+    fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
+        (**self).external_pacer()
     }
 }

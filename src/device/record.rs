@@ -8,7 +8,9 @@
 //! last tick when it is stopped (Ctrl-C included).
 
 use super::replay::{write_row, HEADER_WITH_FORCE};
-use super::{CalibrationRequest, DeviceError, DeviceRating, DeviceSample, HapticDevice};
+use super::{
+    CalibrationRequest, DeviceError, DeviceRating, DeviceSample, ExternalPacer, HapticDevice,
+};
 use crate::rt::DropCounter;
 use crate::Vec3;
 use crossbeam::queue::ArrayQueue;
@@ -193,5 +195,9 @@ impl<D: HapticDevice> HapticDevice for RecordingDevice<D> {
 
     fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
+        self.inner.external_pacer()
     }
 }

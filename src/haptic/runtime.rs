@@ -59,6 +59,11 @@ impl RuntimeShared {
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a panic without a message".into());
+        self.fail_because(thread, why);
+    }
+
+    /// Records that `thread` failed because of `why` and stops every thread.
+    fn fail_because(&self, thread: &str, why: String) {
         let _ = self
             .failure
             .set(format!("the {thread} thread failed: {why}"));
@@ -161,8 +166,8 @@ fn seconds(ns: u64) -> f64 {
 
 fn haptic_thread<D: HapticDevice>(
     mut haptic: HapticLoop<D>,
-    mut probe_out: SlotWriter<ProbeSample>,
-    mut model_in: SlotReader<LocalForceModel>,
+    probe_out: SlotWriter<ProbeSample>,
+    model_in: SlotReader<LocalForceModel>,
     shared: &RuntimeShared,
     epoch: u64,
     config: RuntimeConfig,
@@ -174,41 +179,32 @@ fn haptic_thread<D: HapticDevice>(
     // A panic unwinds through the guard, which zeroes the force, and stops the runtime.
     let run = catch_unwind(AssertUnwindSafe(|| {
         let mut guard = ZeroForceGuard(&mut haptic);
-        let mut deadline = epoch + period;
-        let mut previous_wake = None;
-        let mut last_reconnect = f64::NEG_INFINITY;
-        while !shared.stop.load(Ordering::Relaxed) {
-            rt::sleep_until(deadline, SPIN_NS);
-            let wake = rt::now_ns();
-            let t = seconds(wake - epoch);
-            if let Some(p) = guard.sense(t) {
-                probe_out.write(p);
+        let mut pacing = Pacing {
+            epoch,
+            period,
+            deadline: epoch + period,
+            previous_wake: None,
+            last_reconnect: f64::NEG_INFINITY,
+        };
+        let mut ports = (probe_out, model_in);
+        match guard.device_mut().external_pacer() {
+            None => {
+                while !shared.stop.load(Ordering::Relaxed) {
+                    rt::sleep_until(pacing.deadline, SPIN_NS);
+                    haptic_tick(&mut guard, &mut ports, shared, &mut pacing);
+                }
             }
-            let (model, version) = model_in.read();
-            let record = guard.actuate(t, &model, version);
-            if shared.telemetry.push(record).is_err() {
-                shared.telemetry_dropped.add();
-            }
-            let done = rt::now_ns();
-            // The first tick has no period (the thread started at an arbitrary time).
-            if let Some(previous) = previous_wake {
-                shared
-                    .stats
-                    .record(wake - previous, wake - deadline, done - wake);
-            }
-            previous_wake = Some(wake);
-            deadline += period;
-            if done > deadline {
-                let behind = (done - deadline) / period + 1;
-                deadline += behind * period;
-                shared.stats.record_skipped(behind);
-            }
-            // Reconnecting may block for milliseconds: it runs between ticks, with the
-            // force already zero, never inside one.
-            if guard.device_failed() && t - last_reconnect >= RECONNECT_INTERVAL {
-                last_reconnect = t;
-                if guard.try_reconnect(t) {
-                    tracing::info!("device {} reconnected", guard.device().name());
+            // The device's servo clock calls the same tick on its own thread; this
+            // thread waits in `run` until the ticks end. Each call is on time by
+            // definition, so its deadline is its wake-up.
+            Some(mut pacer) => {
+                let ticks = pacer.run(&mut || {
+                    pacing.deadline = rt::now_ns();
+                    haptic_tick(&mut guard, &mut ports, shared, &mut pacing);
+                    !shared.stop.load(Ordering::Relaxed)
+                });
+                if let Err(e) = ticks {
+                    shared.fail_because("haptic", format!("device {}", e));
                 }
             }
         }
@@ -217,6 +213,60 @@ fn haptic_thread<D: HapticDevice>(
         shared.fail("haptic", payload.as_ref());
     }
     haptic
+}
+
+/// The haptic thread's clock between ticks.
+struct Pacing {
+    epoch: u64,
+    period: u64,
+    deadline: u64,
+    previous_wake: Option<u64>,
+    last_reconnect: f64,
+}
+
+/// One haptic tick at its deadline: sense, hand the probe down, actuate with the newest
+/// force model, telemetry and statistics, then (between ticks) a reconnect attempt of a
+/// failed device. The self-paced loop and a device's own servo clock both run this.
+fn haptic_tick<D: HapticDevice>(
+    haptic: &mut HapticLoop<D>,
+    (probe_out, model_in): &mut (SlotWriter<ProbeSample>, SlotReader<LocalForceModel>),
+    shared: &RuntimeShared,
+    pacing: &mut Pacing,
+) {
+    let wake = rt::now_ns();
+    let t = seconds(wake - pacing.epoch);
+    if let Some(p) = haptic.sense(t) {
+        probe_out.write(p);
+    }
+    let (model, version) = model_in.read();
+    let record = haptic.actuate(t, &model, version);
+    if shared.telemetry.push(record).is_err() {
+        shared.telemetry_dropped.add();
+    }
+    let done = rt::now_ns();
+    // The first tick has no period (the thread started at an arbitrary time).
+    if let Some(previous) = pacing.previous_wake {
+        shared.stats.record(
+            wake - previous,
+            wake.saturating_sub(pacing.deadline),
+            done - wake,
+        );
+    }
+    pacing.previous_wake = Some(wake);
+    pacing.deadline += pacing.period;
+    if done > pacing.deadline {
+        let behind = (done - pacing.deadline) / pacing.period + 1;
+        pacing.deadline += behind * pacing.period;
+        shared.stats.record_skipped(behind);
+    }
+    // Reconnecting may block for milliseconds: it runs between ticks, with the
+    // force already zero, never inside one.
+    if haptic.device_failed() && t - pacing.last_reconnect >= RECONNECT_INTERVAL {
+        pacing.last_reconnect = t;
+        if haptic.try_reconnect(t) {
+            tracing::info!("device {} reconnected", haptic.device().name());
+        }
+    }
 }
 
 fn model_thread<M: ModelStep>(
