@@ -204,7 +204,7 @@ fn haptic_thread<D: HapticDevice>(
                     !shared.stop.load(Ordering::Relaxed)
                 });
                 if let Err(e) = ticks {
-                    shared.fail_because("haptic", format!("device {}", e));
+                    shared.fail_because("haptic", e.to_string());
                 }
             }
         }

@@ -2,6 +2,7 @@
 //! SIGINT. Shared by `tests/serve_smoke.rs` and `benches/serve.rs`.
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -31,10 +32,21 @@ pub struct Ready {
 impl Served {
     /// Starts `palpa serve ARGS` with `PALPA_CACHE_DIR=cache_dir`.
     pub fn start(binary: &str, args: &[&str], cache_dir: &Path) -> Self {
+        Self::start_with_env(binary, args, cache_dir, &[])
+    }
+
+    /// Starts `palpa serve ARGS` with `PALPA_CACHE_DIR=cache_dir` and the variables `env`.
+    pub fn start_with_env(
+        binary: &str,
+        args: &[&str],
+        cache_dir: &Path,
+        env: &[(&str, &OsStr)],
+    ) -> Self {
         let mut child = Command::new(binary)
             .arg("serve")
             .args(args)
             .env("PALPA_CACHE_DIR", cache_dir)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -165,9 +177,25 @@ impl Drop for Served {
 /// Runs `palpa ARGS` to completion (for commands that fail fast); returns the exit
 /// status, stdout and stderr.
 pub fn run_to_end(binary: &str, args: &[&str], cache_dir: &Path) -> (ExitStatus, String, String) {
-    let out = Command::new(binary)
+    run_to_end_with_env(binary, args, cache_dir, &[], &[])
+}
+
+/// [`run_to_end`] with the variables `env` set and those named in `unset` removed.
+pub fn run_to_end_with_env(
+    binary: &str,
+    args: &[&str],
+    cache_dir: &Path,
+    env: &[(&str, &OsStr)],
+    unset: &[&str],
+) -> (ExitStatus, String, String) {
+    let mut command = Command::new(binary);
+    for name in unset {
+        command.env_remove(name);
+    }
+    let out = command
         .args(args)
         .env("PALPA_CACHE_DIR", cache_dir)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .expect("run palpa");

@@ -155,10 +155,12 @@ impl HapticDevice for DhdDevice {
         // SAFETY: three valid pointers to doubles; `id` is open.
         let status = unsafe { (self.api.get_position)(&mut p[0], &mut p[1], &mut p[2], self.id) };
         if status < 0 {
-            return Err(DeviceError::Disconnected(format!(
-                "dhdGetPosition: {}",
-                self.api.last_error()
-            )));
+            let why = self.api.last_error();
+            // The haptic loop stops writing to a failed device: zero its force now, in
+            // case only the position read failed.
+            // SAFETY: as above.
+            unsafe { (self.api.set_force)(0.0, 0.0, 0.0, self.id) };
+            return Err(DeviceError::Disconnected(format!("dhdGetPosition: {why}")));
         }
         // SAFETY: as above.
         let buttons = unsafe { (self.api.get_button_mask)(self.id) };
@@ -175,10 +177,10 @@ impl HapticDevice for DhdDevice {
         // SAFETY: `id` is open. A positive status (DHD_MOTOR_SATURATED) is not an error.
         let status = unsafe { (self.api.set_force)(force.x, force.y, force.z, self.id) };
         if status < 0 {
-            return Err(DeviceError::Disconnected(format!(
-                "dhdSetForce: {}",
-                self.api.last_error()
-            )));
+            let why = self.api.last_error();
+            // SAFETY: as above; a last attempt at zero force on the failing device.
+            unsafe { (self.api.set_force)(0.0, 0.0, 0.0, self.id) };
+            return Err(DeviceError::Disconnected(format!("dhdSetForce: {why}")));
         }
         Ok(())
     }
