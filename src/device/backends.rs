@@ -51,12 +51,12 @@ pub fn statuses() -> Vec<BackendStatus> {
         },
         BackendStatus {
             spec: "openhaptics[:NAME]",
-            drives: "3D Systems Touch, Touch X, Phantom (OpenHaptics HDAPI)",
+            drives: "Touch, Touch X, Phantom (OpenHaptics)",
             availability: sdk_library(&openhaptics::LIBRARY),
         },
         BackendStatus {
             spec: "dhd[:INDEX]",
-            drives: "Force Dimension omega, sigma, delta, lambda; Novint Falcon (DHD)",
+            drives: "Force Dimension devices, Falcon (DHD)",
             availability: sdk_library(&dhd::LIBRARY),
         },
     ]
