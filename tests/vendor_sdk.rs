@@ -294,10 +294,11 @@ fn an_openhaptics_session_renders_the_press_through_hdapi_frames_and_stops_clean
     assert!(init < enable && enable < schedule && schedule < start && start < r.first_force());
     // Zero force in the last frame, then stop, unschedule, disable, in that order.
     let last = r.stopped_pressing(1);
-    assert_eq!(
-        r.forces().last().unwrap().t,
-        r.forces()[last].t + 1e-3,
-        "one zero frame"
+    let forces = r.forces();
+    let gap = forces[forces.len() - 1].t - forces[last].t;
+    assert!(
+        (gap - 1e-3).abs() < 1e-9,
+        "one zero frame, not {gap} s of them"
     );
     let stop = r.position("stop_scheduler");
     let unschedule = r.position("unschedule 7");
@@ -410,6 +411,28 @@ fn sdk_errors_and_missing_libraries_are_one_clear_line_and_exit_1() {
     assert_eq!(
         e,
         "error: Force Dimension: dhdOpenID(2) failed: stand-in: no Force Dimension device found"
+    );
+
+    // `palpa record` polls at its own pace: it refuses a device HDAPI's scheduler paces,
+    // and leaves it disabled.
+    let out = dir.path().join("never.csv");
+    let args = [
+        "record",
+        "--device",
+        "openhaptics",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let env = [
+        ("PALPA_OPENHAPTICS_LIB", hd.as_os_str()),
+        ("STANDIN_RECORD", record.as_os_str()),
+    ];
+    let (status, _, stderr) = run_to_end_with_env(BINARY, &args, dir.path(), &env, &[]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot record this device"), "{stderr}");
+    assert_eq!(
+        Record::read(&record).lines,
+        ["init HD_DEFAULT_DEVICE", "enable 16384", "disable_device 1"]
     );
 
     // A library that is not there: the override is named with the loader's reason.

@@ -47,7 +47,14 @@ fn run_record(args: &RecordArgs) -> Result<(), String> {
             opened.description
         ));
     }
-    let device = opened.device;
+    let mut device = opened.device;
+    if device.external_pacer().is_some() {
+        return Err(format!(
+            "{}: its SDK's scheduler paces it, and `palpa record` polls devices at its own \
+             pace, so it cannot record this device",
+            opened.description
+        ));
+    }
     let end = args.duration.or(opened.motion_end).unwrap_or(f64::INFINITY);
     let recorder =
         Recorder::create(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
