@@ -267,8 +267,8 @@ fn an_openhaptics_session_renders_the_press_through_hdapi_frames_and_stops_clean
     let dir = tempfile::tempdir().unwrap();
     let library = standin("hdapi.c", "libHD.so", dir.path());
     let record = dir.path().join("hdapi.record");
-    // HDAPI's y is up: turned 90° about x it is the scene's z.
-    let scene = scene(dir.path(), [90.0, 0.0, 0.0]);
+    // palpa turns HDAPI's y-up frame so that z is up: the scene maps it unturned.
+    let scene = scene(dir.path(), [0.0, 0.0, 0.0]);
     let env = [
         ("PALPA_OPENHAPTICS_LIB", library.as_os_str()),
         ("STANDIN_RECORD", record.as_os_str()),
@@ -276,11 +276,12 @@ fn an_openhaptics_session_renders_the_press_through_hdapi_frames_and_stops_clean
     let stdout = session("openhaptics", &scene, dir.path(), &env);
 
     // The rating comes from the device, converted: 1.5 N/mm, a workspace box of
-    // (−80, −50, −35)…(80, 70, 35) mm.
+    // (−80, −50, −35)…(80, 70, 35) mm in HDAPI's frame, whose y is palpa's z and whose
+    // z (toward the user) is palpa's −y.
     let device = stdout.iter().find(|l| l.starts_with("device: ")).unwrap();
     assert!(
         device.contains("Touch stand-in (HD_DEFAULT_DEVICE): 3.3 N, 1500 N/m")
-            && device.contains("centre (0.0, 10.0, 0.0) mm ± (80.0, 60.0, 35.0) mm"),
+            && device.contains("centre (0.0, 0.0, 10.0) mm ± (80.0, 35.0, 60.0) mm"),
         "{device}"
     );
 
@@ -478,7 +479,7 @@ fn an_hdapi_fault_mid_session_stops_palpa_with_zero_force_and_a_clear_message() 
     let dir = tempfile::tempdir().unwrap();
     let library = standin("hdapi.c", "libHD.so", dir.path());
     let record = dir.path().join("fault.record");
-    let scene = scene(dir.path(), [90.0, 0.0, 0.0]);
+    let scene = scene(dir.path(), [0.0; 3]);
     let args = [
         "serve",
         "--scene",

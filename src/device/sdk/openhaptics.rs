@@ -8,8 +8,8 @@
 //! and is reported with `hdGetErrorString`. Stop: zero force in a last frame,
 //! `hdStopScheduler`, `hdUnschedule`; dropping the device calls `hdDisableDevice`.
 //!
-//! Device frame: HDAPI's, in metres (x right, y up, z toward the user); a scene maps it
-//! with `[device.workspace]` (e.g. `rotation_deg = [90, 0, 0]` turns y-up into z-up).
+//! Device frame: HDAPI's turned a quarter about x so z is up like every other backend's
+//! (x right, y away from the user, z up), in metres; forces go back the same way.
 //! Constants and signatures: OpenHaptics 3.x `hdDefines.h` and `hdScheduler.h`.
 
 use std::any::Any;
@@ -23,7 +23,7 @@ use super::{c_text, sdk_functions};
 use crate::device::{
     DeviceError, DeviceRating, DeviceSample, DeviceWorkspace, ExternalPacer, HapticDevice,
 };
-use crate::Vec3;
+use crate::{Mat3, Vec3};
 
 /// Where the HDAPI library is looked for. The OpenHaptics for Linux packages install
 /// `libHD.so.3.x.y` with a `libHD.so` link into `/usr/lib` (Debian packages) or
@@ -75,6 +75,9 @@ const HD_WAIT_INFINITE: c_uint = 1;
 const HD_DEFAULT_SCHEDULER_PRIORITY: c_ushort = c_ushort::MAX / 2;
 /// HDAPI positions and workspace dimensions are in mm.
 const M_PER_MM: f64 = 1e-3;
+/// HDAPI's frame (x right, y up, z toward the user) → palpa's device frame (x right,
+/// y away from the user, z up): a quarter turn about x.
+const HD_TO_DEVICE: Mat3 = Mat3::new(1.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 1.0, 0.0);
 
 /// The error codes of `hdDefines.h` by name.
 fn error_name(code: c_uint) -> &'static str {
@@ -201,7 +204,7 @@ impl HdSession {
         let max_stiffness = positive("HD_NOMINAL_MAX_STIFFNESS", stiffness, "N/mm")? * 1e3;
         let min = Vec3::new(box_mm[0], box_mm[1], box_mm[2]) * M_PER_MM;
         let max = Vec3::new(box_mm[3], box_mm[4], box_mm[5]) * M_PER_MM;
-        let half_extent = (max - min) / 2.0;
+        let half_extent = (HD_TO_DEVICE * (max - min) / 2.0).abs();
         if !half_extent.iter().all(|h| h.is_finite() && *h > 0.0) {
             return Err(format!(
                 "OpenHaptics device reports HD_USABLE_WORKSPACE_DIMENSIONS = {box_mm:?} mm, \
@@ -212,7 +215,7 @@ impl HdSession {
             max_force,
             max_stiffness,
             workspace: Some(DeviceWorkspace {
-                centre: (min + max) / 2.0,
+                centre: HD_TO_DEVICE * (min + max) / 2.0,
                 half_extent,
             }),
         })
@@ -300,7 +303,7 @@ impl HapticDevice for OpenHapticsDevice {
             // SAFETY: HD_CURRENT_BUTTONS writes one int.
             unsafe { (self.session.api.get_integerv)(HD_CURRENT_BUTTONS, &mut buttons) };
             self.sample = DeviceSample {
-                position: Vec3::from(p) * M_PER_MM,
+                position: HD_TO_DEVICE * Vec3::from(p) * M_PER_MM,
                 buttons: buttons as u32,
                 device_time: now,
                 sequence: self.sample.sequence + 1,
@@ -313,7 +316,8 @@ impl HapticDevice for OpenHapticsDevice {
     /// device (the servo zeroes the force in its last frame).
     fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
         if self.session.in_frame.load(Ordering::Relaxed) {
-            let f = [force.x, force.y, force.z];
+            let f = HD_TO_DEVICE.tr_mul(&force);
+            let f = [f.x, f.y, f.z];
             // SAFETY: HD_CURRENT_FORCE reads three doubles.
             unsafe { (self.session.api.set_doublev)(HD_CURRENT_FORCE, f.as_ptr()) };
         }
