@@ -353,3 +353,26 @@ fn every_shipped_scene_builds_its_model_and_reuses_the_cache() {
         );
     }
 }
+
+#[test]
+fn every_device_backend_can_be_named_in_a_scene() {
+    use palpa::device::choice::DeviceChoice;
+    for (kind, expected) in [
+        ("auto", DeviceChoice::Auto),
+        ("sim", DeviceChoice::Sim(None)),
+        ("hid", DeviceChoice::Hid(None)),
+        ("haply", DeviceChoice::Haply("ws://localhost:10001".into())),
+        ("openhaptics", DeviceChoice::OpenHaptics(None)),
+        ("dhd", DeviceChoice::Dhd(None)),
+    ] {
+        let scene = Scene::parse(
+            &format!("[device]\nkind = \"{kind}\"\n"),
+            "s.toml",
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(scene.device_choice(), expected, "{kind}");
+    }
+    let e = Scene::parse("[device]\nkind = \"phantom\"\n", "s.toml", Path::new(".")).unwrap_err();
+    assert!(e.to_string().contains("phantom"), "{e}");
+}

@@ -22,6 +22,12 @@ pub enum DeviceKind {
     Sim,
     /// A recorded trajectory (`device.trajectory`).
     Replay,
+    /// A Haply Inverse3 through the Inverse Service at its default local address.
+    Haply,
+    /// A Touch, Touch X or Phantom through OpenHaptics HDAPI (the default device).
+    Openhaptics,
+    /// A Force Dimension device (or Falcon) through the DHD SDK (the first one).
+    Dhd,
 }
 
 /// Device choice and workspace mapping.

@@ -129,6 +129,9 @@ impl Scene {
             DeviceKind::Replay => DeviceChoice::Replay(
                 path(&d.trajectory).expect("validated: a replay device names its trajectory"),
             ),
+            DeviceKind::Haply => DeviceChoice::Haply(crate::device::haply::DEFAULT_URL.into()),
+            DeviceKind::Openhaptics => DeviceChoice::OpenHaptics(None),
+            DeviceKind::Dhd => DeviceChoice::Dhd(None),
         }
     }
 
