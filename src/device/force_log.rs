@@ -67,6 +67,12 @@ impl<D: HapticDevice> HapticDevice for ForceLog<D> {
     fn name(&self) -> &str {
         self.inner.name()
     }
+    fn resident_memory(&self, memory: &mut crate::rt::ResidentSet) {
+        if let Some(w) = &self.published {
+            memory.add(w.storage());
+        }
+        self.inner.resident_memory(memory);
+    }
 }
 
 impl<D: HapticDevice> Drop for ForceLog<D> {

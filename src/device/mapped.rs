@@ -100,6 +100,10 @@ impl<D: HapticDevice> HapticDevice for MappedDevice<D> {
     fn name(&self) -> &str {
         self.inner.name()
     }
+
+    fn resident_memory(&self, memory: &mut crate::rt::ResidentSet) {
+        self.inner.resident_memory(memory);
+    }
 }
 
 #[cfg(test)]

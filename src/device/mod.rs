@@ -26,6 +26,7 @@ pub mod record;
 pub mod replay;
 pub mod sim;
 
+use crate::rt::ResidentSet;
 use crate::Vec3;
 
 /// The newest state the device reported.
@@ -112,6 +113,10 @@ pub trait HapticDevice: Send {
 
     /// Human-readable name for logs.
     fn name(&self) -> &str;
+
+    /// Adds the memory `read` and `write_force` touch outside the device value itself
+    /// (heap buffers, boxed parts), so the haptic thread can lock it resident.
+    fn resident_memory(&self, _memory: &mut ResidentSet) {}
 }
 
 impl<D: HapticDevice + ?Sized> HapticDevice for Box<D> {
@@ -132,5 +137,9 @@ impl<D: HapticDevice + ?Sized> HapticDevice for Box<D> {
     }
     fn name(&self) -> &str {
         (**self).name()
+    }
+    fn resident_memory(&self, memory: &mut ResidentSet) {
+        memory.add_value(&**self);
+        (**self).resident_memory(memory);
     }
 }
