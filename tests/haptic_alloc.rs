@@ -193,7 +193,10 @@ fn the_real_time_haptic_thread_allocates_nothing_once_its_loop_runs() {
     assert!(ticks > 700, "{ticks} ticks");
     let pushed = pushed.load(Ordering::Relaxed);
     assert!(pushed > 100, "{pushed} ticks pushed back");
-    assert!(shared.telemetry_dropped.get() > 0, "the full queue dropped records");
+    assert!(
+        shared.telemetry_dropped.get() > 0,
+        "the full queue dropped records"
+    );
     assert_eq!(haptic.device().inner.last_force(), Vec3::zeros());
 
     // The per-thread counter itself works: one boxed value on a counting thread.

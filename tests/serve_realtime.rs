@@ -69,9 +69,16 @@ fn haptic_warnings(stderr: &str) -> Vec<&str> {
 }
 
 fn serve_args(mode: &str) -> Vec<String> {
-    ["--device", "sim", "--bind", "127.0.0.1:0", "--realtime", mode]
-        .map(String::from)
-        .to_vec()
+    [
+        "--device",
+        "sim",
+        "--bind",
+        "127.0.0.1:0",
+        "--realtime",
+        mode,
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// `palpa serve ARGS` without CAP_SYS_NICE (dropped from the bounding and inheritable
@@ -85,7 +92,8 @@ fn without_cap_sys_nice(args: &[String], cache: &Path) -> Option<Command> {
         Command::new(BINARY)
     } else {
         // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 || Command::new("setpriv").arg("--version").output().is_err()
+        if unsafe { libc::geteuid() } != 0
+            || Command::new("setpriv").arg("--version").output().is_err()
         {
             return None;
         }
@@ -184,7 +192,9 @@ fn a_bad_mode_is_refused_naming_the_flag_and_the_old_flag_still_works() {
     let (status, _, stderr) = run_to_end(BINARY, &["serve", "--realtime", "fast"], cache.path());
     assert_eq!(status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("--realtime") && stderr.contains("fast") && stderr.contains("off, auto or required"),
+        stderr.contains("--realtime")
+            && stderr.contains("fast")
+            && stderr.contains("off, auto or required"),
         "{stderr}"
     );
     let mut env = Command::new(BINARY);

@@ -12,6 +12,6 @@ pub mod thread;
 
 pub use clock::{now_ns, sleep_until};
 pub use handoff::{slot, DropCounter, SlotReader, SlotWriter};
-pub use signal::stop_flag;
 pub use memory::{Region, ResidentSet};
+pub use signal::stop_flag;
 pub use thread::{set_up_current_thread, RealtimeMode, RealtimePolicy};

@@ -283,11 +283,18 @@ mod tests {
 
     #[test]
     fn modes_parse_and_print_and_bad_ones_are_named() {
-        for mode in [RealtimeMode::Off, RealtimeMode::Auto, RealtimeMode::Required] {
+        for mode in [
+            RealtimeMode::Off,
+            RealtimeMode::Auto,
+            RealtimeMode::Required,
+        ] {
             assert_eq!(mode.to_string().parse::<RealtimeMode>(), Ok(mode));
         }
         let err = "fast".parse::<RealtimeMode>().unwrap_err();
-        assert!(err.contains("`fast`") && err.contains("off, auto or required"), "{err}");
+        assert!(
+            err.contains("`fast`") && err.contains("off, auto or required"),
+            "{err}"
+        );
     }
 
     /// The calling thread's timer slack (ns).
