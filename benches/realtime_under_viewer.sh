@@ -14,7 +14,8 @@
 # SIGINT, which makes serve log its whole-run tick statistics.
 # Takes about (SECONDS + 15) s per mode. Prints, per mode, one line:
 #   MODE: scheduling, locked memory, VmLck, viewers, ticks, missed (> 1.5 ms), % missed,
-#   skipped deadlines, period p99.9 / max, CPU time stolen by the hypervisor during the
+#   skipped deadlines, period p99.9 / max, page faults of the haptic thread after the
+#   first 5 s, CPU time stolen by the hypervisor during the
 #   run (/proc/stat steal, both CPUs; 0 on bare metal), load average before and after
 # and exits 1 if a run did not produce its statistics. PIN_CORE=N pins the haptic
 # thread to core N (taskset on the `palpa-haptic` thread) to measure what pinning does.
@@ -72,6 +73,12 @@ stop_serve() {
 start_serve off
 stop_serve
 
+# "minor major" page faults of serve's haptic thread so far (proc(5) stat fields 10, 12).
+haptic_faults() {
+  for task in /proc/"$serve_pid"/task/*; do
+    [[ $(cat "$task/comm") == palpa-haptic ]] && sed 's/.*) //' "$task/stat" | cut -d' ' -f8,10
+  done
+}
 # Jiffies stolen from this VM's CPUs so far (/proc/stat, `cpu` line, 8th value), in ms.
 steal_ms() { awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%d\n", $9 * 1000 / hz }' /proc/stat; }
 strip() { sed 's/\x1b\[[0-9;]*m//g' "$1"; }
@@ -93,7 +100,9 @@ for mode in "${modes[@]}"; do
   browser_pid=$!
   sleep 5
   vm_lck=$(awk '/^VmLck:/ {print $2 " " $3}' "/proc/$serve_pid/status")
+  read -r minor_before major_before < <(haptic_faults)
   sleep $((seconds - 5))
+  read -r minor_after major_after < <(haptic_faults)
   kill "$browser_pid" 2>/dev/null || true
   wait "$browser_pid" 2>/dev/null || true
   browser_pid=''
@@ -117,6 +126,7 @@ for mode in "${modes[@]}"; do
   p999=$(sed -n 's/.*p99.9 \([0-9]*\) µs max \([0-9]*\) µs, compute.*/\1 \/ \2 µs/p' <<<"$run")
   percent=$(awk -v m="$missed" -v t="$ticks" 'BEGIN { printf "%.3f", 100 * m / t }')
   echo "$mode${PIN_CORE:+ pinned to core $PIN_CORE}: $setup, VmLck $vm_lck, viewers ${viewers:-?}; $ticks ticks, missed $missed = $percent %," \
-    "skipped $skipped, period p99.9 / max $p999, steal $steal ms; load $load_before -> $load_after"
+    "skipped $skipped, period p99.9 / max $p999, steal $steal ms, haptic thread page faults in the last $((seconds - 5)) s" \
+    "$((minor_after - minor_before)) minor $((major_after - major_before)) major; load $load_before -> $load_after"
 done
 exit $status

@@ -204,10 +204,10 @@ fn haptic_thread<D: HapticDevice>(
     haptic.device().resident_memory(&mut resident);
     let _locked = match rt::set_up_current_thread(config.realtime, &resident) {
         Ok(mut setup) => {
-            if let Err(e) = stack {
-                setup.problems.push(format!("stack not locked: {e}"));
-            }
             if config.realtime.mode != RealtimeMode::Off {
+                if let Err(e) = stack {
+                    setup.problems.push(format!("stack not locked: {e}"));
+                }
                 tracing::info!("haptic thread: {}", setup.summary());
             }
             if let Some(warning) = setup.warning() {
