@@ -3,8 +3,8 @@
 //! numbers in docs/benchmarks.md.
 //!
 //! `cargo run --release --example haptic_realtime -- [SECONDS] [--fifo]`
-//! (`--fifo` asks for SCHED_FIFO priority 80 on core 1; without permission it warns and
-//! runs normally; `--no-log` turns the once-a-second statistics log off). Ctrl-C stops
+//! (`--fifo` asks for SCHED_FIFO on core 1, at the priority `palpa::rt::thread` allows,
+//! and locks the haptic thread's memory; without permission it refuses to start; `--no-log` turns the once-a-second statistics log off). Ctrl-C stops
 //! early with the force zeroed.
 
 use palpa::device::sim::{Script, SimDevice};
@@ -12,7 +12,7 @@ use palpa::device::HapticDevice;
 use palpa::haptic::analytic::HertzHalfSpace;
 use palpa::haptic::runtime::{HapticRuntime, RuntimeConfig};
 use palpa::haptic::{HapticConfig, SafetyLimits};
-use palpa::rt::{stop_flag, RealtimePolicy};
+use palpa::rt::{stop_flag, RealtimeMode, RealtimePolicy};
 use palpa::Vec3;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -34,7 +34,7 @@ fn main() {
         haptic: HapticConfig::new(SafetyLimits::for_device(device.rating())),
         realtime: if fifo {
             RealtimePolicy {
-                fifo_priority: Some(80),
+                mode: RealtimeMode::Required,
                 core: Some(1),
             }
         } else {
@@ -44,8 +44,13 @@ fn main() {
         log_stats,
     };
     let interrupted = stop_flag();
-    let runtime = HapticRuntime::start(device, HertzHalfSpace::default_scene(), config)
-        .expect("start threads");
+    let runtime = match HapticRuntime::start(device, HertzHalfSpace::default_scene(), config) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("haptic_realtime: cannot start the haptic thread: {e}");
+            std::process::exit(1);
+        }
+    };
     let shared = runtime.shared().clone();
     let start = Instant::now();
     let mut peak = 0.0f64;

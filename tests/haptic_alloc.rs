@@ -1,44 +1,57 @@
 //! The haptic tick allocates nothing: a counting global allocator over 10,000 ticks of
 //! the real-time tick body (HID device over the in-memory transport, probe and model
-//! slots, local-stiffness extrapolation, safety, force write, telemetry queue, stats).
+//! slots, local-stiffness extrapolation, safety, force write, telemetry queue, stats),
+//! and over the real haptic thread of `HapticRuntime` with real-time set-up (its
+//! prologue locks memory and may allocate; from the first device read on, nothing).
 
 use crossbeam::queue::ArrayQueue;
 use palpa::device::hid::{HidDevice, MemoryTransport, MAX_REPORT_LEN};
 use palpa::device::profile::DeviceProfile;
+use palpa::device::sim::{Script, SimDevice};
+use palpa::device::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
 use palpa::haptic::analytic::HertzHalfSpace;
+use palpa::haptic::runtime::{HapticRuntime, RuntimeConfig};
 use palpa::haptic::stats::TickStats;
 use palpa::haptic::tick::ProbeSample;
 use palpa::haptic::{HapticConfig, HapticLoop, SafetyLimits, TickRecord};
 use palpa::model::{LocalForceModel, ModelStep};
-use palpa::rt::slot;
+use palpa::rt::{slot, RealtimePolicy};
 use palpa::Vec3;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 struct Counting;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+/// Allocations on the runtime's haptic thread once its loop runs.
+static HAPTIC_THREAD_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static COUNTING_HAPTIC_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count(counter: &'static std::thread::LocalKey<Cell<bool>>, into: &AtomicU64) {
+    if counter.with(Cell::get) {
+        into.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 // SAFETY: forwards to the system allocator; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
+        count(&COUNTING, &ALLOCATIONS);
+        count(&COUNTING_HAPTIC_THREAD, &HAPTIC_THREAD_ALLOCATIONS);
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
+        count(&COUNTING, &ALLOCATIONS);
+        count(&COUNTING_HAPTIC_THREAD, &HAPTIC_THREAD_ALLOCATIONS);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -114,4 +127,85 @@ fn ten_thousand_haptic_ticks_allocate_nothing() {
     COUNTING.with(|c| c.set(false));
     drop(boxed);
     assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 1);
+}
+
+/// The virtual stylus pressing into the tissue, which turns allocation counting on for
+/// the thread that reads it (the haptic thread, once its prologue is done) and counts
+/// its reads and the writes that push back (non-zero force).
+struct CountingStylus {
+    inner: SimDevice,
+    reads: Arc<AtomicU64>,
+    pushed: Arc<AtomicU64>,
+}
+
+impl HapticDevice for CountingStylus {
+    fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError> {
+        COUNTING_HAPTIC_THREAD.with(|c| c.set(true));
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.inner.read(now)
+    }
+    fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
+        if force != Vec3::zeros() {
+            self.pushed.fetch_add(1, Ordering::Relaxed);
+        }
+        self.inner.write_force(force)
+    }
+    fn rating(&self) -> DeviceRating {
+        self.inner.rating()
+    }
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+}
+
+#[test]
+fn the_real_time_haptic_thread_allocates_nothing_once_its_loop_runs() {
+    let reads = Arc::new(AtomicU64::new(0));
+    let pushed = Arc::new(AtomicU64::new(0));
+    let device = CountingStylus {
+        inner: SimDevice::new(Script::Press {
+            top: Vec3::new(0.0, 0.0, 0.002),
+            depth: 0.006,
+            period: 0.5,
+        }),
+        reads: reads.clone(),
+        pushed: pushed.clone(),
+    };
+    let config = RuntimeConfig {
+        haptic: HapticConfig::new(SafetyLimits::for_device(device.rating())),
+        realtime: RealtimePolicy::AUTO,
+        telemetry_capacity: 64,
+        log_stats: false,
+    };
+    let runtime = HapticRuntime::start(device, HertzHalfSpace::default_scene(), config)
+        .expect("auto never refuses to start");
+    let shared = runtime.shared().clone();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let (haptic, _) = runtime.stop();
+    assert_eq!(
+        HAPTIC_THREAD_ALLOCATIONS.load(Ordering::Relaxed),
+        0,
+        "allocations on the haptic thread"
+    );
+    // The loop ran (at least half its ticks on a loaded machine), with contact, and
+    // wrote zero force last.
+    let ticks = reads.load(Ordering::Relaxed);
+    assert!(ticks > 700, "{ticks} ticks");
+    let pushed = pushed.load(Ordering::Relaxed);
+    assert!(pushed > 100, "{pushed} ticks pushed back");
+    assert!(
+        shared.telemetry_dropped.get() > 0,
+        "the full queue dropped records"
+    );
+    assert_eq!(haptic.device().inner.last_force(), Vec3::zeros());
+
+    // The per-thread counter itself works: one boxed value on a counting thread.
+    std::thread::spawn(|| {
+        COUNTING_HAPTIC_THREAD.with(|c| c.set(true));
+        drop(std::hint::black_box(Box::new(1u64)));
+        COUNTING_HAPTIC_THREAD.with(|c| c.set(false));
+    })
+    .join()
+    .unwrap();
+    assert_eq!(HAPTIC_THREAD_ALLOCATIONS.load(Ordering::Relaxed), 1);
 }

@@ -30,7 +30,7 @@ use crate::device::force_log::ForceLog;
 use crate::device::mapped::MappedDevice;
 use crate::device::{CalibrationRequest, HapticDevice};
 use crate::haptic::runtime::{HapticRuntime, RuntimeConfig, RuntimeShared};
-use crate::rt::{self, RealtimePolicy};
+use crate::rt::{self, RealtimeMode, RealtimePolicy};
 use crate::scene;
 use crate::session::{SceneVisual, ServeStep, Stylus, ViewerLink};
 use crate::stream::{control_channel, snapshot_slot, ProbeWorkspace, StreamServer};
@@ -39,8 +39,6 @@ use crate::stream::{control_channel, snapshot_slot, ProbeWorkspace, StreamServer
 const IDLE_HEIGHT: f64 = 0.01;
 /// Control commands buffered between the server and the model thread.
 const CONTROL_CAPACITY: usize = 256;
-/// SCHED_FIFO priority asked for the haptic thread with `--realtime`.
-const HAPTIC_PRIORITY: i32 = 80;
 
 /// Arguments of `palpa serve`.
 #[derive(Args, Debug, Clone, Default)]
@@ -59,11 +57,20 @@ pub struct ServeArgs {
     /// default: the scene's `stream.bind` (127.0.0.1:7878).
     #[arg(long, value_name = "ADDR:PORT")]
     pub bind: Option<SocketAddr>,
-    /// Run the haptic thread with SCHED_FIFO priority 80 (needs CAP_SYS_NICE or root;
-    /// warns and runs normally without). This also locks all of the process's memory
-    /// (`mlockall`), several hundred MB to GB, so it is for dedicated haptic machines.
-    #[arg(long)]
-    pub realtime: bool,
+    /// Real-time haptic thread: `auto` (default; SCHED_FIFO and the thread's memory
+    /// locked where the process may have them — root, CAP_SYS_NICE or RLIMIT_RTPRIO —
+    /// else one warning and the normal scheduler), `required` (refuse to start without
+    /// SCHED_FIFO) or `off`; a bare `--realtime` means `auto`. Also `PALPA_REALTIME`.
+    #[arg(
+        long,
+        value_name = "off|auto|required",
+        env = "PALPA_REALTIME",
+        num_args = 0..=1,
+        default_value_t = RealtimeMode::Auto,
+        default_missing_value = "auto",
+        value_parser = str::parse::<RealtimeMode>
+    )]
+    pub realtime: RealtimeMode,
 }
 
 /// The device as the haptic thread drives it: scene coordinates, force logged.
@@ -249,13 +256,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let scene = &built.scene;
         let runtime_config = RuntimeConfig {
             haptic,
-            realtime: if args.realtime {
-                RealtimePolicy {
-                    fifo_priority: Some(HAPTIC_PRIORITY),
-                    core: None,
-                }
-            } else {
-                RealtimePolicy::NONE
+            realtime: RealtimePolicy {
+                mode: args.realtime,
+                core: None,
             },
             telemetry_capacity: 2 * scene.rates.haptic as usize,
             log_stats: false,

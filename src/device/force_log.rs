@@ -75,6 +75,13 @@ impl<D: HapticDevice> HapticDevice for ForceLog<D> {
     fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
         self.inner.external_pacer()
     }
+
+    fn resident_memory(&self, memory: &mut crate::rt::ResidentSet) {
+        if let Some(w) = &self.published {
+            memory.add(w.storage());
+        }
+        self.inner.resident_memory(memory);
+    }
 }
 
 impl<D: HapticDevice> Drop for ForceLog<D> {

@@ -132,6 +132,10 @@ impl<D: HapticDevice> HapticDevice for MappedDevice<D> {
     fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
         self.inner.external_pacer()
     }
+
+    fn resident_memory(&self, memory: &mut crate::rt::ResidentSet) {
+        self.inner.resident_memory(memory);
+    }
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ pub mod replay;
 pub mod sdk;
 pub mod sim;
 
+use crate::rt::ResidentSet;
 use crate::Vec3;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -150,6 +151,10 @@ pub trait HapticDevice: Send {
     fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
         None
     }
+
+    /// Adds the memory `read` and `write_force` touch outside the device value itself
+    /// (heap buffers, boxed parts), so the haptic thread can lock it resident.
+    fn resident_memory(&self, _memory: &mut ResidentSet) {}
 }
 
 /// A device-owned servo clock: runs the haptic loop's tick on the SDK's servo thread,
@@ -185,5 +190,9 @@ impl<D: HapticDevice + ?Sized> HapticDevice for Box<D> {
     }
     fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
         (**self).external_pacer()
+    }
+    fn resident_memory(&self, memory: &mut ResidentSet) {
+        memory.add_value(&**self);
+        (**self).resident_memory(memory);
     }
 }

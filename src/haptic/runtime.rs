@@ -6,7 +6,9 @@ use super::stats::TickStats;
 use super::tick::{HapticConfig, HapticLoop, ProbeSample, TickRecord, ZeroForceGuard};
 use crate::device::HapticDevice;
 use crate::model::{LocalForceModel, ModelStep};
-use crate::rt::{self, slot, DropCounter, RealtimePolicy, SlotReader, SlotWriter};
+use crate::rt::{
+    self, slot, DropCounter, RealtimeMode, RealtimePolicy, ResidentSet, SlotReader, SlotWriter,
+};
 use crate::Vec3;
 use crossbeam::queue::ArrayQueue;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -19,6 +21,13 @@ use std::time::Duration;
 const SPIN_NS: u64 = 150_000;
 /// Time between reconnect attempts of a failed device (s).
 const RECONNECT_INTERVAL: f64 = 0.5;
+/// The haptic thread's stack (bytes): the Rust default, set explicitly because the
+/// locked headroom below must fit in it.
+const HAPTIC_STACK_BYTES: usize = 2 << 20;
+/// Stack locked below the haptic thread's prologue frame (bytes): room for the deepest
+/// tick (device read and write, extrapolation, safety, the deadline sleep) many times
+/// over, so no stack page faults in the loop.
+const HAPTIC_STACK_HEADROOM: usize = 128 << 10;
 
 /// How to run the threads.
 #[derive(Clone, Copy, Debug)]
@@ -98,9 +107,22 @@ impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
         let epoch = rt::now_ns();
         let haptic_loop = HapticLoop::new(device, config.haptic);
         let s = shared.clone();
+        let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let haptic = std::thread::Builder::new()
             .name("palpa-haptic".into())
-            .spawn(move || haptic_thread(haptic_loop, probe_w, model_r, &s, epoch, config))?;
+            .stack_size(HAPTIC_STACK_BYTES)
+            .spawn(move || {
+                haptic_thread(haptic_loop, probe_w, model_r, &s, epoch, config, ready_tx)
+            })?;
+        // The prologue reports whether the thread may run (`Required` without SCHED_FIFO
+        // may not); the loop starts only after that.
+        if let Ok(Err(refused)) = ready_rx.recv() {
+            let _ = haptic.join();
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                refused,
+            ));
+        }
         let s = shared.clone();
         let period = config.haptic.model_period();
         let model = std::thread::Builder::new()
@@ -138,6 +160,10 @@ impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
         if let Some(l) = self.logger.take() {
             let _ = l.join();
         }
+        tracing::info!(
+            "haptic loop, whole run: {}",
+            self.shared.stats.snapshot().summary()
+        );
         match (haptic, model) {
             (Ok(h), Ok(m)) => (h, m),
             (Err(e), _) | (_, Err(e)) => std::panic::resume_unwind(e),
@@ -171,10 +197,36 @@ fn haptic_thread<D: HapticDevice>(
     shared: &RuntimeShared,
     epoch: u64,
     config: RuntimeConfig,
+    ready: std::sync::mpsc::SyncSender<Result<(), String>>,
 ) -> HapticLoop<D> {
-    if let Err(problem) = rt::apply_to_current_thread(config.realtime) {
-        tracing::warn!("haptic thread runs without real-time scheduling ({problem})");
-    }
+    // Everything the loop below touches: this thread's stack (the loop state lives in
+    // this frame), the hand-off slots, the statistics and the device's own memory.
+    let mut resident = ResidentSet::new();
+    let stack = resident.add_current_stack(HAPTIC_STACK_HEADROOM);
+    resident.add_value(shared);
+    resident.add(probe_out.storage());
+    resident.add(model_in.storage());
+    haptic.device().resident_memory(&mut resident);
+    let _locked = match rt::set_up_current_thread(config.realtime, &resident) {
+        Ok(mut setup) => {
+            if config.realtime.mode != RealtimeMode::Off {
+                if let Err(e) = stack {
+                    setup.problems.push(format!("stack not locked: {e}"));
+                }
+                tracing::info!("haptic thread: {}", setup.summary());
+            }
+            if let Some(warning) = setup.warning() {
+                tracing::warn!("haptic thread: {warning}");
+            }
+            let _ = ready.send(Ok(()));
+            setup.locked
+        }
+        Err(refused) => {
+            let _ = ready.send(Err(refused));
+            let _ = haptic.device_mut().zero_force();
+            return haptic;
+        }
+    };
     let period = (config.haptic.tick_period * 1e9).round() as u64;
     // A panic unwinds through the guard, which zeroes the force, and stops the runtime.
     let run = catch_unwind(AssertUnwindSafe(|| {

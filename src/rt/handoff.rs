@@ -8,23 +8,49 @@
 //! word, which the haptic thread must not take). Telemetry uses crossbeam's bounded
 //! [`ArrayQueue`](crossbeam::queue::ArrayQueue) and drops on full.
 
+use super::memory::Region;
+use crossbeam::utils::CachePadded;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The producing end of a [`slot`].
 pub struct SlotWriter<T: Send> {
     input: triple_buffer::Input<(T, u64)>,
     version: u64,
+    storage: Region,
 }
 
 /// The consuming end of a [`slot`].
 pub struct SlotReader<T: Send> {
     output: triple_buffer::Output<(T, u64)>,
+    storage: Region,
 }
 
 /// A wait-free single-value hand-off holding `initial` (version 0) until the first write.
 pub fn slot<T: Copy + Send>(initial: T) -> (SlotWriter<T>, SlotReader<T>) {
     let (input, output) = triple_buffer::triple_buffer(&(initial, 0));
-    (SlotWriter { input, version: 0 }, SlotReader { output })
+    let storage = storage_around(output.peek_output_buffer());
+    (
+        SlotWriter {
+            input,
+            version: 0,
+            storage,
+        },
+        SlotReader { output, storage },
+    )
+}
+
+/// A range certain to hold the whole shared state of the triple buffer that `buffer`
+/// is one of. The crate keeps its three cache-padded buffers and its cache-padded
+/// index in one allocation but does not expose it, so the range reaches that
+/// allocation's size to either side of a known buffer (a few hundred bytes; locking
+/// clips it to mapped pages).
+fn storage_around<T>(buffer: &T) -> Region {
+    let size = 4 * std::mem::size_of::<CachePadded<T>>() + std::mem::size_of::<CachePadded<u8>>();
+    let at = buffer as *const T as usize;
+    Region {
+        start: at.saturating_sub(size),
+        len: 2 * size,
+    }
 }
 
 impl<T: Copy + Send> SlotWriter<T> {
@@ -35,12 +61,22 @@ impl<T: Copy + Send> SlotWriter<T> {
         self.input.write((value, self.version));
         self.version
     }
+
+    /// The memory the slot's writes touch (for locking it resident).
+    pub fn storage(&self) -> Region {
+        self.storage
+    }
 }
 
 impl<T: Copy + Send> SlotReader<T> {
     /// The newest published value and its version (0 = the initial value).
     pub fn read(&mut self) -> (T, u64) {
         *self.output.read()
+    }
+
+    /// The memory the slot's reads touch (for locking it resident).
+    pub fn storage(&self) -> Region {
+        self.storage
     }
 }
 
@@ -73,6 +109,25 @@ mod tests {
         assert_eq!(r.read(), (2, 2));
         w.write(3);
         assert_eq!(r.read(), (3, 3));
+    }
+
+    #[test]
+    fn storage_holds_every_buffer_the_reader_and_writer_use() {
+        let (mut w, mut r) = slot([0u64; 9]);
+        let storage = r.storage();
+        assert_eq!(storage, w.storage());
+        // Writing and reading rotates through all three buffers of the shared state.
+        for i in 1..=6u64 {
+            w.write([i; 9]);
+            let value = r.output.read();
+            let at = value as *const ([u64; 9], u64) as usize;
+            assert!(
+                at >= storage.start && at + std::mem::size_of_val(value) <= storage.end(),
+                "buffer at {at:#x} outside {storage:?}"
+            );
+            let input = w.input.input_buffer_mut() as *const ([u64; 9], u64) as usize;
+            assert!(input >= storage.start && input < storage.end());
+        }
     }
 
     #[test]

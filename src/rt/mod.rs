@@ -1,14 +1,17 @@
 //! Real-time plumbing shared by the haptic loop and the devices: the monotonic clock
-//! and deadline sleeps ([`clock`]), real-time scheduling of a thread ([`thread`]),
+//! and deadline sleeps ([`clock`]), real-time set-up of a thread ([`thread`]), keeping
+//! its memory resident ([`memory`]),
 //! wait-free hand-offs between threads ([`handoff`]) and the stop flag set by signals
 //! ([`signal`]). Linux only (libc).
 
 pub mod clock;
 pub mod handoff;
+pub mod memory;
 pub mod signal;
 pub mod thread;
 
 pub use clock::{now_ns, sleep_until};
 pub use handoff::{slot, DropCounter, SlotReader, SlotWriter};
+pub use memory::{Region, ResidentSet};
 pub use signal::stop_flag;
-pub use thread::{apply_to_current_thread, RealtimePolicy};
+pub use thread::{set_up_current_thread, RealtimeMode, RealtimePolicy};

@@ -30,23 +30,35 @@ pub struct Ready {
 }
 
 impl Served {
-    /// Starts `palpa serve ARGS` with `PALPA_CACHE_DIR=cache_dir`.
+    /// Starts `palpa serve ARGS` with `PALPA_CACHE_DIR=cache_dir` and
+    /// `PALPA_REALTIME=off` (tests run many servers at once: as root each haptic thread
+    /// would be a SCHED_FIFO spinner, and a few of them starve the rest of a 2-core
+    /// machine; `--realtime MODE` in ARGS overrides it).
     pub fn start(binary: &str, args: &[&str], cache_dir: &Path) -> Self {
         Self::start_with_env(binary, args, cache_dir, &[])
     }
 
-    /// Starts `palpa serve ARGS` with `PALPA_CACHE_DIR=cache_dir` and the variables `env`.
+    /// Starts `palpa serve ARGS` as [`Served::start`] does, with the variables `env` too.
     pub fn start_with_env(
         binary: &str,
         args: &[&str],
         cache_dir: &Path,
         env: &[(&str, &OsStr)],
     ) -> Self {
-        let mut child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .arg("serve")
             .args(args)
             .env("PALPA_CACHE_DIR", cache_dir)
-            .envs(env.iter().copied())
+            .env("PALPA_REALTIME", "off")
+            .envs(env.iter().copied());
+        Self::spawn(command)
+    }
+
+    /// Starts `command` (a `palpa serve` with its arguments and environment, perhaps
+    /// behind a wrapper such as `setpriv`) with `RUST_LOG=info` and piped output.
+    pub fn spawn(mut command: Command) -> Self {
+        let mut child = command
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -75,6 +87,11 @@ impl Served {
             stdout: Vec::new(),
             stderr: Some(stderr),
         }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Waits (up to `timeout`) for the line with the control token; panics with
@@ -195,6 +212,7 @@ pub fn run_to_end_with_env(
     let out = command
         .args(args)
         .env("PALPA_CACHE_DIR", cache_dir)
+        .env("PALPA_REALTIME", "off")
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
