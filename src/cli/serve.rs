@@ -25,7 +25,7 @@ use palpa_protocol as wire;
 
 use super::precompute::{describe, SceneArgs};
 use super::progress::progress_bar;
-use crate::device::choice::DeviceChoice;
+use crate::device::choice::{DeviceChoice, OpenedDevice};
 use crate::device::force_log::ForceLog;
 use crate::device::mapped::MappedDevice;
 use crate::device::{CalibrationRequest, HapticDevice};
@@ -135,19 +135,12 @@ struct Hand {
     label: String,
 }
 
-/// A device opened and zeroed, waiting for its tissue model.
-struct OpenedHand {
-    device: Box<dyn HapticDevice>,
-    stylus: Option<crate::rt::SlotWriter<(crate::Vec3, u32)>>,
-    description: String,
-}
-
 /// Opens every device (a wrong one fails before a long precompute) and makes sure none
 /// holds a force from before.
 fn open_devices(
     choices: &[DeviceChoice],
     scene_profile: Option<&std::path::Path>,
-) -> Result<Vec<OpenedHand>, String> {
+) -> Result<Vec<OpenedDevice>, String> {
     let mut hands = Vec::with_capacity(choices.len());
     for (i, choice) in choices.iter().enumerate() {
         let mut opened = choice.open(scene_profile)?;
@@ -162,11 +155,7 @@ fn open_devices(
             .device
             .zero_force()
             .map_err(|e| format!("device {}: {e}", opened.device.name()))?;
-        hands.push(OpenedHand {
-            device: opened.device,
-            stylus: opened.stylus,
-            description: opened.description,
-        });
+        hands.push(opened);
     }
     Ok(hands)
 }

@@ -94,7 +94,8 @@ impl CalibrationRequest {
 
     /// Whether a calibration was asked for since the last call (clears it).
     pub fn take(&self) -> bool {
-        self.0.swap(false, Ordering::AcqRel)
+        // A plain load in the usual case: the haptic tick polls this every millisecond.
+        self.0.load(Ordering::Relaxed) && self.0.swap(false, Ordering::AcqRel)
     }
 }
 

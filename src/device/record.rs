@@ -200,4 +200,8 @@ impl<D: HapticDevice> HapticDevice for RecordingDevice<D> {
     fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
         self.inner.external_pacer()
     }
+
+    fn resident_memory(&self, memory: &mut crate::rt::ResidentSet) {
+        self.inner.resident_memory(memory);
+    }
 }

@@ -94,6 +94,8 @@ struct Arm {
     reference: [f64; 3],
     /// Counts (after the field scales) of the newest report.
     counts: [f64; 3],
+    /// Joint angles (rad) of the newest report, from the reference.
+    angles: [f64; 3],
     /// Button mask that recalibrates, and whether it was held in the previous report.
     calibrate_button: Option<u32>,
     button_held: bool,
@@ -121,6 +123,7 @@ impl ReportCodec {
                 linkage: k.linkage(),
                 reference,
                 counts: reference,
+                angles: k.linkage().joint_angles([0.0; 3]),
                 calibrate_button: k.calibrate_button(),
                 button_held: false,
             }
@@ -139,18 +142,8 @@ impl ReportCodec {
     pub fn calibrate(&mut self) -> Option<Vec3> {
         let arm = self.arm.as_mut()?;
         arm.reference = arm.counts;
-        let tip = arm
-            .linkage
-            .position(arm.linkage.joint_angles([0.0; 3]))
-            .unwrap_or_else(Vec3::zeros);
+        let tip = arm.pose();
         Some(self.axes.to_device([tip.x, tip.y, tip.z]))
-    }
-
-    /// Joint angles (rad) of the newest report; `None` for a Cartesian profile.
-    pub fn joint_angles(&self) -> Option<[f64; 3]> {
-        self.arm
-            .as_ref()
-            .map(|arm| arm.linkage.joint_angles(from_reference(arm)))
     }
 
     /// Decodes an input report buffer (its length already checked against the profile);
@@ -168,10 +161,7 @@ impl ReportCodec {
                     }
                     arm.button_held = held;
                 }
-                let angles = arm.linkage.joint_angles(from_reference(arm));
-                // A delta pose whose forearms cannot close (a miscounted encoder) keeps
-                // the tip at the workspace origin rather than inventing a point.
-                let tip = arm.linkage.position(angles).unwrap_or_else(Vec3::zeros);
+                let tip = arm.pose();
                 self.axes.to_device([tip.x, tip.y, tip.z])
             }
             (_, Some(p), _) => self.axes.to_device(p.fields().map(|f| f.read(buf))),
@@ -241,8 +231,7 @@ impl ReportCodec {
             }
         }
         if let (Some(c), Some(arm)) = (&self.output.currents, &self.arm) {
-            let angles = arm.linkage.joint_angles(from_reference(arm));
-            let currents = arm.linkage.motor_currents(angles, Vec3::from(raw));
+            let currents = arm.linkage.motor_currents(arm.angles, Vec3::from(raw));
             for (field, v) in c.fields().into_iter().zip(currents) {
                 saturated |= field.write(buf, v);
             }
@@ -269,6 +258,16 @@ impl ReportCodec {
     }
 }
 
-fn from_reference(arm: &Arm) -> [f64; 3] {
-    std::array::from_fn(|i| arm.counts[i] - arm.reference[i])
+impl Arm {
+    /// Takes the newest counts relative to the reference as the pose (the angles forces
+    /// are encoded at) and returns the tip position there (m, arm base frame). A delta
+    /// pose whose forearms cannot close (a miscounted encoder) puts the tip at the
+    /// workspace origin rather than inventing a point.
+    fn pose(&mut self) -> Vec3 {
+        let from_reference = std::array::from_fn(|i| self.counts[i] - self.reference[i]);
+        self.angles = self.linkage.joint_angles(from_reference);
+        self.linkage
+            .position(self.angles)
+            .unwrap_or_else(Vec3::zeros)
+    }
 }

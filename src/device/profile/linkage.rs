@@ -255,11 +255,8 @@ impl KinematicsSpec {
                 positive("max_current", &[d.max_current])?;
                 finite("calibration_angle_deg", &d.calibration_angle_deg)?;
                 finite("workspace_origin", &d.workspace_origin)?;
-                if self
-                    .linkage()
-                    .position(self.linkage().joint_angles([0.0; 3]))
-                    .is_none()
-                {
+                let linkage = self.linkage();
+                if linkage.position(linkage.joint_angles([0.0; 3])).is_none() {
                     return Err(format!(
                         "kinematics.calibration_angle_deg: the forearms cannot close at {:?}°",
                         d.calibration_angle_deg

@@ -241,7 +241,8 @@ impl DeviceProfile {
 
     /// The reference profile shipped with palpa.
     pub fn reference() -> Self {
-        Self::shipped().swap_remove(0)
+        Self::from_toml(REFERENCE_PROFILE_TOML, "profiles/palpa-reference.toml")
+            .expect("the shipped reference profile is valid (tested)")
     }
 
     /// Every profile shipped with palpa ([`SHIPPED_PROFILES`]), the reference first.
