@@ -58,13 +58,12 @@ pub fn replay(mut built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
     let map = built.scene.device.given_mapping();
     let device = MappedDevice::new(ReplayDevice::new(trajectory.clone()), map);
     let config = built.attach_device(device.rating());
-    let radius = built.scene.contact.probe_radius;
     let ticks = (trajectory.duration() / config.tick_period).floor() as usize + 1;
     let mut lock = LockStep::new(device, built.model, config);
     let mut rows = Vec::with_capacity(ticks);
     for _ in 0..ticks {
         let r = lock.step();
-        let depth = lock.model_mut().indentation(&r.probe, radius);
+        let depth = lock.model_mut().indentation(&r.probe);
         rows.push(ReplayRow {
             t: r.t,
             probe: r.probe,

@@ -110,8 +110,12 @@ impl TissueModel for CondensedModel {
         Ok(())
     }
 
-    fn point_compliance(&mut self, support: &Support) -> Result<Mat3, ModelError> {
-        Ok(self.columns.point_block(support, support)?)
+    fn constraint_capacity(&self) -> usize {
+        self.rows.capacity()
+    }
+
+    fn compliance_between(&mut self, a: &Support, b: &Support) -> Result<Mat3, ModelError> {
+        Ok(self.columns.point_block(a, b)?)
     }
 
     /// Bounds what [`TissueModel::displacements`] reports

@@ -13,8 +13,10 @@ pub mod friction;
 pub mod geometry;
 pub mod patch;
 pub mod proxy;
+pub mod sphere;
 
 pub use bvh::{Closest, SegmentHit, SurfaceBvh};
 pub use friction::{Friction, FrictionForce, FrictionPhase, StickPoint};
 pub use patch::ContactPatch;
 pub use proxy::{Contact, Proxy};
+pub use sphere::{SphereContact, SphereRows};

@@ -9,26 +9,19 @@
 //! plane", so a plane the probe has moved away from releases (unilateral contact).
 //!
 //! While in contact the proxy is attached to a material point (triangle + barycentric
-//! weights), so it moves with the deforming surface between updates and never ends up
-//! behind it. A sphere probe of radius r is handled by shifting each triangle plane
+//! weights). A sphere probe of radius r is handled by shifting each triangle plane
 //! outward by r (exact on faces; at a sharp convex edge the sphere may graze the edge
 //! by at most r·(1 − cos(θ/2))). The proxy itself is frictionless: Coulomb friction
 //! is a stick point beside it ([`super::friction`]).
 //!
-//! The surface a probe presses on is dented by that same probe, and the tissue model
-//! puts the contact point exactly at the probe tip, so as the probe slides the geometric
-//! penetration of the dented surface is nearly zero and its sign is noise. A contact
-//! therefore stays a *candidate* while the probe is within a small margin outside the
-//! surface (the "alarm distance" of constraint-based contact in SOFA); whether it holds
-//! is decided by the sign of the constraint force (unilateral), and the model calls
-//! [`Proxy::release`] when it lets go.
-//!
-//! A contact patch holds the *average* of the tip's footprint at the tip, so the
-//! contacted material point sits deeper than the tip by a hold offset that grows with
-//! the force (centimetres in a deep press of a linear-elastic body). A held contact
-//! therefore moves the proxy toward the probe shifted by that offset
-//! ([`Proxy::set_hold`]): a held probe maps onto the dent it holds however deep the
-//! press.
+//! palpa moves the proxy over the **rest** surface, which does not move: it says which
+//! surface the probe was pressed into, along which normal and how deep (the sphere's
+//! indentation), however deep the press, while the tissue model finds where the
+//! deformed surface meets the probe ([`super::sphere`]). A proxy placed for the first
+//! time with the probe already inside the body starts on the surface closest to the
+//! probe, so a probe that starts pressed in is in contact at once. A contact stays a
+//! *candidate* while the probe is within a small margin outside the surface (the "alarm
+//! distance" of constraint-based contact in SOFA).
 
 use crate::Vec3;
 
@@ -52,8 +45,8 @@ pub struct Contact {
     /// [`SurfaceBvh::shaded_normal`]) so it is continuous as the contact slides: the
     /// direction of the force on the probe.
     pub normal: Vec3,
-    /// Signed penetration (m): distance from the probe tip (shifted by the hold offset
-    /// while held, [`Proxy::set_hold`]) to the proxy when the probe is pressed in;
+    /// Signed penetration (m): distance from the probe to the proxy when the probe is
+    /// pressed in;
     /// negative (minus the gap) for a kept candidate contact with the probe just
     /// outside the surface.
     pub depth: f64,
@@ -74,7 +67,6 @@ struct Plane {
 pub struct Proxy {
     radius: f64,
     margin: f64,
-    hold: Vec3,
     position: Option<Vec3>,
     anchor: Option<(usize, [f64; 3])>,
 }
@@ -86,7 +78,6 @@ impl Proxy {
         Self {
             radius: radius.max(0.0),
             margin: 5e-4,
-            hold: Vec3::zeros(),
             position: None,
             anchor: None,
         }
@@ -103,21 +94,6 @@ impl Proxy {
     /// The next update treats the probe as free until it penetrates again.
     pub fn release(&mut self) {
         self.anchor = None;
-        self.hold = Vec3::zeros();
-    }
-
-    /// Tells the proxy where (m, relative to the probe tip's target) the tissue model
-    /// holds the contacted material point: a contact patch puts the *average* of the
-    /// footprint at the tip, and the dent's centre sinks deeper by this offset. While
-    /// the contact is held the proxy moves toward the probe shifted by it, so a held
-    /// probe stays on the dent it holds. Zero (the default) for a point contact, and
-    /// again after [`Proxy::release`]; a non-finite offset counts as zero.
-    pub fn set_hold(&mut self, offset: Vec3) {
-        self.hold = if offset.iter().all(|x| x.is_finite()) {
-            offset
-        } else {
-            Vec3::zeros()
-        };
     }
 
     /// Probe sphere radius (m).
@@ -125,11 +101,10 @@ impl Proxy {
         self.radius
     }
 
-    /// How far (m) from the probe the proxy's next update may look: the candidate
-    /// margin ([`Proxy::with_margin`]) plus the length of the hold vector
-    /// ([`Proxy::set_hold`]).
+    /// How far (m) outside the surface the probe may be while its contact stays a
+    /// candidate ([`Proxy::with_margin`]).
     pub fn margin(&self) -> f64 {
-        self.margin + self.hold.norm()
+        self.margin
     }
 
     /// Current proxy centre (m), once placed.
@@ -141,14 +116,16 @@ impl Proxy {
     pub fn reset(&mut self) {
         self.position = None;
         self.anchor = None;
-        self.hold = Vec3::zeros();
     }
 
     /// Moves the proxy toward `probe` (m) over the surface at `positions` (the
     /// deformed node positions `bvh` was last refitted to) and returns the contact, or
-    /// `None` when the probe is free. A held contact moves toward the probe shifted by
-    /// the hold vector ([`Proxy::set_hold`]). A non-finite probe is rejected: no
+    /// `None` when the probe is free. A non-finite probe is rejected: no
     /// contact, the proxy stays where it was. Allocation-free.
+    ///
+    /// The proxy moves over whatever surface `positions` describe; palpa runs it on the
+    /// rest shape (a static surface: the classic god-object), and the tissue model
+    /// decides where the deformed surface meets the probe.
     pub fn update(
         &mut self,
         bvh: &SurfaceBvh,
@@ -159,17 +136,6 @@ impl Proxy {
             self.anchor = None;
             return None;
         }
-        // Where the held material point would be with the probe here. Without the shift
-        // the proxy started at the dent's centre, below the tip, and looked for the
-        // surface around the tip itself: in a deep press the centre sank through the
-        // fixed bottom face, whose front the sweep back up to the tip then entered (the
-        // proxy stuck on the table, where the model has no force), or the surface fell
-        // out of the candidate ball around the tip, and contact was lost deep inside.
-        let shifted = match self.anchor {
-            Some(_) => probe + self.hold,
-            None => *probe,
-        };
-        let probe = &shifted;
         let tol = bvh.tolerance();
         let r = self.radius;
         let mut p = match (self.anchor, self.position) {
@@ -179,7 +145,7 @@ impl Proxy {
                 at_barycentric(&w, &a, &b, &c) + n * r
             }
             (None, Some(p)) => p,
-            (None, None) => *probe,
+            (None, None) => Self::first_place(bvh, positions, probe, r),
         };
         let mut planes = [Plane {
             triangle: usize::MAX,
@@ -254,6 +220,21 @@ impl Proxy {
 }
 
 impl Proxy {
+    /// Where a proxy placed for the first time starts: at the probe, unless the probe
+    /// is inside the body (or closer to its surface than the radius), in which case on
+    /// the surface point closest to it, pushed out by the radius, so the first sweep
+    /// from there to the probe finds the surface it is pressed into.
+    fn first_place(bvh: &SurfaceBvh, positions: &[Vec3], probe: &Vec3, r: f64) -> Vec3 {
+        let Some(near) = bvh.closest_point(probe, f64::INFINITY, positions) else {
+            return *probe;
+        };
+        let n = bvh.shaded_normal(near.triangle, &near.bary, positions);
+        if n.dot(&(probe - near.point)) >= r {
+            return *probe;
+        }
+        near.point + n * (r + 10.0 * bvh.tolerance())
+    }
+
     /// The kept candidate when the probe left the surface by less than the margin
     /// after a contact, or rests behind the anchored face by less than the sweep
     /// resolves; otherwise no contact.

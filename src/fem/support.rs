@@ -34,6 +34,15 @@ impl Support {
         s
     }
 
+    /// A single mesh node.
+    pub fn node(node: usize) -> Self {
+        let mut s = Self::empty();
+        s.len = 1;
+        s.nodes[0] = node;
+        s.weights[0] = 1.0;
+        s
+    }
+
     /// A patch of `(node, weight)` pairs (weights ≥ 0, normalised here to sum 1) whose
     /// material point rests at `origin` (m). Keeps the [`MAX_SUPPORT_NODES`] largest
     /// weights. `None` if no weight is positive.

@@ -119,17 +119,49 @@ pub fn box_mesh_split(
             ),
         });
     }
-    let [nx, ny, nz] = cells;
+    let axis = |a: usize| {
+        (0..=cells[a])
+            .map(|i| size[a] * i as f64 / cells[a] as f64)
+            .collect::<Vec<_>>()
+    };
+    grid_mesh(&source, [&axis(0), &axis(1), &axis(2)], split)
+}
+
+/// A box of hexahedral cells on the tensor grid of the node coordinates `axes` (m,
+/// strictly increasing, at least two per axis), each cell split into tetrahedra as
+/// `split` says. Region 0 everywhere; `source` names it in errors.
+pub fn grid_mesh(source: &str, axes: [&[f64]; 3], split: CubeSplit) -> Result<TetMesh, MeshError> {
+    let invalid = |msg: String| MeshError::Invalid {
+        file: source.to_string(),
+        msg,
+    };
+    for (a, xs) in axes.iter().enumerate() {
+        if xs.len() < 2
+            || !xs.iter().all(|x| x.is_finite())
+            || xs.windows(2).any(|w| w[1] <= w[0])
+        {
+            return Err(invalid(format!(
+                "grid axis {a} needs at least two strictly increasing finite coordinates"
+            )));
+        }
+    }
+    let [nx, ny, nz] = axes.map(|xs| xs.len() - 1);
+    let cell_count = [nx, ny, nz]
+        .iter()
+        .try_fold(1usize, |n, &c| n.checked_mul(c));
+    if cell_count.is_none_or(|n| n > MAX_GENERATED_CELLS) {
+        return Err(invalid(format!(
+            "{:?} cells exceed the limit of {MAX_GENERATED_CELLS} cells \
+             ({MAX_GENERATED_TETS} tetrahedra)",
+            [nx, ny, nz]
+        )));
+    }
     let id = |p: [usize; 3]| p[0] + (nx + 1) * (p[1] + (ny + 1) * p[2]);
     let mut nodes = Vec::with_capacity((nx + 1) * (ny + 1) * (nz + 1));
-    for k in 0..=nz {
-        for j in 0..=ny {
-            for i in 0..=nx {
-                nodes.push(Vec3::new(
-                    size.x * i as f64 / nx as f64,
-                    size.y * j as f64 / ny as f64,
-                    size.z * k as f64 / nz as f64,
-                ));
+    for &z in axes[2] {
+        for &y in axes[1] {
+            for &x in axes[0] {
+                nodes.push(Vec3::new(x, y, z));
             }
         }
     }
@@ -142,7 +174,36 @@ pub fn box_mesh_split(
         }
     }
     let regions = vec![0; tets.len()];
-    TetMesh::new(&source, nodes, tets, regions)
+    TetMesh::new(source, nodes, tets, regions)
+}
+
+/// Node coordinates on [`lo`, `hi`] (m) graded away from `focus` (clamped into the
+/// interval, and always a node): cells of `fine` (m) at the focus, each next one
+/// `growth` (≥ 1) times the last, the last cell on each side stretched or merged so
+/// the ends are met exactly (a cell never shorter than half the one before it).
+pub fn graded_axis(lo: f64, hi: f64, focus: f64, fine: f64, growth: f64) -> Vec<f64> {
+    let focus = focus.clamp(lo, hi);
+    let side = |length: f64| {
+        let mut steps = Vec::new();
+        let (mut at, mut h) = (0.0, fine);
+        while length - at > 1e-12 * length.max(fine) {
+            if length - at < 1.5 * h {
+                steps.push(length);
+                break;
+            }
+            at += h;
+            steps.push(at);
+            h *= growth.max(1.0);
+        }
+        steps
+    };
+    let mut xs: Vec<f64> = side(focus - lo).iter().rev().map(|d| focus - d).collect();
+    xs.push(focus);
+    xs.extend(side(hi - focus).iter().map(|d| focus + d));
+    if let Some(first) = xs.first_mut() {
+        *first = first.max(lo);
+    }
+    xs
 }
 
 #[cfg(test)]
@@ -193,5 +254,33 @@ mod tests {
     fn empty_box_is_an_error() {
         assert!(box_mesh(Vec3::new(1.0, 1.0, 1.0), [0, 1, 1]).is_err());
         assert!(box_mesh(Vec3::new(1.0, -1.0, 1.0), [1, 1, 1]).is_err());
+    }
+
+    #[test]
+    fn graded_axis_is_fine_at_the_focus_and_meets_the_ends() {
+        let xs = graded_axis(-0.02, 0.03, 0.0, 5e-4, 1.25);
+        assert_eq!(xs[0], -0.02);
+        assert_eq!(*xs.last().unwrap(), 0.03);
+        assert!(xs.contains(&0.0));
+        assert!(xs.windows(2).all(|w| w[1] > w[0]));
+        let at = xs.iter().position(|&x| x == 0.0).unwrap();
+        assert!((xs[at + 1] - 5e-4).abs() < 1e-15 && (xs[at - 1] + 5e-4).abs() < 1e-15);
+        // Neighbouring cells differ by at most the growth (the end cells by 2.5x).
+        for w in xs.windows(3) {
+            let ratio = (w[2] - w[1]) / (w[1] - w[0]);
+            assert!((1.0 / 2.5..=2.5).contains(&ratio), "{ratio} in {xs:?}");
+        }
+    }
+
+    #[test]
+    fn graded_grid_is_conforming_with_exact_volume() {
+        let xs = graded_axis(-0.01, 0.01, 0.0, 1e-3, 1.5);
+        let zs = graded_axis(-0.01, 0.0, 0.0, 1e-3, 1.5);
+        let m = grid_mesh("graded", [&xs, &xs, &zs], CubeSplit::Five).unwrap();
+        assert!((m.volume() - 0.02 * 0.02 * 0.01).abs() < 1e-15);
+        let b = m.boundary();
+        assert!(b.is_closed());
+        assert!((0..m.tets.len()).all(|e| m.tet_volume(e) > 0.0));
+        assert!(grid_mesh("bad", [&xs, &[0.0], &zs], CubeSplit::Six).is_err());
     }
 }

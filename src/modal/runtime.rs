@@ -494,20 +494,27 @@ impl TissueModel for ModalRuntime {
         Ok(())
     }
 
-    fn point_compliance(&mut self, support: &Support) -> Result<Mat3, ModelError> {
+    fn constraint_capacity(&self) -> usize {
+        self.system.capacity()
+    }
+
+    fn compliance_between(&mut self, a: &Support, b: &Support) -> Result<Mat3, ModelError> {
         if let Some(cache) = self.residual.as_mut() {
-            return Ok(cache.point_block(support, support)?);
+            return Ok(cache.point_block(a, b)?);
         }
-        // Modal static compliance Σ_m (U wₘ)(U wₘ)ᵀ / λₘ.
-        let mut c = Mat3::zeros();
-        for q in 0..self.k {
+        // Modal static compliance Σ_m (U_a wₘ)(U_b wₘ)ᵀ / λₘ.
+        let mode_at = |s: &Support, q: usize| {
             let mut u = Vec3::zeros();
-            for (v, w) in support.iter() {
+            for (v, w) in s.iter() {
                 for axis in 0..3 {
                     u[axis] += w * self.mode_row(v, axis)[q];
                 }
             }
-            c += u * u.transpose() * self.inv_lambda[q];
+            u
+        };
+        let mut c = Mat3::zeros();
+        for q in 0..self.k {
+            c += mode_at(a, q) * mode_at(b, q).transpose() * self.inv_lambda[q];
         }
         Ok(c)
     }

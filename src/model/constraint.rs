@@ -253,9 +253,15 @@ pub fn add_point_compliance(
 /// below 1e-12 of the largest diagonal are dependent on the others (or constrain a
 /// fixed node) and get zero force: a generalised inverse that equals S⁻¹ whenever S is
 /// nonsingular, at a third of the cost of an SVD pseudo-inverse (the paper's choice).
-/// Unilateral rows whose force would pull are released and the rest re-solved (an
-/// active set; at most one pass per row). The factorisation is kept, so a step whose S
-/// did not change ([`DenseConstraintSolver::resolve`]) costs two triangular solves.
+/// Unilateral rows make it a linear complementarity problem (many simultaneous
+/// contacts, Baraff's formulation): each ends either enforced with a pushing force or
+/// released with zero force and its point not past its target. An active set solves
+/// it: it starts from the bilateral rows and the unilateral rows that start past their
+/// target, releases rows that would pull, enforces released rows the others push past
+/// their target, and re-solves until neither happens (S symmetric positive
+/// semi-definite: a few passes in practice, bounded). The factorisation is kept, so a
+/// step whose S and active set did not change ([`DenseConstraintSolver::resolve`])
+/// costs two triangular solves.
 pub struct DenseConstraintSolver {
     capacity: usize,
     /// Column-major n × n: the active part of S, then its pivoted factor L.
@@ -319,9 +325,10 @@ impl DenseConstraintSolver {
 
     /// Solves the `m`-row system `s` (row-major m × m) f = `r`, writing `f`. Rows with
     /// `unilateral[i]` must end with f ≤ 0 (force on the tissue along the row's
-    /// outward normal: pushing in); the others are bilateral. Returns the number of
-    /// released rows. Panics if `m` exceeds the capacity (a caller bug: backends size
-    /// the solver from their constraint limit).
+    /// outward normal: pushing in) and, when released (f = 0), with (S f)ᵢ ≤ rᵢ (the
+    /// point not pushed past its target); the others are bilateral. Returns the number
+    /// of rows left unenforced. Panics if `m` exceeds the capacity (a caller bug:
+    /// backends size the solver from their constraint limit).
     pub fn solve(
         &mut self,
         m: usize,
@@ -349,9 +356,16 @@ impl DenseConstraintSolver {
             "{m} constraint rows exceed the solver capacity {}",
             self.capacity
         );
-        self.active[..m].fill(true);
-        let mut released = 0;
-        loop {
+        let scale = r[..m].iter().fold(0.0f64, |a, x| a.max(x.abs()));
+        // A released row counts as pushed past its target only beyond round-off of the
+        // largest right-hand side.
+        let tol = 1e-10 * scale;
+        for i in 0..m {
+            self.active[i] = !unilateral[i] || r[i] < 0.0;
+        }
+        // Each pass changes the active set; cycling is possible only in degenerate
+        // (dependent) systems, where the bound ends it with the last pushing solution.
+        for _ in 0..4 * m + 8 {
             if self.factored_m != Some(m) || self.factored[..m] != self.active[..m] {
                 self.factor_active(m, s);
             }
@@ -360,14 +374,35 @@ impl DenseConstraintSolver {
             for i in 0..m {
                 if self.active[i] && unilateral[i] && f[i] > 0.0 {
                     self.active[i] = false;
-                    released += 1;
                     changed = true;
                 }
             }
+            if changed {
+                continue;
+            }
+            for i in 0..m {
+                if !self.active[i] && unilateral[i] {
+                    let pushed: f64 = (0..m).map(|j| s[i * m + j] * f[j]).sum();
+                    if pushed > r[i] + tol {
+                        self.active[i] = true;
+                        changed = true;
+                    }
+                }
+            }
             if !changed {
-                return released;
+                break;
             }
         }
+        let mut unenforced = 0;
+        for i in 0..m {
+            if unilateral[i] && f[i] > 0.0 {
+                f[i] = 0.0;
+            }
+            if !self.active[i] {
+                unenforced += 1;
+            }
+        }
+        unenforced
     }
 
     /// Factorises the active rows of `s` with diagonal pivoting, keeping the pivots
@@ -495,8 +530,46 @@ mod tests {
         let s = [1.0, 0.5, 0.5, 1.0];
         let r = [-1.0, 1.0];
         let mut f = [0.0; 2];
-        let released = DenseConstraintSolver::new(2).solve(2, &s, &r, &[true, true], &mut f);
-        assert_eq!(released, 1);
+        let unenforced = DenseConstraintSolver::new(2).solve(2, &s, &r, &[true, true], &mut f);
+        assert_eq!(unenforced, 1);
         assert_eq!(f, [-1.0, 0.0]);
+    }
+
+    #[test]
+    fn released_rows_pushed_past_their_target_are_enforced() {
+        // Row 1 starts clear of its target (r = 0.2 > 0), but pushing row 0 in lifts
+        // row 1's point (negative coupling, the bulge beside a dent) 0.5 past it: the
+        // complementarity solution enforces both.
+        let s = [1.0, -0.5, -0.5, 1.0];
+        let r = [-1.0, 0.2];
+        let mut f = [0.0; 2];
+        let unenforced = DenseConstraintSolver::new(2).solve(2, &s, &r, &[true, true], &mut f);
+        assert_eq!(unenforced, 0);
+        let det = 1.0 - 0.25;
+        let expect = [(-1.0 + 0.5 * 0.2) / det, (0.2 - 0.5) / det];
+        assert!((f[0] - expect[0]).abs() < 1e-14 && (f[1] - expect[1]).abs() < 1e-14);
+    }
+
+    #[test]
+    fn complementarity_holds_on_a_random_contact_set() {
+        // A Hilbert-like SPD system with mixed targets: every row ends either pushing
+        // with its target met, or released, not pulling and not pushed past it.
+        let n = 12;
+        let mut s = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                s[i * n + j] = 1.0 / (1.0 + i as f64 + j as f64) + if i == j { 0.05 } else { 0.0 };
+            }
+        }
+        let r: Vec<f64> = (0..n).map(|i| ((i as f64) * 1.7).sin() * 0.3 - 0.1).collect();
+        let mut f = vec![0.0; n];
+        DenseConstraintSolver::new(n).solve(n, &s, &r, &[true; 12], &mut f);
+        for i in 0..n {
+            let w: f64 = (0..n).map(|j| s[i * n + j] * f[j]).sum::<f64>() - r[i];
+            assert!(f[i] <= 0.0, "row {i} pulls: {f:?}");
+            assert!(w <= 1e-12, "row {i} pushed past its target by {w}");
+            assert!((f[i] * w).abs() < 1e-12, "row {i}: f {} and gap {w}", f[i]);
+        }
+        assert!(f.iter().any(|&x| x < 0.0) && f.iter().any(|&x| x == 0.0));
     }
 }

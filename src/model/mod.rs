@@ -49,7 +49,27 @@ pub trait ModelStep: Send {
     /// `probe` (m, scene frame), and returns the local force model for the haptic
     /// thread to extrapolate from until the next step.
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel;
+
+    /// Advances the tissue with several probes at `probes` (m; a non-finite position
+    /// is a probe that is not there) whose contacts are solved together, writing each
+    /// probe's local force model into `out` (same length). A model of one probe steps
+    /// the first and leaves the others out of contact.
+    fn step_probes(&mut self, t: f64, dt: f64, probes: &[Vec3], out: &mut [LocalForceModel]) {
+        for (i, (p, o)) in probes.iter().zip(out.iter_mut()).enumerate() {
+            *o = if i == 0 {
+                self.step(t, dt, *p)
+            } else {
+                LocalForceModel {
+                    t0: t,
+                    ..LocalForceModel::NONE
+                }
+            };
+        }
+    }
 }
+
+/// Most probes one tissue model takes (two hands, or a hand of fingers).
+pub const MAX_PROBES: usize = 5;
 
 pub mod constraint;
 mod error;

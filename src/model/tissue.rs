@@ -41,10 +41,20 @@ pub trait TissueModel: Send {
         forces: &mut [Vec3],
     ) -> Result<(), ModelError>;
 
-    /// Static compliance at a material point (a triangle point or contact patch): the
-    /// 3×3 block dx = C f of how the point moves under a force applied through the same
-    /// weights (m/N). Zero for a point on fixed nodes.
-    fn point_compliance(&mut self, support: &Support) -> Result<Mat3, ModelError>;
+    /// Most constraint rows one step takes.
+    fn constraint_capacity(&self) -> usize;
+
+    /// Static compliance between two material points (triangle points, nodes or
+    /// contact patches): the 3×3 block dx_a = C f_b of how point `a` moves under a
+    /// force on point `b`, each through its support's weights (m/N). Zero for a point
+    /// on fixed nodes.
+    fn compliance_between(&mut self, a: &Support, b: &Support) -> Result<Mat3, ModelError>;
+
+    /// Static compliance at one material point ([`Self::compliance_between`] with
+    /// itself, m/N).
+    fn point_compliance(&mut self, support: &Support) -> Result<Mat3, ModelError> {
+        self.compliance_between(support, support)
+    }
 
     /// An upper bound on the current displacement magnitude of any surface node (m),
     /// cheap to evaluate: contact inflates the rest-shape BVH by it, so only the

@@ -15,5 +15,5 @@ mod visual;
 
 pub use scene_model::SceneModel;
 pub use serve_step::{ServeStep, Stylus, ViewerLink};
-pub use simulation::Simulation;
+pub use simulation::{ProbeContact, Simulation};
 pub use visual::{SceneVisual, VISIBLE_DISPLACEMENT};

@@ -2,12 +2,11 @@
 //! the visual and the replay step without knowing the backend.
 
 use crate::condensed::CondensedModel;
-use crate::contact::Contact;
 use crate::modal::ModalRuntime;
 use crate::model::{LocalForceModel, ModelStep, TissueModel};
 use crate::Vec3;
 
-use super::Simulation;
+use super::{ProbeContact, Simulation};
 
 /// The tissue model a scene runs: a [`Simulation`] over one of the two backends
 /// (boxed: both carry kilobytes of inline state and are built once per scene).
@@ -19,8 +18,8 @@ pub enum SceneModel {
 }
 
 impl SceneModel {
-    /// The contact of the last step (for indentation depth, drawing the proxy).
-    pub fn contact(&self) -> Option<Contact> {
+    /// The first probe's contact at the last step (its indentation, contact point).
+    pub fn contact(&self) -> Option<ProbeContact> {
         match self {
             SceneModel::Modal(s) => s.contact(),
             SceneModel::Condensed(s) => s.contact(),
@@ -75,18 +74,13 @@ impl SceneModel {
         }
     }
 
-    /// Indentation (m) of probe tip `probe` at the last step's contact: how far it lies
-    /// below the undeformed surface point it touches, along the contact normal; 0 out
-    /// of contact.
-    pub fn indentation(&self, probe: &Vec3, probe_radius: f64) -> f64 {
-        let Some(c) = self.contact() else {
-            return 0.0;
-        };
-        let tri = self.surface_triangles()[c.triangle];
-        let rest = self.rest_positions();
-        let p_rest: Vec3 = (0..3).map(|i| rest[tri[i]] * c.bary[i]).sum();
-        let tip = probe - c.normal * probe_radius;
-        (p_rest - tip).dot(&c.normal).max(0.0)
+    /// Indentation (m) of the first probe at `probe` (m; its centre, a point probe's
+    /// tip) into the surface it pressed at the last step: how far it lies below where
+    /// the rest-surface proxy holds it, along that surface's normal; 0 out of contact.
+    pub fn indentation(&self, probe: &Vec3) -> f64 {
+        self.contact()
+            .and_then(|c| c.entry)
+            .map_or(0.0, |e| e.normal.dot(&(e.proxy - probe)).max(0.0))
     }
 }
 
@@ -95,6 +89,13 @@ impl ModelStep for SceneModel {
         match self {
             SceneModel::Modal(s) => s.step(t, dt, probe),
             SceneModel::Condensed(s) => s.step(t, dt, probe),
+        }
+    }
+
+    fn step_probes(&mut self, t: f64, dt: f64, probes: &[Vec3], out: &mut [LocalForceModel]) {
+        match self {
+            SceneModel::Modal(s) => s.step_probes(t, dt, probes, out),
+            SceneModel::Condensed(s) => s.step_probes(t, dt, probes, out),
         }
     }
 }

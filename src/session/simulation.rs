@@ -1,32 +1,99 @@
-//! A tissue model with a probe: the proxy finds the contact on the deformed surface,
-//! the contact patch spreads it over the tip's footprint, the model enforces it for one
-//! step, friction adds the tangential force, and the result becomes the local force
-//! model the haptic thread extrapolates from.
+//! A tissue model with probes: each probe's god-object on the rest surface says which
+//! surface it presses and how deep, its sphere's contact rows join one constraint
+//! system that the model solves together each step (contacts of several probes
+//! interact through the tissue), friction adds the tangential force, and each probe
+//! gets the local force model its haptic thread extrapolates from.
 
 use crate::contact::{
-    geometry::at_barycentric, Contact, ContactPatch, Friction, FrictionPhase, Proxy, StickPoint,
-    SurfaceBvh,
+    Contact, ContactPatch, Friction, FrictionPhase, Proxy, SphereContact, SphereRows,
+    StickPoint, SurfaceBvh,
 };
 use crate::fem::Support;
-use crate::model::{LocalForceModel, ModelStep, PointConstraint, TissueModel};
+use crate::model::{DenseConstraintSolver, LocalForceModel, ModelStep, PointConstraint, TissueModel};
 use crate::{Mat3, Vec3};
 
-/// A tissue model probed by one point (or sphere) probe with a god-object proxy.
+/// Where one probe touches the tissue after a step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProbeContact {
+    /// Centre of the contact forces on the deformed surface (m): the rows' material
+    /// points (a point probe's: the one under its tip) weighted by their forces.
+    pub point: Vec3,
+    /// Unit direction of the normal contact force on the probe.
+    pub normal: Vec3,
+    /// Indentation of the probe (m): how far the sphere's centre (the tip, for a point
+    /// probe) lies below where the rest-surface proxy holds it, along the entry normal.
+    pub depth: f64,
+    /// Contact rows that push (nodes and sphere samples in contact).
+    pub rows: usize,
+    /// The god-object's contact on the rest surface, if the probe is pressed into it.
+    pub entry: Option<Contact>,
+}
+
+/// One probe's state between steps.
+#[derive(Clone, Debug)]
+struct ProbeState {
+    /// God-object on the rest surface.
+    proxy: Proxy,
+    rows: SphereRows,
+    contact: Option<ProbeContact>,
+    stick: StickPoint,
+    phase: Option<FrictionPhase>,
+    last_force: Vec3,
+    /// Centre of the sphere the rows were built for at the last step (m): the probe,
+    /// or held back along the entry normal by the force cap.
+    centre: Option<Vec3>,
+    /// Indentation the rows used at the last step (m), the normal force it gave (N)
+    /// and the stiffness along the entry normal (N/m): the force cap's prediction.
+    cap_state: (f64, f64, f64),
+    /// The god-object's contact on the rest surface at this step.
+    entry: Option<Contact>,
+}
+
+impl ProbeState {
+    fn new(radius: f64) -> Self {
+        Self {
+            proxy: Proxy::new(radius),
+            rows: SphereRows::default(),
+            contact: None,
+            stick: StickPoint::default(),
+            phase: None,
+            last_force: Vec3::zeros(),
+            centre: None,
+            cap_state: (0.0, 0.0, 0.0),
+            entry: None,
+        }
+    }
+
+    fn release(&mut self) {
+        self.proxy.release();
+        self.stick.release();
+        self.contact = None;
+        self.phase = None;
+        self.cap_state = (0.0, 0.0, 0.0);
+    }
+}
+
+/// A tissue model probed by one or more spherical (or point) probes.
 ///
-/// The contact constraint acts on a patch of surface nodes around the contact point
-/// ([`ContactPatch`], radius set by [`Simulation::with_patch_radius`]; 0, the default,
-/// is the barycentric point of the touched triangle), and optional Coulomb friction
-/// ([`Simulation::with_friction`]) adds a tangential force from a stick point.
+/// Each probe's tip is a rigid sphere of the scene's `probe_radius` (0: a point); its
+/// contact rows ([`SphereContact`]) join one constraint system per step, solved as a
+/// linear complementarity problem by the backend, so the contact set grows and shrinks
+/// node by node and several probes interact through the tissue. A point probe presses
+/// the material point under it, spread over a contact patch ([`ContactPatch`], radius
+/// set by [`Simulation::with_patch_radius`]). Optional Coulomb friction
+/// ([`Simulation::with_friction`]) adds a tangential force from a stick point, and its
+/// reaction drags the tissue (a load through the contact's footprint).
 ///
 /// The surface BVH keeps its rest-shape boxes, inflated each step by the model's
-/// displacement bound; only the triangles within reach of the proxy's move get current
-/// positions, so the per-step cost does not grow with the surface size (the full
-/// displaced surface is for the 30 Hz visual frame: [`TissueModel::displacements`]).
+/// displacement bound; only the triangles within reach of the probes get current
+/// positions, so the per-step cost does not grow with the surface size.
 pub struct Simulation<M: TissueModel> {
     model: M,
     bvh: SurfaceBvh,
-    proxy: Proxy,
-    /// Node positions: rest, with the nodes near the probe displaced (m).
+    sphere: SphereContact,
+    patch: ContactPatch,
+    probes: Vec<ProbeState>,
+    /// Node positions: rest, with the nodes near the probes displaced (m).
     positions: Vec<Vec3>,
     near_triangles: Vec<u32>,
     near_nodes: Vec<usize>,
@@ -36,24 +103,43 @@ pub struct Simulation<M: TissueModel> {
     steps: u64,
     constraints: Vec<PointConstraint>,
     forces: Vec<Vec3>,
-    contact: Option<Contact>,
-    last_force: Vec3,
-    patch: ContactPatch,
-    /// Outward reference normal and tip target of the contact held at the last step.
-    held: Option<(Vec3, Vec3)>,
     friction: Friction,
-    stick: StickPoint,
-    phase: Option<FrictionPhase>,
-    /// Largest force the contact may push the tissue with (N); `None`: unbounded.
+    /// Largest force a contact may push the tissue with (N); `None`: unbounded.
     force_cap: Option<f64>,
-    /// Where the probe may be (m): the rest shape's bounding box grown by its size on
+    /// Where the probes may be (m): the rest shape's bounding box grown by its size on
     /// every side. Probe positions beyond it are clamped onto it, so no input drives the
     /// model with an unbounded constraint target.
     workspace: (Vec3, Vec3),
+    stiffness: StiffnessScratch,
+}
+
+/// Scratch for the active set's static stiffness.
+struct StiffnessScratch {
+    /// Constraint indices of the pushing rows.
+    active: Vec<usize>,
+    /// Their static compliance, row-major A × A (m/N).
+    compliance: Vec<f64>,
+    rhs: Vec<f64>,
+    solution: Vec<f64>,
+    bilateral: Vec<bool>,
+    solver: DenseConstraintSolver,
+}
+
+impl StiffnessScratch {
+    fn new(capacity: usize) -> Self {
+        Self {
+            active: Vec::with_capacity(capacity),
+            compliance: vec![0.0; capacity * capacity],
+            rhs: vec![0.0; capacity],
+            solution: vec![0.0; capacity],
+            bilateral: vec![false; capacity],
+            solver: DenseConstraintSolver::new(capacity),
+        }
+    }
 }
 
 impl<M: TissueModel> Simulation<M> {
-    /// Wraps `model` with a probe of `probe_radius` (m; 0 for a point probe). Builds
+    /// Wraps `model` with one probe of `probe_radius` (m; 0 for a point probe). Builds
     /// the surface BVH from the rest shape.
     pub fn new(model: M, probe_radius: f64) -> Self {
         let positions = model.rest_positions().to_vec();
@@ -61,48 +147,60 @@ impl<M: TissueModel> Simulation<M> {
         let n = positions.len();
         let t = model.surface_triangles().len();
         let patch = ContactPatch::new(0.0, &bvh, &positions);
+        let sphere = SphereContact::new(probe_radius, &bvh, &positions);
         let workspace = grown_bounds(&positions);
+        let capacity = model.constraint_capacity();
         Self {
-            model,
+            probes: vec![ProbeState::new(sphere.radius())],
+            sphere,
             bvh,
-            proxy: Proxy::new(probe_radius),
+            patch,
             positions,
             near_triangles: Vec::with_capacity(t),
             near_nodes: Vec::with_capacity(n),
             near_displacement: vec![Vec3::zeros(); n],
             stamp: vec![0; n],
             steps: 0,
-            constraints: Vec::with_capacity(1),
-            forces: vec![Vec3::zeros(); 1],
-            contact: None,
-            last_force: Vec3::zeros(),
-            patch,
-            held: None,
+            constraints: Vec::with_capacity(capacity),
+            forces: vec![Vec3::zeros(); capacity],
             friction: Friction::NONE,
-            stick: StickPoint::default(),
-            phase: None,
             force_cap: None,
             workspace,
+            stiffness: StiffnessScratch::new(capacity),
+            model,
         }
     }
 
-    /// Never pushes the tissue harder than `force` (N): a probe deeper than the
-    /// indentation that force gives (at the contact's static compliance) holds the
-    /// tissue there. The device cannot render more; beyond it linear elasticity would
-    /// drive the surface through the body (centimetres past a fixed base in a deep
-    /// press), and the proxy could end up on the far side.
+    /// Probes this simulation steps (1 to [`crate::model::MAX_PROBES`]); each has its
+    /// own proxy, contact and friction, and all share one constraint system.
+    pub fn with_probes(mut self, count: usize) -> Self {
+        let count = count.clamp(1, crate::model::MAX_PROBES);
+        self.probes = vec![ProbeState::new(self.sphere.radius()); count];
+        self
+    }
+
+    /// Number of probes.
+    pub fn probe_count(&self) -> usize {
+        self.probes.len()
+    }
+
+    /// Never pushes the tissue harder than `force` (N) with one probe: a probe deeper
+    /// than the indentation that force gives holds its sphere there (the sphere-proxy
+    /// stays outside the tissue it cannot dent further). The device cannot render
+    /// more; beyond it linear elasticity would drive the surface through the body.
     pub fn set_force_cap(&mut self, force: f64) {
         self.force_cap = (force > 0.0 && force.is_finite()).then_some(force);
     }
 
-    /// The box the probe is kept in (lowest and highest corner, m): the rest shape's
+    /// The box the probes are kept in (lowest and highest corner, m): the rest shape's
     /// bounding box grown by its size on every side.
     pub fn workspace(&self) -> (Vec3, Vec3) {
         self.workspace
     }
 
-    /// Spreads the contact over the surface nodes within `radius` (m) of the contact
-    /// point ([`ContactPatch`]); 0 keeps the barycentric point of the touched triangle.
+    /// Spreads a point probe's contact over the surface nodes within `radius` (m) of
+    /// the contact point ([`ContactPatch`]); 0 keeps the barycentric point of the
+    /// touched triangle. A sphere probe has its own footprint and ignores it.
     pub fn with_patch_radius(mut self, radius: f64) -> Self {
         self.patch = ContactPatch::new(radius, &self.bvh, self.model.rest_positions());
         self
@@ -114,20 +212,26 @@ impl<M: TissueModel> Simulation<M> {
         self
     }
 
-    /// Contact patch radius (m); 0 for the barycentric point.
+    /// Contact patch radius of a point probe (m); 0 for the barycentric point.
     pub fn patch_radius(&self) -> f64 {
         self.patch.radius()
     }
 
-    /// The friction stick point (scene frame, m) while the probe is in frictional
-    /// contact.
-    pub fn stick_point(&self) -> Option<Vec3> {
-        self.stick.anchor()
+    /// Probe tip radius (m); 0 for a point probe.
+    pub fn probe_radius(&self) -> f64 {
+        self.sphere.radius()
     }
 
-    /// Whether the probe stuck or slipped at the last step (`None`: no friction force).
+    /// The friction stick point of the first probe (scene frame, m) while it is in
+    /// frictional contact.
+    pub fn stick_point(&self) -> Option<Vec3> {
+        self.probes[0].stick.anchor()
+    }
+
+    /// Whether the first probe stuck or slipped at the last step (`None`: no friction
+    /// force).
     pub fn friction_phase(&self) -> Option<FrictionPhase> {
-        self.phase
+        self.probes[0].phase
     }
 
     /// The tissue model.
@@ -140,46 +244,143 @@ impl<M: TissueModel> Simulation<M> {
         &mut self.model
     }
 
-    /// The contact found at the last step, if the probe was pressing.
-    pub fn contact(&self) -> Option<Contact> {
-        self.contact
+    /// The first probe's contact at the last step, if it was pressing.
+    pub fn contact(&self) -> Option<ProbeContact> {
+        self.probes[0].contact
     }
 
-    /// The proxy (god-object) position after the last step (m).
+    /// Probe `i`'s contact at the last step, if it was pressing.
+    pub fn contact_of(&self, i: usize) -> Option<ProbeContact> {
+        self.probes.get(i).and_then(|p| p.contact)
+    }
+
+    /// The first probe's sphere-proxy after the last step (m): the centre of the
+    /// sphere the tissue was pressed by, outside the deformed surface.
     pub fn proxy_position(&self) -> Option<Vec3> {
-        self.proxy.position()
+        self.probes[0].centre
     }
 
-    /// Puts the tissue back at rest and forgets the contact and the proxy, as if the
+    /// The constraints of the last step (all probes' contact rows, in probe order).
+    pub fn constraints(&self) -> &[PointConstraint] {
+        &self.constraints
+    }
+
+    /// The force each constraint of the last step applied to the tissue (N).
+    pub fn constraint_forces(&self) -> &[Vec3] {
+        &self.forces[..self.constraints.len()]
+    }
+
+    /// Puts the tissue back at rest and forgets the contacts and proxies, as if the
     /// simulation had just been built.
     pub fn reset(&mut self) {
         self.model.reset();
-        self.proxy.reset();
+        let radius = self.sphere.radius();
+        for p in &mut self.probes {
+            *p = ProbeState::new(radius);
+        }
         self.positions.copy_from_slice(self.model.rest_positions());
-        self.contact = None;
-        self.last_force = Vec3::zeros();
-        self.held = None;
-        self.stick.release();
-        self.phase = None;
+        self.constraints.clear();
     }
 
-    /// Brings the positions of the nodes within reach of the proxy's next move up to
-    /// date, and inflates the rest-shape boxes by the model's displacement bound.
-    fn refresh_near(&mut self, probe: &Vec3) {
+    /// Steps the tissue with `probes` (m, scene frame; a non-finite position is a
+    /// probe that is not there) and writes each probe's local force model into `out`.
+    /// Probes beyond [`Self::probe_count`] are ignored.
+    pub fn step_probes(&mut self, t: f64, dt: f64, probes: &[Vec3], out: &mut [LocalForceModel]) {
+        let n = probes.len().min(out.len()).min(self.probes.len());
+        let (lo, hi) = self.workspace;
+        let radius = self.sphere.radius();
+        // Each probe's god-object on the rest surface, and the sphere centre its rows use.
+        self.bvh.set_inflation(0.0);
+        let rest = self.model.rest_positions();
+        for (i, probe) in probes.iter().enumerate().take(n) {
+            let state = &mut self.probes[i];
+            if !probe.iter().all(|x| x.is_finite()) {
+                state.release();
+                state.centre = None;
+                state.entry = None;
+                continue;
+            }
+            let probe = probe.zip_zip_map(&lo, &hi, |x, lo, hi| x.clamp(lo, hi));
+            let entry = state.proxy.update(&self.bvh, rest, &probe);
+            state.entry = entry;
+            let depth = entry.map_or(0.0, |c| c.depth.max(0.0));
+            let mut centre = probe;
+            if let (Some(cap), Some(c)) = (self.force_cap, entry) {
+                let (used, force, k) = state.cap_state;
+                if k > 0.0 && depth > 0.0 {
+                    let allowed = used + (cap - force) / k;
+                    if depth > allowed {
+                        centre += c.normal * (depth - allowed.max(0.0));
+                    }
+                }
+            }
+            state.centre = Some(centre);
+        }
+        self.refresh_near(&probes[..n]);
+        self.constraints.clear();
+        let capacity = self.model.constraint_capacity();
+        for i in 0..n {
+            let state = &mut self.probes[i];
+            let Some(centre) = state.centre else {
+                state.rows = SphereRows::default();
+                continue;
+            };
+            let entry = state.entry;
+            state.rows = if radius > 0.0 {
+                self.sphere.push_rows(
+                    &self.bvh,
+                    &self.positions,
+                    &self.near_nodes,
+                    centre,
+                    entry.map(|c| c.normal),
+                    capacity,
+                    &mut self.constraints,
+                )
+            } else if let (Some(c), true) = (entry, self.constraints.len() < capacity) {
+                let rest = self.model.rest_positions();
+                let n = c.normal;
+                let support = self.patch.support(&self.bvh, rest, c.triangle, &c.bary, &n);
+                SphereContact::push_point(support, n, centre, &mut self.constraints)
+            } else {
+                SphereRows {
+                    first: self.constraints.len(),
+                    count: 0,
+                }
+            };
+        }
+        let ok = self
+            .model
+            .advance(dt, &self.constraints, &mut self.forces)
+            .is_ok();
+        if !ok {
+            self.forces.fill(Vec3::zeros());
+        }
+        self.active_stiffness_setup();
+        for i in 0..n {
+            out[i] = self.finish_probe(i, t, dt, probes[i]);
+        }
+    }
+
+    /// Brings the positions of the nodes within reach of the probes' spheres (and of
+    /// their samples' closest points) up to date, and inflates the rest-shape boxes
+    /// by the model's displacement bound.
+    fn refresh_near(&mut self, probes: &[Vec3]) {
         let bound = self.model.displacement_bound();
         self.bvh.set_inflation(bound);
-        let center = self.proxy.position().unwrap_or(*probe);
-        let reach = if probe.iter().all(|x| x.is_finite()) {
-            (probe - center).norm()
-        } else {
-            0.0
-        };
-        // The anchored contact point moved by at most 2·bound since the last step.
-        let radius = reach + self.proxy.margin() + self.proxy.radius() + 2.0 * bound;
-        self.near_triangles.clear();
-        self.bvh
-            .triangles_near(&center, radius, &mut self.near_triangles);
         self.steps += 1;
+        self.near_triangles.clear();
+        let reach =
+            (3.0 * self.sphere.reach()).max(self.patch.radius()) + 2.0 * self.proxy_margin();
+        for (state, _) in self.probes.iter().zip(probes) {
+            if let Some(centre) = state.centre {
+                self.bvh
+                    .triangles_near(&centre, reach, &mut self.near_triangles);
+            }
+            if let Some(entry) = state.entry {
+                self.bvh
+                    .triangles_near(&entry.point, reach, &mut self.near_triangles);
+            }
+        }
         self.near_nodes.clear();
         for &t in &self.near_triangles {
             for v in self.bvh.triangles()[t as usize] {
@@ -197,162 +398,214 @@ impl<M: TissueModel> Simulation<M> {
             self.positions[v] = rest[v] + u;
         }
     }
+
+    /// Room around a point probe's tip for the surface to bulge into (m).
+    fn proxy_margin(&self) -> f64 {
+        self.probes[0].proxy.margin()
+    }
+
+    /// Lists the pushing rows and factorises their static compliance (all probes').
+    fn active_stiffness_setup(&mut self) {
+        let st = &mut self.stiffness;
+        st.active.clear();
+        for (i, f) in self.forces[..self.constraints.len()].iter().enumerate() {
+            if *f != Vec3::zeros() {
+                st.active.push(i);
+            }
+        }
+        let a = st.active.len();
+        let c = &mut st.compliance[..a * a];
+        for (x, &i) in st.active.iter().enumerate() {
+            let ci = &self.constraints[i];
+            let di = ci.direction(0);
+            for (y, &j) in st.active.iter().enumerate().take(x + 1) {
+                let cj = &self.constraints[j];
+                let block = self
+                    .model
+                    .compliance_between(&ci.support, &cj.support)
+                    .unwrap_or(Mat3::zeros());
+                let v = di.dot(&(block * cj.direction(0)));
+                c[x * a + y] = v;
+                c[y * a + x] = v;
+            }
+        }
+    }
+
+    /// Probe `i`'s force, stiffness, friction and contact after the step.
+    fn finish_probe(&mut self, i: usize, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
+        let rows = self.probes[i].rows;
+        let range = rows.first..rows.first + rows.count;
+        let mut normal_force = Vec3::zeros();
+        let mut centroid = Vec3::zeros();
+        let mut weight = 0.0;
+        let mut pushing = 0;
+        for k in range.clone() {
+            let f = self.forces[k];
+            if f == Vec3::zeros() {
+                continue;
+            }
+            let support = &self.constraints[k].support;
+            let rest = self.model.rest_positions();
+            let point = support.rest_point(rest)
+                + support
+                    .iter()
+                    .map(|(v, w)| (self.positions[v] - rest[v]) * w)
+                    .sum::<Vec3>();
+            normal_force -= f;
+            centroid += point * f.norm();
+            weight += f.norm();
+            pushing += 1;
+        }
+        let state_entry = self.probes[i].entry;
+        if pushing == 0 || !(weight > 0.0) {
+            let state = &mut self.probes[i];
+            state.release();
+            state.last_force = Vec3::zeros();
+            return LocalForceModel {
+                t0: t,
+                x0: probe,
+                ..LocalForceModel::NONE
+            };
+        }
+        let point = centroid / weight;
+        let n = normal_force / normal_force.norm();
+        let stiffness_n = self.probe_stiffness(&range);
+        let depth = state_entry.map_or(0.0, |c| c.depth.max(0.0));
+        let k_entry = state_entry.map_or(0.0, |c| -c.normal.dot(&(stiffness_n * c.normal)));
+        let mut f0 = normal_force;
+        let mut stiffness = stiffness_n;
+        let mut phase = None;
+        if !self.friction.is_none() {
+            if let Some(footprint) = self.footprint(&range) {
+                let c = self
+                    .model
+                    .compliance_between(&footprint, &footprint)
+                    .unwrap_or(Mat3::zeros());
+                let cn = n.dot(&(c * n));
+                // Tangential contact stiffness of the tissue at the footprint: the
+                // inverse of its mean tangential compliance.
+                let k_t = 2.0 / (c.trace() - cn);
+                let state = &mut self.probes[i];
+                if let Some(fr) =
+                    state
+                        .stick
+                        .update(&self.friction, &point, &n, normal_force.norm(), k_t, cn)
+                {
+                    f0 += fr.force;
+                    stiffness += fr.stiffness;
+                    phase = Some(fr.phase);
+                }
+            }
+        } else {
+            self.probes[i].stick.release();
+        }
+        let state = &mut self.probes[i];
+        let used_depth = match (state.centre, state_entry) {
+            (Some(centre), Some(c)) => depth - c.normal.dot(&(centre - probe)),
+            _ => depth,
+        };
+        state.cap_state = (
+            used_depth,
+            state_entry.map_or(0.0, |c| c.normal.dot(&normal_force)),
+            k_entry,
+        );
+        state.phase = phase;
+        state.contact = Some(ProbeContact {
+            point,
+            normal: n,
+            depth,
+            rows: pushing,
+            entry: state_entry,
+        });
+        let mut out = LocalForceModel {
+            in_contact: true,
+            t0: t,
+            x0: probe,
+            f0,
+            stiffness,
+            contact_point: point,
+            normal: n,
+            ..LocalForceModel::NONE
+        };
+        if dt > 0.0 && dt.is_finite() {
+            out.f_dot = (f0 - state.last_force) / dt;
+        }
+        state.last_force = f0;
+        out
+    }
+
+    /// ∂f/∂x of the normal contact force on the probe whose rows are `range` (N/m):
+    /// −D C⁻¹ Dᵀ over the pushing rows' static compliance C (all probes' rows: the
+    /// others held where they are) and this probe's row directions D.
+    fn probe_stiffness(&mut self, range: &std::ops::Range<usize>) -> Mat3 {
+        let st = &mut self.stiffness;
+        let a = st.active.len();
+        let mut k = Mat3::zeros();
+        if a == 0 {
+            return k;
+        }
+        let c = &st.compliance[..a * a];
+        for axis in 0..3 {
+            for (x, &row) in st.active.iter().enumerate() {
+                st.rhs[x] = if range.contains(&row) {
+                    self.constraints[row].direction(0)[axis]
+                } else {
+                    0.0
+                };
+            }
+            let (rhs, sol, bilateral) = (
+                &st.rhs[..a],
+                &mut st.solution[..a],
+                &st.bilateral[..a],
+            );
+            if axis == 0 {
+                st.solver.solve(a, c, rhs, bilateral, sol);
+            } else {
+                st.solver.resolve(a, c, rhs, bilateral, sol);
+            }
+            for (x, &row) in st.active.iter().enumerate() {
+                if range.contains(&row) {
+                    k.set_column(axis, &(k.column(axis) - self.constraints[row].direction(0) * sol[x]));
+                }
+            }
+        }
+        // Symmetric by construction up to round-off.
+        (k + k.transpose()) * 0.5
+    }
+
+    /// The contact's footprint as one material point: the pushing rows' supports
+    /// weighted by their forces.
+    fn footprint(&self, range: &std::ops::Range<usize>) -> Option<Support> {
+        let rest = self.model.rest_positions();
+        let mut origin = Vec3::zeros();
+        let mut total = 0.0;
+        for k in range.clone() {
+            let w = self.forces[k].norm();
+            origin += self.constraints[k].support.rest_point(rest) * w;
+            total += w;
+        }
+        if !(total > 0.0) {
+            return None;
+        }
+        Support::patch(
+            range.clone().flat_map(|k| {
+                let w = self.forces[k].norm();
+                self.constraints[k].support.iter().map(move |(v, x)| (v, x * w))
+            }),
+            origin / total,
+        )
+    }
 }
 
 impl<M: TissueModel> ModelStep for Simulation<M> {
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
-        if !probe.iter().all(|x| x.is_finite()) {
-            // No probe: the contact lets go and the tissue moves freely for the step.
-            self.proxy.release();
-            self.stick.release();
-            self.contact = None;
-            self.held = None;
-            self.phase = None;
-            self.constraints.clear();
-            let _ = self.model.advance(dt, &self.constraints, &mut self.forces);
-            self.last_force = Vec3::zeros();
-            return LocalForceModel {
-                t0: t,
-                ..LocalForceModel::NONE
-            };
-        }
-        let (lo, hi) = self.workspace;
-        let probe = probe.zip_zip_map(&lo, &hi, |x, lo, hi| x.clamp(lo, hi));
-        self.refresh_near(&probe);
-        if let (Some(c), Some((n, target)), true) =
-            (self.contact, self.held, self.patch.radius() > 0.0)
-        {
-            // A patch holds the footprint's average at the tip; the contacted point
-            // itself sits this much deeper along the constraint normal (centimetres in
-            // a deep press), and the proxy follows the probe shifted by it. Only the
-            // normal part: the tangential drift of the material is what lets the
-            // contact slide back under the tip.
-            let [a, b, p] = self.bvh.vertices(c.triangle, &self.positions);
-            let point = at_barycentric(&c.bary, &a, &b, &p);
-            self.proxy.set_hold(n * n.dot(&(point - target)));
-        }
-        let contact = self.proxy.update(&self.bvh, &self.positions, &probe);
-        // The constraint acts along the reference surface's (shaded) normal at the
-        // contacted material point, not the deformed one the proxy slides on: linear
-        // elasticity measures the gap along the undeformed normal, and the deformed
-        // normal is ill-defined at the apex of the probe's own dent (it flipped from face
-        // to face every step when the probe rested on a mesh vertex).
-        let normal = contact.map(|c| {
-            self.bvh
-                .shaded_normal(c.triangle, &c.bary, self.model.rest_positions())
-        });
-        self.constraints.clear();
-        let mut support = None;
-        // The contact's static compliance, once asked for this step (K⁻¹ does not change
-        // with the step, so the force cap and the local stiffness share it).
-        let mut compliance = None;
-        self.held = None;
-        if let (Some(c), Some(n)) = (contact, normal) {
-            let s = self.patch.support(
-                &self.bvh,
-                self.model.rest_positions(),
-                c.triangle,
-                &c.bary,
-                &n,
-            );
-            let tip = probe - n * self.proxy.radius();
-            let target = match self.force_cap {
-                Some(cap) => {
-                    let c = self.model.point_compliance(&s).ok();
-                    compliance = c;
-                    c.map_or(tip, |c| self.capped_target(cap, &c, &s, &n, tip))
-                }
-                None => tip,
-            };
-            self.constraints
-                .push(PointConstraint::contact_on(s, n, target));
-            support = Some(s);
-            self.held = Some((n, tip));
-        }
-        let ok = self
-            .model
-            .advance(dt, &self.constraints, &mut self.forces)
-            .is_ok();
-        let f_tissue = if ok && contact.is_some() {
-            self.forces[0]
-        } else {
-            Vec3::zeros()
-        };
-        let in_contact = contact.is_some() && f_tissue != Vec3::zeros();
-        self.contact = if in_contact { contact } else { None };
-        self.phase = None;
-        if !in_contact {
-            self.proxy.release();
-            self.stick.release();
-            self.held = None;
-        }
-        let mut f0 = -f_tissue;
-        let mut stiffness = Mat3::zeros();
-        let mut local = None;
-        if let (true, Some(c), Some(n), Some(s)) = (in_contact, contact, normal, support) {
-            let compliance = match compliance {
-                Some(c) => c,
-                None => self.model.point_compliance(&s).unwrap_or(Mat3::zeros()),
-            };
-            let cn = n.dot(&(compliance * n));
-            if cn > 0.0 {
-                stiffness = -(n * n.transpose()) / cn;
-            }
-            if !self.friction.is_none() {
-                // Tangential contact stiffness of the tissue at the patch: the inverse
-                // of its mean tangential compliance.
-                let k_t = 2.0 / (compliance.trace() - cn);
-                if let Some(fr) =
-                    self.stick
-                        .update(&self.friction, &c.point, &n, f0.dot(&n), k_t, cn)
-                {
-                    f0 += fr.force;
-                    stiffness += fr.stiffness;
-                    self.phase = Some(fr.phase);
-                }
-            }
-            local = Some((c.point, n));
-        }
-        let mut out = LocalForceModel {
-            t0: t,
-            x0: probe,
-            f0,
-            ..LocalForceModel::NONE
-        };
-        if dt > 0.0 && dt.is_finite() {
-            out.f_dot = (f0 - self.last_force) / dt;
-        }
-        self.last_force = f0;
-        if let Some((point, n)) = local {
-            out.in_contact = true;
-            out.contact_point = point;
-            out.normal = n;
-            out.stiffness = stiffness;
-        }
-        out
+        let mut out = [LocalForceModel::NONE];
+        self.step_probes(t, dt, &[probe], &mut out);
+        out[0]
     }
-}
 
-impl<M: TissueModel> Simulation<M> {
-    /// The constraint target for a tip at `tip` (m) on `support` along `n`, whose static
-    /// compliance is `compliance` (m/N): the tip itself, or, past the force cap `cap`
-    /// (N), the indentation the capped force gives.
-    fn capped_target(
-        &self,
-        cap: f64,
-        compliance: &Mat3,
-        support: &Support,
-        n: &Vec3,
-        tip: Vec3,
-    ) -> Vec3 {
-        let cn = n.dot(&(compliance * n));
-        let depth = n.dot(&(support.rest_point(self.model.rest_positions()) - tip));
-        let deepest = cap * cn;
-        if cn > 0.0 && depth > deepest {
-            tip + n * (depth - deepest)
-        } else {
-            tip
-        }
+    fn step_probes(&mut self, t: f64, dt: f64, probes: &[Vec3], out: &mut [LocalForceModel]) {
+        Simulation::step_probes(self, t, dt, probes, out);
     }
 }
 

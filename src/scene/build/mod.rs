@@ -28,9 +28,10 @@ use crate::scene::{BackendKind, Scene, SceneError};
 use crate::session::{SceneModel, Simulation};
 use crate::Vec3;
 
-/// Constraint rows the model is sized for: one probe contact (1 row) or a held point
-/// (3 rows), with room for a second point.
-pub const MAX_CONSTRAINT_ROWS: usize = 6;
+/// Constraint rows the model is sized for: the contact rows of all probes in one step (a
+/// 5 mm sphere 6 mm into the default block has about 60 candidate nodes and samples; a
+/// mesh graded to 0.5 mm under it, about 250).
+pub const MAX_CONSTRAINT_ROWS: usize = 384;
 
 /// How far past the device's force clamp the tissue may be pushed. Holding a position,
 /// the modal model's force rings around the cap after a jump (measured, 1 m box jumped
@@ -181,7 +182,7 @@ pub fn build(
     let patch_radius = scene
         .contact
         .patch_radius
-        .unwrap_or_else(|| radius.max(2.0 * mean_edge(&geometry.rest, &geometry.triangles)));
+        .unwrap_or_else(|| 2.0 * mean_edge(&geometry.rest, &geometry.triangles));
     let friction = scene
         .contact
         .friction()

@@ -12,12 +12,13 @@ pub const MAX_FRICTION: f64 = 10.0;
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ContactSpec {
-    /// Probe tip radius (m), ≥ 0; 0 is a point probe.
+    /// Probe tip radius (m), ≥ 0: the tip is a rigid sphere whose centre is the
+    /// trajectory or device position; 0 is a point probe.
     pub probe_radius: f64,
-    /// Radius (m) of the contact patch the probe's force is spread over, ≥ 0; 0 is the
-    /// barycentric point of the touched triangle. Absent: the larger of the probe
-    /// radius and twice the mean surface edge length, so the force does not ripple
-    /// with the mesh as the probe slides.
+    /// Radius (m) of the contact patch a point probe's force is spread over, ≥ 0; 0 is
+    /// the barycentric point of the touched triangle. Absent: twice the mean surface
+    /// edge length, so the force does not ripple with the mesh as the probe slides. A
+    /// sphere probe (`probe_radius` > 0) has its own footprint and ignores it.
     pub patch_radius: Option<f64>,
     /// Static Coulomb friction coefficient μ_s, ≥ 0; 0 is frictionless.
     pub friction: f64,

@@ -1,0 +1,244 @@
+//! The contact rows of a rigid spherical probe tip on the tissue surface.
+//!
+//! A sphere of radius R centred at c must not overlap the (piecewise linear) deformed
+//! surface. Two families of unilateral rows express that, both necessary conditions of
+//! the exact non-overlap, so together they never conflict:
+//!
+//! * **node rows**: every surface node closer to c than R (plus a small margin, so the
+//!   contact set grows continuously) must end outside the sphere: along the sphere's
+//!   normal at the node, d = (c − p)/|c − p|, its position must not pass the sphere
+//!   surface c − R d. On a mesh finer than the contact radius these carry the load, and
+//!   the contact set grows node by node from zero force: F ∝ d^1.5 (Hertz).
+//! * **sample rows**: a fixed set of points on the sphere (a Fibonacci lattice, about
+//!   R/3 apart) must end outside the tissue: each sample that lies behind the current
+//!   surface holds the surface point closest to it (a barycentric point of one
+//!   triangle) behind the sample along the surface normal. On a mesh coarser than the
+//!   contact radius the sphere would otherwise slip between nodes.
+//!
+//! A point probe (R = 0) has one row: its tip against the surface point under it.
+//! Which side of the surface the probe is on comes from the rest-surface god-object
+//! ([`super::Proxy`]): its contact normal N keeps rows to the surface the probe entered
+//! through (a probe pressed deep never catches the far side of the body).
+
+use crate::fem::Support;
+use crate::model::PointConstraint;
+use crate::Vec3;
+
+use super::bvh::SurfaceBvh;
+use super::geometry::at_barycentric;
+
+/// Sample points on the whole sphere; about 0.31 R apart.
+const SAMPLES: usize = 128;
+
+/// Where one probe's rows were put and how deep its sphere sits.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SphereRows {
+    /// First row (constraint index) of this probe in the step's constraint list.
+    pub first: usize,
+    /// Number of rows (constraints) this probe added.
+    pub count: usize,
+}
+
+/// Builds the contact rows of spheres of one radius over one surface: the rest vertex
+/// normals and the sample directions, computed once.
+#[derive(Clone, Debug)]
+pub struct SphereContact {
+    radius: f64,
+    /// Distance (m) outside the sphere within which a node is a candidate row.
+    margin: f64,
+    /// Unit rest vertex normals (area weighted), zero off the surface.
+    normals: Vec<Vec3>,
+    /// Unit directions of the sample points (empty for a point probe).
+    samples: Vec<Vec3>,
+    /// Step stamp per node with a node row, to skip samples that land on one.
+    node_row: Vec<u64>,
+    stamp: u64,
+}
+
+impl SphereContact {
+    /// Rows for spheres of `radius` (m; 0: a point probe) over the surface of `bvh` at
+    /// rest positions `rest`.
+    pub fn new(radius: f64, bvh: &SurfaceBvh, rest: &[Vec3]) -> Self {
+        let radius = if radius.is_finite() {
+            radius.max(0.0)
+        } else {
+            0.0
+        };
+        let mut normals = vec![Vec3::zeros(); rest.len()];
+        for tri in bvh.triangles() {
+            let [a, b, c] = tri.map(|v| rest[v]);
+            let area_normal = (b - a).cross(&(c - a));
+            for &v in tri {
+                normals[v] += area_normal;
+            }
+        }
+        for n in &mut normals {
+            let len = n.norm();
+            *n = if len > 0.0 { *n / len } else { Vec3::zeros() };
+        }
+        let samples = if radius > 0.0 {
+            fibonacci_sphere(SAMPLES)
+        } else {
+            Vec::new()
+        };
+        Self {
+            radius,
+            margin: 0.05 * radius,
+            normals,
+            samples,
+            node_row: vec![0; rest.len()],
+            stamp: 0,
+        }
+    }
+
+    /// Sphere radius (m); 0 for a point probe.
+    pub fn radius(&self) -> f64 {
+        self.radius
+    }
+
+    /// How far (m) beyond the sphere surface rows are looked for: the reach of the
+    /// candidate search around the centre is radius + margin.
+    pub fn reach(&self) -> f64 {
+        self.radius + self.margin
+    }
+
+    /// Unit rest normal of surface node `v` (area weighted over its triangles).
+    pub fn node_normal(&self, v: usize) -> Vec3 {
+        self.normals[v]
+    }
+
+    /// Appends to `out` the rows of a sphere centred at `centre` (m) pressing the
+    /// surface from the side of the outward normal `entry` (the rest-surface proxy's
+    /// contact normal; `None`: the probe is not pressed into the rest surface, and any
+    /// surface facing the sphere counts). `positions` holds current positions of at
+    /// least `near_nodes` (the nodes of `near_triangles`, which must cover the sphere
+    /// grown by [`Self::reach`]). Allocation-free when `out` has room.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_rows(
+        &mut self,
+        bvh: &SurfaceBvh,
+        positions: &[Vec3],
+        near_nodes: &[usize],
+        centre: Vec3,
+        entry: Option<Vec3>,
+        capacity: usize,
+        out: &mut Vec<PointConstraint>,
+    ) -> SphereRows {
+        let first = out.len();
+        self.stamp += 1;
+        let r = self.radius;
+        let faces = |n: &Vec3| entry.is_none_or(|e| e.dot(n) > 0.0);
+        for &v in near_nodes {
+            if out.len() >= capacity {
+                break;
+            }
+            let to_centre = centre - positions[v];
+            let dist = to_centre.norm();
+            if !(dist > 0.0 && dist < r + self.margin) {
+                continue;
+            }
+            let d = to_centre / dist;
+            let n = self.normals[v];
+            if n.dot(&d) <= 0.0 || !faces(&n) {
+                continue;
+            }
+            self.node_row[v] = self.stamp;
+            out.push(PointConstraint::contact_on(
+                Support::node(v),
+                d,
+                centre - d * r,
+            ));
+        }
+        let reach = 2.0 * r + self.margin;
+        for i in 0..self.samples.len() {
+            if out.len() >= capacity {
+                break;
+            }
+            let u = self.samples[i];
+            if entry.is_some_and(|e| u.dot(&e) >= 0.0) {
+                continue;
+            }
+            let s = centre + u * r;
+            let Some(near) = bvh.closest_point(&s, reach, positions) else {
+                continue;
+            };
+            let n = bvh.shaded_normal(near.triangle, &near.bary, positions);
+            if n.dot(&(s - near.point)) >= 0.0 || n.dot(&u) >= 0.0 || !faces(&n) {
+                continue;
+            }
+            let tri = bvh.triangles()[near.triangle];
+            // A sample closest to a node that has a node row adds nothing to it.
+            if let Some(k) = near.bary.iter().position(|&w| w > 1.0 - 1e-9) {
+                if self.node_row[tri[k]] == self.stamp {
+                    continue;
+                }
+            }
+            out.push(PointConstraint::contact_on(
+                Support::triangle(tri, near.bary),
+                n,
+                s,
+            ));
+        }
+        SphereRows {
+            first,
+            count: out.len() - first,
+        }
+    }
+
+    /// Appends the row of a point probe at `tip` (m) pressed into the material point
+    /// `support` along the outward normal `normal`.
+    pub fn push_point(
+        support: Support,
+        normal: Vec3,
+        tip: Vec3,
+        out: &mut Vec<PointConstraint>,
+    ) -> SphereRows {
+        let first = out.len();
+        out.push(PointConstraint::contact_on(support, normal, tip));
+        SphereRows { first, count: 1 }
+    }
+}
+
+/// The barycentric point on triangle `t` of `bvh` at `positions` (m).
+pub fn triangle_point(bvh: &SurfaceBvh, positions: &[Vec3], t: usize, bary: &[f64; 3]) -> Vec3 {
+    let [a, b, c] = bvh.vertices(t, positions);
+    at_barycentric(bary, &a, &b, &c)
+}
+
+/// `n` unit vectors spread evenly over the sphere (the Fibonacci lattice: equal-area
+/// bands, golden-angle longitudes).
+fn fibonacci_sphere(n: usize) -> Vec<Vec3> {
+    let golden = std::f64::consts::PI * (3.0 - 5f64.sqrt());
+    (0..n)
+        .map(|i| {
+            let z = 1.0 - (2.0 * i as f64 + 1.0) / n as f64;
+            let rho = (1.0 - z * z).max(0.0).sqrt();
+            let phi = golden * i as f64;
+            Vec3::new(rho * phi.cos(), rho * phi.sin(), z)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fibonacci_samples_are_unit_and_even() {
+        let s = fibonacci_sphere(SAMPLES);
+        assert!(s.iter().all(|u| (u.norm() - 1.0).abs() < 1e-12));
+        let mean: Vec3 = s.iter().sum::<Vec3>() / s.len() as f64;
+        assert!(mean.norm() < 1e-2, "{mean:?}");
+        // Largest nearest-neighbour angle: the lattice has no holes wider than 0.35 rad.
+        let worst = s
+            .iter()
+            .map(|a| {
+                s.iter()
+                    .filter(|b| *b != a)
+                    .map(|b| a.dot(b).clamp(-1.0, 1.0).acos())
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .fold(0.0, f64::max);
+        assert!(worst < 0.35, "{worst}");
+    }
+}
