@@ -772,7 +772,7 @@ mod contact_through_modal {
             }
         }
         // The drawn surface follows the probe tip: contact point at the probe depth.
-        let c = sim.contact().unwrap();
+        let c = sim.contact().unwrap().entry.unwrap();
         let nodes = palpa::contact::SurfaceBvh::build(
             sim.model().surface_triangles().to_vec(),
             sim.model().rest_positions(),
