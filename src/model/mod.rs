@@ -54,6 +54,7 @@ pub trait ModelStep: Send {
 pub mod constraint;
 mod error;
 mod geometry;
+mod load;
 mod rows;
 pub mod tissue;
 
@@ -63,5 +64,7 @@ pub use constraint::{
 };
 pub use error::ModelError;
 pub use geometry::TissueGeometry;
+pub(crate) use load::HeldLoads;
+pub use load::PointLoad;
 pub use rows::ConstraintRows;
 pub use tissue::TissueModel;
