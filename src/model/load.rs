@@ -115,6 +115,9 @@ impl HeldLoads {
     /// Makes sure the loaded nodes' K⁻¹ columns are cached, so the displacement field
     /// includes the loads (a step with no constraint queries no block).
     pub(crate) fn cache_columns(&self, columns: &mut ComplianceColumns) -> Result<(), ModelError> {
+        if self.nodal.is_empty() {
+            return Ok(());
+        }
         Ok(columns.cache(self.nodal.iter().map(|&(v, _)| v))?)
     }
 }
