@@ -147,10 +147,11 @@ impl TissueModel for CondensedModel {
         self.point_loads.clear();
     }
 
-    /// Superposition of the last step's loads (constraint forces and point loads) over K⁻¹ ([`ComplianceColumns::add_field`]):
-    /// exact at every node once the loads' columns are complete, and from the first
-    /// step at the cached nodes (the contact patch); until then nodes never contacted
-    /// leave a newly contacted node's load out.
+    /// Superposition of the last step's loads (constraint forces and point loads) over
+    /// K⁻¹ ([`ComplianceColumns::add_field`]): exact at every node once the loads'
+    /// columns are complete, and from the first step at the cached nodes (the contact
+    /// patch and the loaded nodes); until then nodes never contacted leave a newly
+    /// contacted node's load out.
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
         out.fill(Vec3::zeros());
         self.columns.add_field(&self.loads, nodes, out);
