@@ -9,7 +9,7 @@ use palpa::fem::Support;
 use palpa::fem::{assemble, fixed_nodes, Axis, DofMap, Fix, Material, MaterialMap, Shape};
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
-use palpa::model::{ModelStep, PointConstraint, TissueModel};
+use palpa::model::{ModelError, ModelStep, PointConstraint, PointLoad, TissueModel};
 use palpa::session::Simulation;
 use palpa::{Mat3, Vec3};
 
@@ -472,4 +472,236 @@ fn stiff_inclusion_is_found_by_palpation() {
             "patch {patch}: inclusion not felt: {ratio_lump:.3} vs {ratio_plain:.3}"
         );
     }
+}
+
+/// Independent reference for point loads: K assembled by the crate's FEM assembly,
+/// factorised by faer's high-level sparse Cholesky (not the crate's `Factor`), solved
+/// for the nodal loads `loads` (node, N); displacement of every node (m).
+fn direct_sparse(b: &Block, loads: &[(usize, Vec3)]) -> Vec<Vec3> {
+    let llt = b.system.k.sp_cholesky(faer::Side::Lower).unwrap();
+    let mut f = Mat::<f64>::zeros(b.system.n_free(), 1);
+    for &(v, load) in loads {
+        if let Some(d) = b.system.dofs.node_dofs(v) {
+            for a in 0..3 {
+                f[(d[a], 0)] += load[a];
+            }
+        }
+    }
+    let u = faer::linalg::solvers::Solve::solve(&llt, &f);
+    let mut out = vec![Vec3::zeros(); b.mesh.nodes.len()];
+    for (j, &v) in b.system.dofs.free_nodes().iter().enumerate() {
+        out[v] = Vec3::new(u[(3 * j, 0)], u[(3 * j + 1, 0)], u[(3 * j + 2, 0)]);
+    }
+    out
+}
+
+/// The top-face surface node nearest (x, y).
+fn top_node(b: &Block, x: f64, y: f64) -> usize {
+    *b.surface_nodes
+        .iter()
+        .filter(|&&v| b.mesh.nodes[v].z == SIZE.z)
+        .min_by(|&&u, &&v| {
+            let d = |w: usize| (b.mesh.nodes[w].xy() - nalgebra::Vector2::new(x, y)).norm();
+            d(u).total_cmp(&d(v))
+        })
+        .unwrap()
+}
+
+/// A point load of `force` (N) on the single node `v`.
+fn node_load(b: &Block, v: usize, force: Vec3) -> PointLoad {
+    PointLoad {
+        support: Support::patch([(v, 1.0)], b.mesh.nodes[v]).unwrap(),
+        force,
+    }
+}
+
+/// Largest error of the surface displacements `got` against `want` (all nodes),
+/// relative to the largest surface displacement of `want`.
+fn surface_error(b: &Block, got: &[Vec3], want: &[Vec3]) -> f64 {
+    let scale = b
+        .surface_nodes
+        .iter()
+        .map(|&v| want[v].norm())
+        .fold(0.0, f64::max);
+    b.surface_nodes
+        .iter()
+        .zip(got)
+        .map(|(&v, g)| (g - want[v]).norm())
+        .fold(0.0, f64::max)
+        / scale
+}
+
+#[test]
+fn tangential_point_load_displaces_the_surface_by_the_direct_solve() {
+    let b = block();
+    // Every surface column precomputed: the field is complete from the first step.
+    let mut model = condensed(&b, usize::MAX, 8);
+    let v = top_node(&b, 0.02, 0.03);
+    let force = Vec3::new(0.03, -0.02, 0.0);
+    model.set_loads(&[node_load(&b, v, force)]).unwrap();
+    model.advance(5e-3, &[], &mut []).unwrap();
+    let want = direct_sparse(&b, &[(v, force)]);
+    let mut got = vec![Vec3::zeros(); b.surface_nodes.len()];
+    model.displacements(&b.surface_nodes, &mut got);
+    let err = surface_error(&b, &got, &want);
+    println!(
+        "load {force:?} N at node {v}: moved {:.3e} m, surface error {err:.2e} (relative)",
+        want[v].norm()
+    );
+    assert!(want[v].norm() > 1e-4, "the load moves the node");
+    assert!(err <= 1e-6, "surface error {err:e}");
+    assert!(model.displacement_bound() >= max_norm(&got));
+    // Static: another step changes nothing; an empty slice removes the load.
+    model.advance(5e-3, &[], &mut []).unwrap();
+    let mut again = got.clone();
+    model.displacements(&b.surface_nodes, &mut again);
+    assert_eq!(again, got);
+    model.set_loads(&[]).unwrap();
+    model.advance(5e-3, &[], &mut []).unwrap();
+    model.displacements(&b.surface_nodes, &mut got);
+    assert_eq!(max_norm(&got), 0.0);
+}
+
+#[test]
+fn contact_under_a_point_load_holds_its_target_and_superposes() {
+    let b = block();
+    // A drag beside the contact, pressing a little too.
+    let v = top_node(&b, 0.025, 0.03);
+    let force = Vec3::new(0.03, -0.02, -0.01);
+    let bvh = SurfaceBvh::build(b.triangles.clone(), &b.mesh.nodes);
+    let mut patch = ContactPatch::new(0.012, &bvh, &b.mesh.nodes);
+    let c = bvh
+        .closest_point(&Vec3::new(0.031, 0.027, SIZE.z), 1e-6, &b.mesh.nodes)
+        .unwrap();
+    let n = Vec3::z();
+    let support = patch.support(&bvh, &b.mesh.nodes, c.triangle, &c.bary, &n);
+    let depth = 1e-3;
+    let contact = PointConstraint::contact_on(support, n, c.point - n * depth);
+    // Eager: every surface column precomputed. Lazy: one supernode of back solve a
+    // step, so the first step's load coupling comes from forward solves alone.
+    for eager in [true, false] {
+        let mut model = condensed(&b, if eager { usize::MAX } else { 0 }, 64);
+        if !eager {
+            model.columns().set_completion_budget(1);
+        }
+        let mut free = [Vec3::zeros()];
+        model.advance(5e-3, &[contact], &mut free).unwrap();
+        model.set_loads(&[node_load(&b, v, force)]).unwrap();
+        let mut f = [Vec3::zeros()];
+        model.advance(5e-3, &[contact], &mut f).unwrap();
+        let mut loads: Vec<(usize, Vec3)> = support.iter().map(|(u, w)| (u, f[0] * w)).collect();
+        loads.push((v, force));
+        let want = direct_sparse(&b, &loads);
+        // The constraint holds its target with the load acting.
+        let at: f64 = support.iter().map(|(u, w)| w * want[u].z).sum();
+        let held = (at + depth).abs() / depth;
+        // What the load alone moves the contact point along n: the constraint had to
+        // account for it.
+        let by_load = direct_sparse(&b, &[(v, force)]);
+        let shift: f64 = support.iter().map(|(u, w)| w * by_load[u].z).sum();
+        let mut got = vec![Vec3::zeros(); b.surface_nodes.len()];
+        model.displacements(&b.surface_nodes, &mut got);
+        println!(
+            "eager {eager}: contact force {:.5} N ({:.5} N without the load), the load \
+             alone moves the contact {shift:.3e} m; target error {held:.2e}",
+            f[0].z, free[0].z,
+        );
+        assert!(shift.abs() > 0.05 * depth && (f[0] - free[0]).norm() > 0.05 * free[0].norm());
+        assert!(held <= 1e-9, "target missed by {held:e}");
+        assert!(f[0].z < 0.0 && f[0].xy().norm() == 0.0);
+        if eager {
+            let err = surface_error(&b, &got, &want);
+            println!("surface error {err:.2e} (relative)");
+            assert!(err <= 1e-6, "surface error {err:e}");
+        } else {
+            // Columns still being completed: exact at the cached nodes (the patch and
+            // the loaded node).
+            let cols = model.columns();
+            assert!(cols.pending() > 0 && cols.is_cached(v));
+            let scale = max_norm(&want);
+            let mut err = 0.0f64;
+            for (&u, g) in b.surface_nodes.iter().zip(&got) {
+                if model.columns().is_cached(u) {
+                    err = err.max((g - want[u]).norm() / scale);
+                }
+            }
+            println!("error at the cached nodes {err:.2e} (relative)");
+            assert!(err <= 1e-6, "error at the cached nodes {err:e}");
+        }
+    }
+}
+
+#[test]
+fn bad_point_loads_are_refused_naming_the_load_and_leave_the_held_ones() {
+    let b = block();
+    let mut model = condensed(&b, usize::MAX, 16);
+    let v = top_node(&b, 0.02, 0.03);
+    let good = node_load(&b, v, Vec3::new(0.01, 0.0, 0.0));
+    model.set_loads(&[good]).unwrap();
+    model.advance(5e-3, &[], &mut []).unwrap();
+    let mut before = vec![Vec3::zeros(); b.surface_nodes.len()];
+    model.displacements(&b.surface_nodes, &mut before);
+    assert!(max_norm(&before) > 0.0);
+    let n_nodes = b.mesh.nodes.len();
+    let mut nan_weight = good;
+    nan_weight.support = Support::triangle([v, v, v], [f64::NAN, 0.5, 0.5]);
+    let cases = [
+        (
+            vec![good, node_load(&b, v, Vec3::new(f64::NAN, 0.0, 0.0))],
+            ModelError::BadLoad {
+                index: 1,
+                msg: "non-finite force, weight or rest point".into(),
+            },
+        ),
+        (
+            vec![node_load(&b, v, Vec3::new(0.0, f64::INFINITY, 0.0))],
+            ModelError::BadLoad {
+                index: 0,
+                msg: "non-finite force, weight or rest point".into(),
+            },
+        ),
+        (
+            vec![nan_weight],
+            ModelError::BadLoad {
+                index: 0,
+                msg: "non-finite force, weight or rest point".into(),
+            },
+        ),
+        (
+            vec![
+                good,
+                good,
+                PointLoad {
+                    support: Support::triangle([v, n_nodes, v], [0.2, 0.3, 0.5]),
+                    force: Vec3::x(),
+                },
+            ],
+            ModelError::BadLoad {
+                index: 2,
+                msg: format!("node {n_nodes} is not in the mesh of {n_nodes} nodes"),
+            },
+        ),
+        (
+            vec![good; 17],
+            ModelError::TooManyLoads {
+                given: 17,
+                limit: 16,
+            },
+        ),
+    ];
+    for (loads, want) in cases {
+        assert_eq!(model.set_loads(&loads), Err(want.clone()));
+        println!("{want}");
+        // The held load is unchanged.
+        model.advance(5e-3, &[], &mut []).unwrap();
+        let mut now = before.clone();
+        model.displacements(&b.surface_nodes, &mut now);
+        assert_eq!(now, before);
+    }
+    model.set_loads(&[good; 16]).unwrap();
+    // Reset clears the held loads.
+    model.reset();
+    model.advance(5e-3, &[], &mut []).unwrap();
+    model.displacements(&b.surface_nodes, &mut before);
+    assert_eq!(max_norm(&before), 0.0);
 }

@@ -3,6 +3,8 @@
 //! slots, local-stiffness extrapolation, safety, force write, telemetry queue, stats),
 //! and over the real haptic thread of `HapticRuntime` with real-time set-up (its
 //! prologue locks memory and may allocate; from the first device read on, nothing).
+//! The model thread's tissue step allocates nothing either once the K⁻¹ columns it
+//! needs are complete: both backends under a contact patch and changing point loads.
 
 use crossbeam::queue::ArrayQueue;
 use palpa::device::hid::{HidDevice, MemoryTransport, MAX_REPORT_LEN};
@@ -27,10 +29,13 @@ struct Counting;
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 /// Allocations on the runtime's haptic thread once its loop runs.
 static HAPTIC_THREAD_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+/// Allocations in tissue-model steps.
+static MODEL_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
     static COUNTING_HAPTIC_THREAD: Cell<bool> = const { Cell::new(false) };
+    static COUNTING_MODEL: Cell<bool> = const { Cell::new(false) };
 }
 
 fn count(counter: &'static std::thread::LocalKey<Cell<bool>>, into: &AtomicU64) {
@@ -44,6 +49,7 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count(&COUNTING, &ALLOCATIONS);
         count(&COUNTING_HAPTIC_THREAD, &HAPTIC_THREAD_ALLOCATIONS);
+        count(&COUNTING_MODEL, &MODEL_ALLOCATIONS);
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -52,6 +58,7 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count(&COUNTING, &ALLOCATIONS);
         count(&COUNTING_HAPTIC_THREAD, &HAPTIC_THREAD_ALLOCATIONS);
+        count(&COUNTING_MODEL, &MODEL_ALLOCATIONS);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -208,4 +215,116 @@ fn the_real_time_haptic_thread_allocates_nothing_once_its_loop_runs() {
     .join()
     .unwrap();
     assert_eq!(HAPTIC_THREAD_ALLOCATIONS.load(Ordering::Relaxed), 1);
+}
+
+mod tissue_block;
+
+/// Steps of both tissue backends with a contact patch and point loads that change
+/// every step: with the surface's K⁻¹ columns complete, from the first step on neither
+/// `set_loads`, `advance`, the compliance, the bound nor the displaced surface
+/// allocates.
+#[test]
+fn tissue_steps_with_point_loads_allocate_nothing() {
+    use palpa::condensed::CondensedModel;
+    use palpa::contact::{ContactPatch, SurfaceBvh};
+    use palpa::fem::{Ordering as FemOrdering, Support};
+    use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
+    use palpa::model::{PointConstraint, PointLoad, TissueModel};
+    use tissue_block::{block, SIZE};
+
+    let b = block();
+    let bvh = SurfaceBvh::build(b.triangles.clone(), &b.mesh.nodes);
+    let c = bvh
+        .closest_point(&Vec3::new(0.031, 0.027, SIZE.z), 1e-6, &b.mesh.nodes)
+        .unwrap();
+    let n = Vec3::z();
+    // The widest supports a step may have: a patch contact and a patch load.
+    let mut patch = ContactPatch::new(0.03, &bvh, &b.mesh.nodes);
+    let support = patch.support(&bvh, &b.mesh.nodes, c.triangle, &c.bary, &n);
+    let c2 = bvh
+        .closest_point(&Vec3::new(0.02, 0.03, SIZE.z), 1e-6, &b.mesh.nodes)
+        .unwrap();
+    let load_patch = patch.support(&bvh, &b.mesh.nodes, c2.triangle, &c2.bary, &n);
+    assert!(support.nodes().len() > 20 && load_patch.nodes().len() > 20);
+    let loads = |i: usize| {
+        let s = (i as f64 * 0.1).sin();
+        [
+            PointLoad {
+                support: load_patch,
+                force: Vec3::new(0.02 * s, 0.01, -0.005),
+            },
+            PointLoad {
+                support: Support::triangle(b.triangles[c.triangle], c.bary),
+                force: Vec3::new(0.0, 0.01 * s, 0.0),
+            },
+        ]
+    };
+
+    let columns = || {
+        let mut c = b.columns(256);
+        c.precompute(&b.surface_nodes).unwrap();
+        c
+    };
+    let (basis, _, _) = compute_modes(
+        &b.system,
+        20,
+        FemOrdering::default(),
+        &mut Timings::default(),
+    )
+    .unwrap();
+    let params = ModalParams {
+        max_rows: 6,
+        ..ModalParams::default()
+    };
+    let models: Vec<(&str, Box<dyn TissueModel>)> = vec![
+        (
+            "condensed",
+            Box::new(CondensedModel::new(b.geometry(), columns(), 0, 6).unwrap()),
+        ),
+        (
+            "modal",
+            Box::new(
+                ModalRuntime::new(
+                    b.geometry(),
+                    &basis.eigenvalues,
+                    basis.shapes.as_ref(),
+                    params,
+                    Some(columns()),
+                )
+                .unwrap(),
+            ),
+        ),
+    ];
+    for (name, mut model) in models {
+        let mut f = [Vec3::zeros()];
+        let mut u = vec![Vec3::zeros(); b.surface_nodes.len()];
+        let mut moved = 0.0f64;
+        let step = |model: &mut Box<dyn TissueModel>, i: usize, f: &mut [Vec3; 1]| {
+            let depth = 1e-3 * (1.0 + 0.2 * (i as f64 * 0.05).sin());
+            let contact = PointConstraint::contact_on(support, n, c.point - n * depth);
+            model.set_loads(&loads(i)).unwrap();
+            model.advance(5e-3, &[contact], f).unwrap();
+            model.point_compliance(&support).unwrap();
+            model.displacement_bound()
+        };
+        COUNTING_MODEL.with(|c| c.set(true));
+        for i in 0..500 {
+            moved = moved.max(step(&mut model, i, &mut f));
+            if i % 6 == 0 {
+                model.displacements(&b.surface_nodes, &mut u);
+            }
+        }
+        COUNTING_MODEL.with(|c| c.set(false));
+        assert_eq!(
+            MODEL_ALLOCATIONS.load(Ordering::Relaxed),
+            0,
+            "allocations in the {name} model step"
+        );
+        assert!(f[0].z < 0.0 && moved > 5e-4, "{name}: {f:?}, {moved:e}");
+    }
+    // The counter itself works.
+    COUNTING_MODEL.with(|c| c.set(true));
+    drop(std::hint::black_box(Box::new(1u64)));
+    COUNTING_MODEL.with(|c| c.set(false));
+    assert_eq!(MODEL_ALLOCATIONS.load(Ordering::Relaxed), 1);
 }

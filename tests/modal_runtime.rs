@@ -213,6 +213,7 @@ mod with_fem {
     use faer::{Mat, Par};
     use palpa::contact::{ContactPatch, SurfaceBvh};
     use palpa::fem::ComplianceColumns;
+    use palpa::fem::Support;
     use palpa::fem::{
         assemble, fixed_nodes, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap,
         Ordering,
@@ -222,7 +223,7 @@ mod with_fem {
     use palpa::modal::{
         compute_modes, ModalBasis, ModalParams, ModalRuntime, Oscillators, Timings,
     };
-    use palpa::model::{PointConstraint, TissueGeometry, TissueModel};
+    use palpa::model::{ModelError, PointConstraint, PointLoad, TissueGeometry, TissueModel};
     use palpa::Vec3;
 
     struct Fixture {
@@ -669,6 +670,454 @@ mod with_fem {
             100.0 * worst[1]
         );
         assert!(worst[0] > worst[1]);
+    }
+    /// Independent static reference: K from the crate's assembly, factorised by faer's
+    /// high-level sparse Cholesky (not the crate's `Factor`), solved for the nodal
+    /// loads `loads` (node, N); every node's displacement (m).
+    fn direct_static(fx: &Fixture, loads: &[(usize, Vec3)]) -> Vec<Vec3> {
+        let llt = fx.system.k.sp_cholesky(faer::Side::Lower).unwrap();
+        let mut f = Mat::<f64>::zeros(fx.system.n_free(), 1);
+        for &(v, load) in loads {
+            if let Some(d) = fx.system.dofs.node_dofs(v) {
+                for a in 0..3 {
+                    f[(d[a], 0)] += load[a];
+                }
+            }
+        }
+        let u = faer::linalg::solvers::Solve::solve(&llt, &f);
+        let mut out = vec![Vec3::zeros(); fx.mesh.nodes.len()];
+        for (j, &v) in fx.system.dofs.free_nodes().iter().enumerate() {
+            out[v] = Vec3::new(u[(3 * j, 0)], u[(3 * j + 1, 0)], u[(3 * j + 2, 0)]);
+        }
+        out
+    }
+
+    /// The node on the block's top face (z = 3 cm) at (x, y) (m), a multiple of 1 cm.
+    fn top_node(fx: &Fixture, x: f64, y: f64) -> usize {
+        let p = Vec3::new(x, y, 0.03);
+        fx.mesh
+            .nodes
+            .iter()
+            .position(|q| (q - p).norm() < 1e-9)
+            .unwrap()
+    }
+
+    /// A point load of `force` (N) on the single node `v`.
+    fn node_load(fx: &Fixture, v: usize, force: Vec3) -> PointLoad {
+        PointLoad {
+            support: Support::patch([(v, 1.0)], fx.mesh.nodes[v]).unwrap(),
+            force,
+        }
+    }
+
+    /// Modal force W̄ᵀ f of a force `force` (N) on node `v`, from the basis itself.
+    fn modal_force(fx: &Fixture, v: usize, force: Vec3) -> Vec<f64> {
+        let w = fx.basis.node_rows(v);
+        (0..fx.basis.n_modes())
+            .map(|m| (0..3).map(|a| w[(a, m)] * force[a]).sum())
+            .collect()
+    }
+
+    #[test]
+    fn constant_point_load_settles_on_the_static_full_fem_response() {
+        let fx = block_fixture();
+        let v = top_node(&fx, 0.02, 0.03);
+        let force = Vec3::new(0.03, -0.02, 0.0);
+        let want = direct_static(&fx, &[(v, force)]);
+        let params = ModalParams {
+            max_rows: 3,
+            ..ModalParams::default()
+        };
+        let mut errors = [0.0; 2];
+        for (r, residual) in [false, true].into_iter().enumerate() {
+            let mut model = runtime(&fx, params, residual);
+            model.set_loads(&[node_load(&fx, v, force)]).unwrap();
+            // 15 s: the slowest mode has decayed by far more than 1e-6.
+            for _ in 0..3000 {
+                model.advance(5e-3, &[], &mut []).unwrap();
+            }
+            let mut u = vec![Vec3::zeros(); fx.surface.len()];
+            model.displacements(&fx.surface, &mut u);
+            let at = u[fx.surface.iter().position(|&s| s == v).unwrap()];
+            errors[r] = (at - want[v]).norm() / want[v].norm();
+            let scale = fx
+                .surface
+                .iter()
+                .map(|&s| want[s].norm())
+                .fold(0.0, f64::max);
+            let surface = fx
+                .surface
+                .iter()
+                .zip(&u)
+                .map(|(&s, g)| (g - want[s]).norm())
+                .fold(0.0, f64::max)
+                / scale;
+            println!(
+                "residual {residual}: loaded node at {at:?} m vs K⁻¹F {:?} m: error {:.2e}, \
+                 surface error {surface:.2e} (relative)",
+                want[v], errors[r]
+            );
+            if residual {
+                assert!(surface <= 1e-6, "surface error {surface:e}");
+                let drawn = u.iter().map(|u| u.norm()).fold(0.0, f64::max);
+                assert!(model.displacement_bound() >= drawn);
+            }
+        }
+        assert!(
+            errors[1] <= 1e-6,
+            "with residual flexibility: {:e}",
+            errors[1]
+        );
+        // The 20 modes alone are too stiff: the residual is what makes it exact.
+        assert!(errors[0] > 1e-2, "without: {:e}", errors[0]);
+    }
+
+    #[test]
+    fn undamped_point_load_follows_the_analytic_response_and_its_work_stays_in_the_modes() {
+        let fx = block_fixture();
+        let k = fx.basis.n_modes();
+        let lambda = &fx.basis.eigenvalues;
+        let v = top_node(&fx, 0.02, 0.03);
+        let force = Vec3::new(0.03, -0.02, 0.01);
+        let g = modal_force(&fx, v, force);
+        let w = fx.basis.node_rows(v);
+        let u_static = direct_static(&fx, &[(v, force)])[v];
+        // Static work FᵀW̄Λ⁻¹W̄ᵀF, the scale of the modes' energy (J).
+        let work_scale: f64 = (0..k).map(|m| g[m] * g[m] / lambda[m]).sum();
+        let dt = 5e-3;
+        let params = ModalParams {
+            alpha1: 0.0,
+            alpha2: 0.0,
+            dt,
+            max_rows: 3,
+        };
+        let mut model = runtime(&fx, params, true);
+        model.set_loads(&[node_load(&fx, v, force)]).unwrap();
+        let (mut err_z, mut err_u, mut err_e) = (0.0f64, 0.0f64, 0.0f64);
+        let mut u = [Vec3::zeros()];
+        for n in 1..=300 {
+            model.advance(dt, &[], &mut []).unwrap();
+            let t = n as f64 * dt;
+            let z = model.oscillators().z().to_vec();
+            // From rest under a constant modal force: z = g/λ (1 − cos ωt), per mode.
+            for m in 0..k {
+                let za = g[m] / lambda[m] * (1.0 - (lambda[m].sqrt() * t).cos());
+                err_z = err_z.max((z[m] - za).abs() / (g[m] / lambda[m]).abs().max(1e-300));
+            }
+            // The loaded node: K⁻¹F − Σ W̄_v,m (g_m/λ_m) cos(ω_m t) (residual included).
+            let mut ua = u_static;
+            for m in 0..k {
+                let c = g[m] / lambda[m] * (lambda[m].sqrt() * t).cos();
+                ua -= Vec3::new(w[(0, m)], w[(1, m)], w[(2, m)]) * c;
+            }
+            model.displacements(&[v], &mut u);
+            err_u = err_u.max((u[0] - ua).norm() / u_static.norm());
+            // Work–energy: a constant force from rest has done g·z; the modes hold it.
+            let work: f64 = (0..k).map(|m| g[m] * z[m]).sum();
+            err_e = err_e.max((model.oscillators().energy() - work).abs() / work_scale);
+        }
+        // Switched off: the work done stays in the modes, and nothing but the modes
+        // moves the node (no residual field).
+        let z = model.oscillators().z().to_vec();
+        let work: f64 = (0..k).map(|m| g[m] * z[m]).sum();
+        model.set_loads(&[]).unwrap();
+        let mut err_off = 0.0f64;
+        for _ in 0..1000 {
+            model.advance(dt, &[], &mut []).unwrap();
+            err_off = err_off.max((model.oscillators().energy() - work).abs() / work_scale);
+        }
+        model.displacements(&[v], &mut u);
+        let z = model.oscillators().z();
+        let modal = Vec3::from_fn(|a, _| (0..k).map(|m| w[(a, m)] * z[m]).sum());
+        println!(
+            "undamped load: modes vs analytic {err_z:.2e}, loaded node vs analytic \
+             {err_u:.2e}, energy vs work {err_e:.2e} while on, {err_off:.2e} after \
+             (relative); work {work:.3e} J"
+        );
+        assert!(work > 1e-3 * work_scale);
+        assert!(err_z <= 1e-9 && err_u <= 1e-9, "{err_z:e}, {err_u:e}");
+        assert!(err_e <= 1e-9 && err_off <= 1e-9, "{err_e:e}, {err_off:e}");
+        assert!((u[0] - modal).norm() <= 1e-12 * u_static.norm());
+    }
+
+    #[test]
+    fn held_point_beside_a_point_load_stays_on_target_and_settles_on_the_static_solution() {
+        let size = Vec3::new(0.06, 0.06, 0.03);
+        let fx = block_fixture();
+        let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
+        let c = bvh
+            .closest_point(&Vec3::new(0.031, 0.027, size.z), 1e-6, &fx.mesh.nodes)
+            .unwrap();
+        let nodes = fx.triangles[c.triangle];
+        let offset = Vec3::new(2e-4, 0.0, -1e-3);
+        let hold = PointConstraint::hold(nodes, c.bary, c.point + offset);
+        // A drag beside the held point, pressing a little too.
+        let v = top_node(&fx, 0.02, 0.03);
+        let force = Vec3::new(0.03, -0.02, -0.01);
+        let params = ModalParams {
+            alpha1: 2e-3,
+            alpha2: 20.0,
+            dt: 5e-3,
+            max_rows: 3,
+        };
+        for residual in [false, true] {
+            // `plain` holds the same point without the load.
+            let mut model = runtime(&fx, params, residual);
+            let mut plain = runtime(&fx, params, residual);
+            let (mut f, mut f_plain) = ([Vec3::zeros()], [Vec3::zeros()]);
+            let mut worst = 0.0f64;
+            for n in 0..800 {
+                if n == 10 {
+                    model.set_loads(&[node_load(&fx, v, force)]).unwrap();
+                }
+                model.advance(5e-3, &[hold], &mut f).unwrap();
+                plain.advance(5e-3, &[hold], &mut f_plain).unwrap();
+                let u = point_displacement(&mut model, &nodes, &c.bary);
+                worst = worst.max((u - offset).norm() / offset.norm());
+            }
+            println!(
+                "residual {residual}: held point off target by {worst:.2e} (relative); settled \
+                 force {:.4?} N, {:.4?} N without the load",
+                f[0], f_plain[0]
+            );
+            assert!(worst <= 1e-9, "residual {residual}: {worst:e}");
+            assert!((f[0] - f_plain[0]).norm() > 0.05 * f_plain[0].norm());
+            if residual {
+                // Settled: the field is K⁻¹ of the load and the constraint force.
+                let mut loads: Vec<(usize, Vec3)> = nodes
+                    .iter()
+                    .zip(&c.bary)
+                    .map(|(&n, &w)| (n, f[0] * w))
+                    .collect();
+                loads.push((v, force));
+                let want = direct_static(&fx, &loads);
+                let mut u = vec![Vec3::zeros(); fx.surface.len()];
+                model.displacements(&fx.surface, &mut u);
+                let scale = fx
+                    .surface
+                    .iter()
+                    .map(|&s| want[s].norm())
+                    .fold(0.0, f64::max);
+                let err = fx
+                    .surface
+                    .iter()
+                    .zip(&u)
+                    .map(|(&s, g)| (g - want[s]).norm())
+                    .fold(0.0, f64::max)
+                    / scale;
+                let at: Vec3 = nodes.iter().zip(&c.bary).map(|(&n, &w)| want[n] * w).sum();
+                let held = (at - offset).norm() / offset.norm();
+                println!(
+                    "settled: surface vs K⁻¹(F_load + F_hold) {err:.2e}, held point in the \
+                     direct solve off by {held:.2e} (relative)"
+                );
+                assert!(err <= 1e-6, "surface error {err:e}");
+                assert!(held <= 1e-6, "held point error {held:e}");
+            }
+        }
+    }
+
+    #[test]
+    fn velocity_and_acceleration_constraints_hit_their_targets_under_a_point_load() {
+        use palpa::model::{ConstraintKind, Directions};
+        let size = Vec3::new(0.06, 0.06, 0.03);
+        let fx = block_fixture();
+        let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
+        let c = bvh
+            .closest_point(&Vec3::new(0.031, 0.027, size.z), 1e-6, &fx.mesh.nodes)
+            .unwrap();
+        let nodes = fx.triangles[c.triangle];
+        let k = fx.basis.n_modes();
+        let row = |a: usize, m: usize| -> f64 {
+            (0..3)
+                .map(|i| c.bary[i] * fx.basis.shapes[(3 * nodes[i] + a, m)])
+                .sum()
+        };
+        let point = |q: &[f64]| Vec3::from_fn(|a, _| (0..k).map(|m| row(a, m) * q[m]).sum());
+        let v = top_node(&fx, 0.02, 0.03);
+        let force = Vec3::new(0.3, -0.2, -0.1);
+        let g_load = modal_force(&fx, v, force);
+        let params = ModalParams {
+            alpha1: 1e-3,
+            alpha2: 2.0,
+            dt: 5e-3,
+            max_rows: 3,
+        };
+        for (kind, target) in [
+            (ConstraintKind::Velocity, Vec3::new(2e-3, 0.0, -1e-2)),
+            (ConstraintKind::Acceleration, Vec3::new(0.0, 0.5, -1.0)),
+        ] {
+            let mut model = runtime(&fx, params, false);
+            model.set_loads(&[node_load(&fx, v, force)]).unwrap();
+            let con = PointConstraint {
+                support: Support::triangle(nodes, c.bary),
+                kind,
+                directions: Directions::All,
+                target,
+                unilateral: false,
+            };
+            let mut f = [Vec3::zeros()];
+            let mut worst = 0.0f64;
+            for _ in 0..50 {
+                model.advance(5e-3, &[con], &mut f).unwrap();
+                let osc = model.oscillators();
+                let scale: f64 = (0..k)
+                    .map(|m| {
+                        let w = Vec3::from_fn(|a, _| row(a, m)).norm();
+                        w * (osc.zd()[m].abs() * (1.0 + osc.damping()[m])
+                            + osc.lambda()[m] * osc.z()[m].abs()
+                            + g_load[m].abs())
+                    })
+                    .sum();
+                let got = match kind {
+                    ConstraintKind::Velocity => point(osc.zd()),
+                    _ => {
+                        // z̈ = W̄ᵀ(F at the point) + W̄ᵀ(F of the load) − c ż − λ z.
+                        let acc: Vec<f64> = (0..k)
+                            .map(|m| {
+                                let g: f64 = (0..3).map(|a| row(a, m) * f[0][a]).sum();
+                                g + g_load[m]
+                                    - osc.damping()[m] * osc.zd()[m]
+                                    - osc.lambda()[m] * osc.z()[m]
+                            })
+                            .collect();
+                        point(&acc)
+                    }
+                };
+                let err = (got - target).norm();
+                assert!(
+                    err <= 1e-9 * target.norm() + 1e-12 * scale,
+                    "{kind:?}: {got:?} vs {target:?}"
+                );
+                worst = worst.max(err / target.norm());
+            }
+            println!("{kind:?} under a load: off target by {worst:.2e} (relative)");
+        }
+    }
+
+    #[test]
+    fn point_load_with_columns_still_completing_is_drawn_consistently() {
+        let fx = block_fixture();
+        let params = ModalParams {
+            max_rows: 3,
+            ..ModalParams::default()
+        };
+        let v = top_node(&fx, 0.02, 0.03);
+        let load = node_load(&fx, v, Vec3::new(0.03, -0.02, -0.01));
+        // Lazy: one supernode of back solve a step; eager: every column complete.
+        let mut lazy = runtime(&fx, params, true);
+        lazy.columns().unwrap().set_completion_budget(1);
+        let mut eager = runtime(&fx, params, true);
+        eager.columns().unwrap().precompute(&fx.surface).unwrap();
+        lazy.set_loads(&[load]).unwrap();
+        eager.set_loads(&[load]).unwrap();
+        let n = fx.surface.len();
+        let (mut ul, mut ue, mut corr) = (
+            vec![Vec3::zeros(); n],
+            vec![Vec3::zeros(); n],
+            vec![Vec3::zeros(); n],
+        );
+        let mut q = vec![0.0; lazy.n_modes()];
+        let mut steps = 0;
+        let mut pending_steps = 0;
+        loop {
+            lazy.advance(5e-3, &[], &mut []).unwrap();
+            eager.advance(5e-3, &[], &mut []).unwrap();
+            steps += 1;
+            lazy.displacements(&fx.surface, &mut ul);
+            eager.displacements(&fx.surface, &mut ue);
+            lazy.visual_coordinates(&mut q);
+            lazy.residual_displacements(&fx.surface, &mut corr);
+            let scale = ue.iter().map(|u| u.norm()).fold(0.0, f64::max);
+            let pending = lazy.columns().unwrap().pending() > 0;
+            for (i, &s) in fx.surface.iter().enumerate() {
+                let modal = Vec3::from_fn(|axis, _| {
+                    lazy.mode_row(s, axis)
+                        .iter()
+                        .zip(&q)
+                        .map(|(w, q)| w * q)
+                        .sum()
+                });
+                // The viewer's picture (W̄q + corrections) is the model's.
+                assert!(
+                    (modal + corr[i] - ul[i]).norm() <= 1e-12 * scale,
+                    "step {steps}"
+                );
+                if !pending || lazy.columns().unwrap().is_cached(s) {
+                    assert!(
+                        (ul[i] - ue[i]).norm() <= 1e-8 * scale,
+                        "step {steps}, node {s}"
+                    );
+                } else {
+                    // The load's modal part stays where its residual is not known yet.
+                    assert!(
+                        (ul[i] - modal).norm() <= 1e-12 * scale,
+                        "step {steps}, node {s}"
+                    );
+                }
+            }
+            let drawn = ul.iter().map(|u| u.norm()).fold(0.0, f64::max);
+            assert!(lazy.displacement_bound() >= drawn);
+            if !pending {
+                break;
+            }
+            pending_steps += 1;
+        }
+        println!("the loaded node's columns completed after {steps} steps");
+        assert!(pending_steps > 2, "completed in {steps} steps");
+    }
+
+    #[test]
+    fn bad_point_loads_are_refused_and_leave_the_held_ones() {
+        let fx = block_fixture();
+        let params = ModalParams {
+            max_rows: 2,
+            ..ModalParams::default()
+        };
+        let v = top_node(&fx, 0.02, 0.03);
+        let good = node_load(&fx, v, Vec3::new(0.03, 0.0, 0.0));
+        let (mut a, mut b) = (runtime(&fx, params, true), runtime(&fx, params, true));
+        a.set_loads(&[good]).unwrap();
+        b.set_loads(&[good]).unwrap();
+        let n_nodes = fx.mesh.nodes.len();
+        let bad = [
+            vec![good, node_load(&fx, v, Vec3::new(0.0, f64::NAN, 0.0))],
+            vec![PointLoad {
+                support: Support::triangle([v, v, n_nodes + 5], [0.5, 0.5, 0.0]),
+                force: Vec3::x(),
+            }],
+            vec![good; 3],
+        ];
+        for (loads, want) in bad.iter().zip([
+            ModelError::BadLoad {
+                index: 1,
+                msg: "non-finite force, weight or rest point".into(),
+            },
+            ModelError::BadLoad {
+                index: 0,
+                msg: format!("node {} is not in the mesh of {n_nodes} nodes", n_nodes + 5),
+            },
+            ModelError::TooManyLoads { given: 3, limit: 2 },
+        ]) {
+            assert_eq!(a.set_loads(loads), Err(want));
+        }
+        // The refused calls changed nothing: both models move alike.
+        let (mut ua, mut ub) = ([Vec3::zeros()], [Vec3::zeros()]);
+        for _ in 0..20 {
+            a.advance(5e-3, &[], &mut []).unwrap();
+            b.advance(5e-3, &[], &mut []).unwrap();
+        }
+        a.displacements(&[v], &mut ua);
+        b.displacements(&[v], &mut ub);
+        assert!(ua[0].norm() > 0.0 && ua == ub);
+        // Reset clears the held loads: the tissue stays at rest.
+        a.reset();
+        for _ in 0..20 {
+            a.advance(5e-3, &[], &mut []).unwrap();
+        }
+        a.displacements(&[v], &mut ua);
+        assert_eq!(ua[0], Vec3::zeros());
+        assert!(a.oscillators().z().iter().all(|&z| z == 0.0));
     }
 }
 

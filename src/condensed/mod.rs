@@ -4,11 +4,17 @@
 //! sparse Cholesky factor on demand ([`ComplianceColumns`](crate::fem::ComplianceColumns)). An imposed displacement at
 //! a contact point gives the force by a small solve (3×3 for a held point, 1×1 for a
 //! frictionless contact), and the surface displacement by superposition of columns.
+//!
+//! External point loads ([`TissueModel::set_loads`]) act together with the constraints:
+//! each row's right-hand side subtracts what the loads displace its point along its
+//! direction, dᵢ · Σ_l C(pᵢ, l) F_l, so the constraint forces are those that hold the
+//! targets with the loads acting, and the field superposes the loads' columns with the
+//! constraint forces'.
 
-use crate::fem::{ComplianceColumns, Support};
+use crate::fem::{ComplianceColumns, Support, MAX_SUPPORT_NODES};
 use crate::model::{
     add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, ConstraintRows,
-    ModelError, PointConstraint, TissueGeometry, TissueModel,
+    HeldLoads, ModelError, PointConstraint, PointLoad, TissueGeometry, TissueModel,
 };
 use crate::{Mat3, Vec3};
 
@@ -17,8 +23,11 @@ use crate::{Mat3, Vec3};
 pub struct CondensedModel {
     geometry: TissueGeometry,
     columns: ComplianceColumns,
-    /// Nodal forces of the last step (node, N), for the displacement field.
+    /// Nodal forces of the last step (node, N): the constraint forces' and the point
+    /// loads', for the displacement field.
     loads: Vec<(usize, Vec3)>,
+    /// The external point loads held from step to step.
+    point_loads: HeldLoads,
     rows: ConstraintRows,
 }
 
@@ -26,7 +35,7 @@ impl CondensedModel {
     /// Builds the model from the rest shape and surface and a K⁻¹ column cache. When the surface has at most
     /// `precompute_cap` nodes, every surface column is computed now (one block solve)
     /// so no step ever waits for a solve. `max_rows` bounds the constraint rows per
-    /// step.
+    /// step and the point loads held at once.
     pub fn new(
         geometry: TissueGeometry,
         mut columns: ComplianceColumns,
@@ -46,7 +55,9 @@ impl CondensedModel {
         Ok(Self {
             geometry,
             columns,
-            loads: Vec::with_capacity(3 * max_rows),
+            // Each constraint row and each load on at most MAX_SUPPORT_NODES nodes.
+            loads: Vec::with_capacity(2 * max_rows * MAX_SUPPORT_NODES),
+            point_loads: HeldLoads::new(max_rows),
             rows: ConstraintRows::new(max_rows),
         })
     }
@@ -90,9 +101,13 @@ impl TissueModel for CondensedModel {
         let mut row = 0;
         for c in constraints {
             let x_rest = c.rest_point(&self.geometry.rest);
+            // What the loads alone displace the point by.
+            let u_loads = self
+                .point_loads
+                .displacement_at(&mut self.columns, &c.support)?;
             for _ in 0..c.rows() {
                 let d = self.rows.direction(row);
-                self.rows.rhs_mut(m)[row] = d.dot(&(c.target - x_rest));
+                self.rows.rhs_mut(m)[row] = d.dot(&(c.target - x_rest - u_loads));
                 row += 1;
             }
         }
@@ -102,12 +117,19 @@ impl TissueModel for CondensedModel {
         add_point_compliance(constraints, m, s, |a, b| {
             Ok(columns.point_block(&a.support, &b.support)?)
         })?;
+        // The field needs the loads' columns even in a step without constraints.
+        self.point_loads.cache_columns(&mut self.columns)?;
         self.rows.solve(m, true);
         self.rows.constraint_forces(m, constraints.len(), forces);
         self.loads.clear();
         push_nodal_loads(constraints, forces, &mut self.loads);
+        self.loads.extend_from_slice(self.point_loads.nodal());
         self.columns.advance_completion(dt);
         Ok(())
+    }
+
+    fn set_loads(&mut self, loads: &[PointLoad]) -> Result<(), ModelError> {
+        self.point_loads.set(loads, self.geometry.rest.len())
     }
 
     fn constraint_capacity(&self) -> usize {
@@ -126,12 +148,14 @@ impl TissueModel for CondensedModel {
 
     fn reset(&mut self) {
         self.loads.clear();
+        self.point_loads.clear();
     }
 
-    /// Superposition of the last step's loads over K⁻¹ ([`ComplianceColumns::add_field`]):
-    /// exact at every node once the loads' columns are complete, and from the first
-    /// step at the cached nodes (the contact patch); until then nodes never contacted
-    /// leave a newly contacted node's load out.
+    /// Superposition of the last step's loads (constraint forces and point loads) over
+    /// K⁻¹ ([`ComplianceColumns::add_field`]): exact at every node once the loads'
+    /// columns are complete, and from the first step at the cached nodes (the contact
+    /// patch and the loaded nodes); until then nodes never contacted leave a newly
+    /// contacted node's load out.
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
         out.fill(Vec3::zeros());
         self.columns.add_field(&self.loads, nodes, out);

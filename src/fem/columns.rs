@@ -288,6 +288,14 @@ impl ComplianceColumns {
         Ok(self.pair_block(u, v))
     }
 
+    /// Caches the free nodes of `nodes` (forward-solving the new ones together), marked
+    /// as just used, so that [`Self::add_field`] includes loads at them. Never evicts
+    /// one of `nodes` for another.
+    pub fn cache(&mut self, nodes: impl IntoIterator<Item = usize>) -> Result<(), ColumnError> {
+        self.clock += 1;
+        self.ensure(nodes)
+    }
+
     /// Adds the displacement field of nodal loads `loads` (node, N) at mesh nodes
     /// `nodes` to `out` (m): K⁻¹[u, v] f at every node u for loads whose columns are
     /// complete, and at the cached nodes u for loads still being completed (from u's

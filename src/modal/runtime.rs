@@ -23,21 +23,33 @@
 //! with C from the K⁻¹ columns of the constrained nodes (the on-demand column cache
 //! shared with the condensed backend). As h grows Γ_z → 1/λ and S → U K⁻¹ Uᵀ: the static
 //! stiffness is exactly that of the full FEM model. Displaced positions add the same
-//! residual field, rest + W̄ (z − Λ⁻¹ W̄ᵀ F) + K⁻¹ F for the last step's contact loads F,
-//! so the drawn surface follows the probe tip. While a newly contacted node's K⁻¹
-//! columns are being completed, K⁻¹ F of its load is known only at cached nodes (the
-//! contact patch); nodes never contacted keep that load's modal part W̄ Λ⁻¹ W̄ᵀ f
-//! instead of its residual, so each node sees the modal part it subtracts matched by
-//! the K⁻¹ part it adds.
+//! residual field, rest + W̄ (z − Λ⁻¹ W̄ᵀ F) + K⁻¹ F for the last step's loads F (contact
+//! forces and point loads), so the drawn surface follows the probe tip. While a newly
+//! contacted node's K⁻¹ columns are being completed, K⁻¹ F of its load is known only at
+//! cached nodes (the contact patch); nodes never contacted keep that load's modal part
+//! W̄ Λ⁻¹ W̄ᵀ f instead of its residual, so each node sees the modal part it subtracts
+//! matched by the K⁻¹ part it adds.
+//!
+//! **Point loads.** External loads held by [`TissueModel::set_loads`] (force F at a
+//! material point l with weights w) act through their modal force g_L = W̄ᵀ(w F), held
+//! over every step beside the constraint forces: the free trajectory (z_free, ż_free)
+//! already carries it, so every kind of row sees the loads' modal response, and
+//! acceleration rows also add g_L to z̈. With residual flexibility, position rows
+//! subtract the loads' residual displacement at their point,
+//! dᵢ · (C(pᵢ, l) F − aᵢ · Λ⁻¹ g_L), and the loads' nodal forces join the last step's
+//! loads (whatever the rows' kind: the residual is quasi-static), so h, the residual
+//! field and the pending-load bookkeeping above treat them exactly like constraint
+//! forces. Under a constant load the damped model settles on z = Λ⁻¹ g_L = h and the
+//! field on K⁻¹ F, the full FEM static response.
 
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::oscillator::{ModeTransition, Oscillators};
-use crate::fem::{ComplianceColumns, Support};
+use crate::fem::{ComplianceColumns, Support, MAX_SUPPORT_NODES};
 use crate::model::{
     add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, ConstraintRows,
-    ModelError, PointConstraint, TissueGeometry, TissueModel,
+    HeldLoads, ModelError, PointConstraint, PointLoad, TissueGeometry, TissueModel,
 };
 use crate::{Mat3, Vec3};
 
@@ -50,7 +62,8 @@ pub struct ModalParams {
     pub alpha2: f64,
     /// Fixed model step the transitions are precomputed for (s).
     pub dt: f64,
-    /// Largest number of constraint rows in one step (3 per held point, 1 per contact).
+    /// Largest number of constraint rows in one step (3 per held point, 1 per contact),
+    /// and of point loads held at once.
     pub max_rows: usize,
 }
 
@@ -75,8 +88,16 @@ pub struct ModalRuntime {
     inv_lambda: Vec<f64>,
     osc: Oscillators,
     residual: Option<ComplianceColumns>,
-    /// Nodal forces of the last step's constraints (node, N), for the residual field.
+    /// Nodal forces of the last step's constraints and point loads (node, N), for the
+    /// residual field (empty without residual flexibility).
     loads: Vec<(usize, Vec3)>,
+    /// The external point loads held from step to step.
+    point_loads: HeldLoads,
+    /// W̄ᵀ F of the held point loads: their modal force (N per unit modal coordinate,
+    /// k entries), held over every step.
+    g_load: Vec<f64>,
+    /// Λ⁻¹ W̄ᵀ F of the held point loads: their static modal coordinates (k entries).
+    h_load: Vec<f64>,
     /// Λ⁻¹ W̄ᵀ F of `loads`: the modal part the residual field subtracts.
     h: Vec<f64>,
     trans: Vec<ModeTransition>,
@@ -175,7 +196,11 @@ impl ModalRuntime {
             inv_lambda,
             osc: Oscillators::new(&lambda_clamped, params.alpha1, params.alpha2, params.dt),
             residual,
-            loads: Vec::with_capacity(rows * 3),
+            // Each constraint row and each load on at most MAX_SUPPORT_NODES nodes.
+            loads: Vec::with_capacity(2 * rows * MAX_SUPPORT_NODES),
+            point_loads: HeldLoads::new(rows),
+            g_load: vec![0.0; k],
+            h_load: vec![0.0; k],
             h: vec![0.0; k],
             trans: vec![ModeTransition::new(0.0, 0.0, params.dt); k],
             z_free: vec![0.0; k],
@@ -205,7 +230,8 @@ impl ModalRuntime {
         &self.osc
     }
 
-    /// Sets the modal state directly (initial conditions).
+    /// Sets the modal state directly (initial conditions); the held point loads stay and
+    /// act from the next step.
     pub fn set_state(&mut self, z: &[f64], zd: &[f64]) {
         self.osc.set_state(z, zd);
         self.loads.clear();
@@ -220,9 +246,9 @@ impl ModalRuntime {
     /// Modal coordinates q of the displaced shape, into `out` (length k): z − Λ⁻¹W̄ᵀF,
     /// the modal part that [`TissueModel::displacements`] sums; with residual
     /// flexibility the displaced surface is rest + W̄ q + the residual field of the last
-    /// step's contact loads. Loads whose K⁻¹ columns are still being completed stay in
-    /// q (their residual is known at cached nodes only), so nodes never contacted need
-    /// no correction from them.
+    /// step's loads (contact forces and point loads). Loads whose K⁻¹ columns are still
+    /// being completed stay in q (their residual is known at cached nodes only), so
+    /// nodes never contacted need no correction from them.
     pub fn visual_coordinates(&self, out: &mut [f64]) {
         for ((o, z), h) in out.iter_mut().zip(self.osc.z()).zip(&self.h) {
             *o = z - h;
@@ -232,9 +258,10 @@ impl ModalRuntime {
 
     /// What rest + W̄ q (q from [`Self::visual_coordinates`]) misses of
     /// [`TissueModel::displacements`] at mesh nodes `nodes`, into `out` (m): the residual
-    /// field of the last step's contact loads (zero without residual flexibility). The
-    /// visual stream sends it as per-vertex corrections; computing it directly spares
-    /// rebuilding every vertex's modal displacement only to subtract it again.
+    /// field of the last step's loads (contact forces and point loads; zero without
+    /// residual flexibility). The visual stream sends it as per-vertex corrections;
+    /// computing it directly spares rebuilding every vertex's modal displacement only to
+    /// subtract it again.
     pub fn residual_displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
         out.fill(Vec3::zeros());
         let pending = self.refresh_pending_modal();
@@ -400,10 +427,11 @@ impl TissueModel for ModalRuntime {
         let k = self.k;
         self.osc.transitions(dt, &mut self.trans);
         let (z, zd) = (self.osc.z(), self.osc.zd());
+        // The free trajectory: no constraint force, the held point loads acting.
         for i in 0..k {
-            (self.z_free[i], self.zd_free[i]) = self.trans[i].apply(z[i], zd[i], 0.0);
+            (self.z_free[i], self.zd_free[i]) = self.trans[i].apply(z[i], zd[i], self.g_load[i]);
         }
-        self.g.fill(0.0);
+        self.g.copy_from_slice(&self.g_load);
         self.loads.clear();
         if m > 0 {
             let kind = constraints[0].kind;
@@ -437,21 +465,38 @@ impl TissueModel for ModalRuntime {
                 self.system_dt = dt;
             }
             let (lambda, damping) = (self.osc.lambda(), self.osc.damping());
+            // Position rows with residual flexibility also see the point loads' residual
+            // displacement R F = K⁻¹ F − W̄ Λ⁻¹ W̄ᵀ F (the modal part is in z_free).
+            let mut load_residual = self
+                .residual
+                .as_mut()
+                .filter(|_| kind == ConstraintKind::Position && !self.point_loads.is_empty());
             let mut row = 0;
             for c in constraints {
                 let rest_point = c.rest_point(&self.geometry.rest);
+                let u_loads = match load_residual.as_deref_mut() {
+                    Some(cache) => self.point_loads.displacement_at(cache, &c.support)?,
+                    None => Vec3::zeros(),
+                };
                 for _ in 0..c.rows() {
                     let d = self.system.direction(row);
                     let a = &self.rows[row * k..(row + 1) * k];
                     self.system.rhs_mut(m)[row] = match kind {
                         ConstraintKind::Position => {
-                            d.dot(&(c.target - rest_point)) - dot(a, &self.z_free)
+                            let residual_loads = if load_residual.is_some() {
+                                d.dot(&u_loads) - dot(a, &self.h_load)
+                            } else {
+                                0.0
+                            };
+                            d.dot(&(c.target - rest_point)) - dot(a, &self.z_free) - residual_loads
                         }
                         ConstraintKind::Velocity => d.dot(&c.target) - dot(a, &self.zd_free),
                         ConstraintKind::Acceleration => {
+                            // z̈ = g − c ż − λ z at the end of the step, the loads in g.
                             let acc: f64 = (0..k)
                                 .map(|i| {
-                                    a[i] * (-damping[i] * self.zd_free[i]
+                                    a[i] * (self.g_load[i]
+                                        - damping[i] * self.zd_free[i]
                                         - lambda[i] * self.z_free[i])
                                 })
                                 .sum();
@@ -475,6 +520,13 @@ impl TissueModel for ModalRuntime {
                 push_nodal_loads(constraints, forces, &mut self.loads);
             }
         }
+        // The point loads' residual field is quasi-static: it joins whatever the rows
+        // were (velocity and acceleration rows do not see it, as they do not see the
+        // constraint forces' residual).
+        if let Some(cache) = self.residual.as_mut() {
+            self.point_loads.cache_columns(cache)?;
+            self.loads.extend_from_slice(self.point_loads.nodal());
+        }
         self.osc.step_with(&self.trans, &self.g);
         self.h.fill(0.0);
         if let Some(cache) = self.residual.as_mut() {
@@ -490,6 +542,31 @@ impl TissueModel for ModalRuntime {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    fn set_loads(&mut self, loads: &[PointLoad]) -> Result<(), ModelError> {
+        self.point_loads.set(loads, self.geometry.rest.len())?;
+        let k = self.k;
+        self.g_load.fill(0.0);
+        for &(v, f) in self.point_loads.nodal() {
+            for axis in 0..3 {
+                if f[axis] != 0.0 {
+                    let r = 3 * v + axis;
+                    for (g, w) in self.g_load.iter_mut().zip(&self.w_bar[r * k..(r + 1) * k]) {
+                        *g += w * f[axis];
+                    }
+                }
+            }
+        }
+        for ((h, g), il) in self
+            .h_load
+            .iter_mut()
+            .zip(&self.g_load)
+            .zip(&self.inv_lambda)
+        {
+            *h = g * il;
         }
         Ok(())
     }
@@ -548,6 +625,9 @@ impl TissueModel for ModalRuntime {
         self.osc.set_state(&self.z_free, &self.z_free);
         self.loads.clear();
         self.h.fill(0.0);
+        self.point_loads.clear();
+        self.g_load.fill(0.0);
+        self.h_load.fill(0.0);
     }
 
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {

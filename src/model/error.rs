@@ -1,9 +1,9 @@
-//! Why a model step could not be taken.
+//! Why a model step could not be taken, or point loads could not be set.
 
 use crate::fem::ColumnError;
 
-/// Why a model step could not be taken. The step is skipped and the probe gets zero
-/// force; nothing panics.
+/// Why a model step could not be taken (the step is skipped and the probe gets zero
+/// force) or loads could not be set (the held loads stay as they were); nothing panics.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
 pub enum ModelError {
     /// The step size is not a positive finite number of seconds.
@@ -21,6 +21,22 @@ pub enum ModelError {
     #[error("constraint {index}: {msg}")]
     BadConstraint {
         /// Index of the constraint in the list given to the step.
+        index: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// More external loads than the backend was sized for.
+    #[error("{given} point loads exceed the limit of {limit}")]
+    TooManyLoads {
+        /// Loads given.
+        given: usize,
+        /// Loads the backend holds.
+        limit: usize,
+    },
+    /// An external load names a node outside the mesh or has non-finite numbers.
+    #[error("point load {index}: {msg}")]
+    BadLoad {
+        /// Index of the load in the list given to `set_loads`.
         index: usize,
         /// What is wrong.
         msg: String,

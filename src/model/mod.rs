@@ -74,6 +74,7 @@ pub const MAX_PROBES: usize = 5;
 pub mod constraint;
 mod error;
 mod geometry;
+mod load;
 mod rows;
 pub mod tissue;
 
@@ -83,5 +84,7 @@ pub use constraint::{
 };
 pub use error::ModelError;
 pub use geometry::TissueGeometry;
+pub(crate) use load::HeldLoads;
+pub use load::PointLoad;
 pub use rows::ConstraintRows;
 pub use tissue::TissueModel;

@@ -7,10 +7,11 @@ use crate::{Mat3, Vec3};
 use super::constraint::PointConstraint;
 use super::error::ModelError;
 use super::geometry::TissueGeometry;
+use super::load::PointLoad;
 
-/// A tissue model the model thread can drive: advance under point constraints,
-/// report the constraint forces, the local static compliance, and the displaced
-/// surface.
+/// A tissue model the model thread can drive: advance under point constraints and
+/// external point loads, report the constraint forces, the local static compliance,
+/// and the displaced surface.
 pub trait TissueModel: Send {
     /// The rest shape and the surface contact is computed against.
     fn geometry(&self) -> &TissueGeometry;
@@ -30,8 +31,8 @@ pub trait TissueModel: Send {
         &self.geometry().surface_nodes
     }
 
-    /// Advances the tissue by `dt` (s) with `constraints` enforced at the end of the
-    /// step, and writes into `forces[i]` the force constraint i applies to the tissue
+    /// Advances the tissue by `dt` (s) under the held point loads ([`Self::set_loads`])
+    /// with `constraints` enforced at the end of the step, and writes into `forces[i]` the force constraint i applies to the tissue
     /// (N; zero if released or unenforceable). `forces` must be at least as long as
     /// `constraints`.
     fn advance(
@@ -40,6 +41,15 @@ pub trait TissueModel: Send {
         constraints: &[PointConstraint],
         forces: &mut [Vec3],
     ) -> Result<(), ModelError>;
+
+    /// Holds the external point loads `loads` on the tissue from the next
+    /// [`Self::advance`] on, until they are set again (an empty slice removes them;
+    /// [`Self::reset`] clears them). Each step solves its constraints with the loads
+    /// acting (the constraint forces are those that hold the targets under the loads),
+    /// and the displaced field includes them. Checks finite forces and weights, nodes in
+    /// the mesh and at most the capacity the backend was built with; on an error the
+    /// held loads stay as they were. Allocation-free.
+    fn set_loads(&mut self, loads: &[PointLoad]) -> Result<(), ModelError>;
 
     /// Most constraint rows one step takes.
     fn constraint_capacity(&self) -> usize;
@@ -65,7 +75,8 @@ pub trait TissueModel: Send {
     /// displaced position is rest + displacement.
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]);
 
-    /// Puts the tissue back at rest: zero displacement and velocity, no loads (a
-    /// viewer's "reset tissue").
+    /// Puts the tissue back at rest: zero displacement and velocity, no loads (neither
+    /// the last step's constraint forces nor the held point loads; a viewer's "reset
+    /// tissue").
     fn reset(&mut self);
 }

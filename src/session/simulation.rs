@@ -9,7 +9,9 @@ use crate::contact::{
     StickPoint, SurfaceBvh,
 };
 use crate::fem::Support;
-use crate::model::{DenseConstraintSolver, LocalForceModel, ModelStep, PointConstraint, TissueModel};
+use crate::model::{
+    DenseConstraintSolver, LocalForceModel, ModelStep, PointConstraint, PointLoad, TissueModel,
+};
 use crate::{Mat3, Vec3};
 
 /// Where one probe touches the tissue after a step.
@@ -47,6 +49,9 @@ struct ProbeState {
     cap_state: (f64, f64, f64),
     /// The god-object's contact on the rest surface at this step.
     entry: Option<Contact>,
+    /// The friction force on the tissue (the reaction of the probe's friction, N)
+    /// through the contact's footprint, loaded on the next step.
+    drag: Option<PointLoad>,
 }
 
 impl ProbeState {
@@ -61,6 +66,7 @@ impl ProbeState {
             centre: None,
             cap_state: (0.0, 0.0, 0.0),
             entry: None,
+            drag: None,
         }
     }
 
@@ -70,6 +76,7 @@ impl ProbeState {
         self.contact = None;
         self.phase = None;
         self.cap_state = (0.0, 0.0, 0.0);
+        self.drag = None;
     }
 }
 
@@ -82,7 +89,9 @@ impl ProbeState {
 /// the material point under it, spread over a contact patch ([`ContactPatch`], radius
 /// set by [`Simulation::with_patch_radius`]). Optional Coulomb friction
 /// ([`Simulation::with_friction`]) adds a tangential force from a stick point, and its
-/// reaction drags the tissue (a load through the contact's footprint).
+/// reaction drags the tissue: a load through the contact's footprint (the pushing rows'
+/// supports weighted by their forces), applied from the next step (5 ms later: the
+/// friction needs the step's normal force).
 ///
 /// The surface BVH keeps its rest-shape boxes, inflated each step by the model's
 /// displacement bound; only the triangles within reach of the probes get current
@@ -103,6 +112,8 @@ pub struct Simulation<M: TissueModel> {
     steps: u64,
     constraints: Vec<PointConstraint>,
     forces: Vec<Vec3>,
+    /// The probes' friction drags for the step.
+    loads: Vec<PointLoad>,
     friction: Friction,
     /// Largest force a contact may push the tissue with (N); `None`: unbounded.
     force_cap: Option<f64>,
@@ -163,6 +174,7 @@ impl<M: TissueModel> Simulation<M> {
             steps: 0,
             constraints: Vec::with_capacity(capacity),
             forces: vec![Vec3::zeros(); capacity],
+            loads: Vec::with_capacity(crate::model::MAX_PROBES),
             friction: Friction::NONE,
             force_cap: None,
             workspace,
@@ -348,10 +360,14 @@ impl<M: TissueModel> Simulation<M> {
                 }
             };
         }
-        let ok = self
-            .model
-            .advance(dt, &self.constraints, &mut self.forces)
-            .is_ok();
+        self.loads.clear();
+        self.loads
+            .extend(self.probes[..n].iter().filter_map(|p| p.drag));
+        let ok = self.model.set_loads(&self.loads).is_ok()
+            && self
+                .model
+                .advance(dt, &self.constraints, &mut self.forces)
+                .is_ok();
         if !ok {
             self.forces.fill(Vec3::zeros());
         }
@@ -475,6 +491,7 @@ impl<M: TissueModel> Simulation<M> {
         let mut f0 = normal_force;
         let mut stiffness = stiffness_n;
         let mut phase = None;
+        let mut drag = None;
         if !self.friction.is_none() {
             if let Some(footprint) = self.footprint(&range) {
                 let c = self
@@ -494,6 +511,10 @@ impl<M: TissueModel> Simulation<M> {
                     f0 += fr.force;
                     stiffness += fr.stiffness;
                     phase = Some(fr.phase);
+                    drag = Some(PointLoad {
+                        support: footprint,
+                        force: -fr.force,
+                    });
                 }
             }
         } else {
@@ -510,6 +531,7 @@ impl<M: TissueModel> Simulation<M> {
             k_entry,
         );
         state.phase = phase;
+        state.drag = drag;
         state.contact = Some(ProbeContact {
             point,
             normal: n,
