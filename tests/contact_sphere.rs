@@ -62,13 +62,7 @@ impl Block {
 /// (m; the sphere's indentation), settling each depth over a few static steps (the
 /// contact rows are linearised about the last step's surface). Returns per depth the
 /// normal force (N) and the simulation after it.
-fn press_to(
-    sim: &mut Simulation<CondensedModel>,
-    radius: f64,
-    x: f64,
-    y: f64,
-    depth: f64,
-) -> f64 {
+fn press_to(sim: &mut Simulation<CondensedModel>, radius: f64, x: f64, y: f64, depth: f64) -> f64 {
     let mut f = 0.0;
     for _ in 0..6 {
         f = sim.step(0.0, 5e-3, Vec3::new(x, y, radius - depth)).f0.z;
@@ -156,7 +150,10 @@ fn a_sphere_pressed_into_a_graded_block_follows_hertz() {
     );
     assert!((slope - 1.5).abs() <= 0.1, "slope {slope}");
     assert!((f2 / hertz(2e-3) - 1.0).abs() <= 0.15, "force {f2}");
-    assert!((radius_at_2mm / a_hertz - 1.0).abs() <= 0.15, "radius {radius_at_2mm}");
+    assert!(
+        (radius_at_2mm / a_hertz - 1.0).abs() <= 0.15,
+        "radius {radius_at_2mm}"
+    );
 }
 
 /// Independent reference: u = K⁻¹ F by a dense Cholesky of K (nalgebra), from K
@@ -232,7 +229,10 @@ fn two_probes_solved_together_match_a_direct_solve_and_interact() {
             two.step_probes(0.0, 5e-3, &[at(a), at(b)], &mut out);
         }
         let miss = rows_hold_under_a_direct_solve(&two, &block);
-        assert!(miss <= 1e-6 * depth, "rows miss their targets by {miss:e} m at {depth}");
+        assert!(
+            miss <= 1e-6 * depth,
+            "rows miss their targets by {miss:e} m at {depth}"
+        );
         // Alone, each probe pushes harder than beside the other: the other's dent
         // lowers the surface under it.
         let mut alone = Simulation::new(block.condensed(384), radius);
@@ -273,4 +273,70 @@ fn a_straight_press_over_a_symmetric_point_keeps_the_contact_point_still() {
         println!("radius {radius}: contact point off the axis by at most {worst:e} m over 6 mm");
         assert!(worst < 1e-9, "{worst}");
     }
+}
+
+#[test]
+fn friction_drags_the_surface_by_the_compliance_of_its_load() {
+    use palpa::contact::{Friction, FrictionPhase};
+    use palpa::model::TissueModel;
+    let block = small_block(CubeSplit::Six);
+    let radius = 5e-3;
+    let depth = 2e-3;
+    let mut sim = Simulation::new(block.condensed(384), radius)
+        .with_friction(Friction::new(1.0, 0.8).unwrap());
+    let at = |x: f64| Vec3::new(x, 0.001, radius - depth);
+    sim.step(0.0, 5e-3, Vec3::new(0.0, 0.001, radius + 1e-3));
+    for _ in 0..4 {
+        sim.step(0.0, 5e-3, at(0.0));
+    }
+    // Drag 0.6 mm along x while sticking, then hold.
+    for i in 1..=12 {
+        sim.step(0.0, 5e-3, at(5e-5 * i as f64));
+    }
+    let mut last = palpa::model::LocalForceModel::NONE;
+    for _ in 0..6 {
+        last = sim.step(0.0, 5e-3, at(6e-4));
+    }
+    assert_eq!(sim.friction_phase(), Some(FrictionPhase::Stick));
+    let drag: Vec3 = sim.loads().iter().map(|l| l.force).sum();
+    assert!(
+        drag.x > 0.0,
+        "the probe drags the tissue along +x: {drag:?}"
+    );
+    assert!((drag.x + last.f0.x).abs() < 1e-9, "{drag:?} {:?}", last.f0);
+    // Independent reference: K⁻¹ of the contact rows' forces plus the drag.
+    let mut loads = Vec::new();
+    palpa::model::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut loads);
+    for l in sim.loads() {
+        loads.extend(l.support.iter().map(|(v, w)| (v, l.force * w)));
+    }
+    let u = direct(&block, &loads);
+    let nodes = block.geometry.surface_nodes.clone();
+    let mut model_u = vec![Vec3::zeros(); nodes.len()];
+    sim.model_mut().displacements(&nodes, &mut model_u);
+    let scale = nodes.iter().map(|&v| u[v].norm()).fold(0.0, f64::max);
+    let worst = nodes
+        .iter()
+        .zip(&model_u)
+        .map(|(&v, m)| (u[v] - m).norm())
+        .fold(0.0, f64::max);
+    let footprint: Vec3 = sim.loads()[0].support.iter().map(|(v, w)| u[v] * w).sum();
+    println!(
+        "drag {:.4} N moves the footprint {:.3} mm along x; surface against K⁻¹F: {:.1e} \
+         of the largest displacement",
+        drag.x,
+        footprint.x * 1e3,
+        worst / scale
+    );
+    assert!(worst <= 1e-6 * scale, "{worst:e} against {scale:e}");
+    assert!(footprint.x > 0.0);
+    // Without the drag the footprint would not move along x at this point.
+    let mut without = Vec::new();
+    palpa::model::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut without);
+    let u0 = direct(&block, &without);
+    let footprint0: Vec3 = sim.loads()[0].support.iter().map(|(v, w)| u0[v] * w).sum();
+    assert!(
+        footprint.x - footprint0.x > 0.5 * footprint.x.abs(),
+        "{footprint:?} {footprint0:?}"
+    );
 }

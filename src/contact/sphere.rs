@@ -13,7 +13,8 @@
 //!   apart, mirror symmetric about the coordinate planes) must end outside the tissue:
 //!   each sample behind the current surface, or less than the margin in front of it,
 //!   holds the surface point closest to it (a barycentric point of one triangle)
-//!   behind the sample along the surface normal. On a mesh coarser than the contact
+//!   behind the sample along the entry normal (the surface normal where the probe
+//!   entered: one direction for all samples, so the rows of one flat triangle agree). On a mesh coarser than the contact
 //!   radius the sphere would otherwise slip between nodes.
 //!
 //! Candidates within the margin outside keep a surface the last step left conforming
@@ -42,6 +43,32 @@ pub struct SphereRows {
     pub count: usize,
 }
 
+/// The rows that pushed at a probe's last step: they stay candidates at the next step
+/// whatever the surface positions say (a surface the tissue model reports only
+/// approximately, e.g. while a node's K⁻¹ columns are completed, must not drop a held
+/// contact for a step).
+#[derive(Clone, Debug, Default)]
+pub struct HeldRows {
+    nodes: Vec<usize>,
+    samples: Vec<bool>,
+}
+
+impl HeldRows {
+    /// Forgets the held rows (lift-off).
+    pub fn clear(&mut self) {
+        self.nodes.clear();
+        self.samples.fill(false);
+    }
+}
+
+/// Where a row came from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum RowOrigin {
+    Node(usize),
+    Sample(usize),
+    Point,
+}
+
 /// Builds the contact rows of spheres of one radius over one surface: the rest vertex
 /// normals and the sample directions, computed once.
 #[derive(Clone, Debug)]
@@ -56,6 +83,8 @@ pub struct SphereContact {
     /// Step stamp per node with a node row, to skip samples that land on one.
     node_row: Vec<u64>,
     stamp: u64,
+    /// Origin of each row of the step, by constraint index.
+    origins: Vec<RowOrigin>,
 }
 
 impl SphereContact {
@@ -91,6 +120,7 @@ impl SphereContact {
             samples,
             node_row: vec![0; rest.len()],
             stamp: 0,
+            origins: Vec::new(),
         }
     }
 
@@ -103,6 +133,36 @@ impl SphereContact {
     /// candidate search around the centre is radius + margin.
     pub fn reach(&self) -> f64 {
         self.radius + self.margin
+    }
+
+    /// Room for the held rows of one probe.
+    pub fn held_rows(&self, capacity: usize) -> HeldRows {
+        HeldRows {
+            nodes: Vec::with_capacity(capacity),
+            samples: vec![false; self.samples.len()],
+        }
+    }
+
+    /// Starts a step's rows: forgets the last step's row origins (room for
+    /// `capacity` rows, allocated once).
+    pub fn begin_step(&mut self, capacity: usize) {
+        self.origins.clear();
+        self.origins.reserve(capacity);
+    }
+
+    /// Remembers in `held` which of `rows` pushed (`forces` by constraint index).
+    pub fn remember(&self, rows: SphereRows, forces: &[Vec3], held: &mut HeldRows) {
+        held.clear();
+        for k in rows.first..rows.first + rows.count {
+            if forces[k] == Vec3::zeros() {
+                continue;
+            }
+            match self.origins.get(k) {
+                Some(RowOrigin::Node(v)) => held.nodes.push(*v),
+                Some(RowOrigin::Sample(i)) => held.samples[*i] = true,
+                _ => {}
+            }
+        }
     }
 
     /// Unit rest normal of surface node `v` (area weighted over its triangles).
@@ -124,10 +184,12 @@ impl SphereContact {
         near_nodes: &[usize],
         centre: Vec3,
         entry: Option<Vec3>,
+        held: &HeldRows,
         capacity: usize,
         out: &mut Vec<PointConstraint>,
     ) -> SphereRows {
         let first = out.len();
+        self.origins.resize(first, RowOrigin::Point);
         self.stamp += 1;
         let r = self.radius;
         let faces = |n: &Vec3| entry.is_none_or(|e| e.dot(n) > 0.0);
@@ -137,7 +199,7 @@ impl SphereContact {
             }
             let to_centre = centre - positions[v];
             let dist = to_centre.norm();
-            if !(dist > 0.0 && dist < r + self.margin) {
+            if !(dist > 0.0 && (dist < r + self.margin || held.nodes.contains(&v))) {
                 continue;
             }
             let d = to_centre / dist;
@@ -146,6 +208,7 @@ impl SphereContact {
                 continue;
             }
             self.node_row[v] = self.stamp;
+            self.origins.push(RowOrigin::Node(v));
             out.push(PointConstraint::contact_on(
                 Support::node(v),
                 d,
@@ -158,7 +221,8 @@ impl SphereContact {
                 break;
             }
             let u = self.samples[i];
-            if entry.is_some_and(|e| u.dot(&e) >= 0.0) {
+            // Only the cap that presses: within 60° of the entry direction.
+            if entry.is_some_and(|e| u.dot(&e) >= -0.5) {
                 continue;
             }
             let s = centre + u * r;
@@ -168,7 +232,8 @@ impl SphereContact {
             let n = bvh.shaded_normal(near.triangle, &near.bary, positions);
             // Samples on the surface or just outside it stay candidates: the surface
             // a step leaves conforming to the sphere must still be held next step.
-            if n.dot(&(s - near.point)) >= self.margin || n.dot(&u) >= 0.0 || !faces(&n) {
+            let outside = n.dot(&(s - near.point)) >= self.margin && !held.samples[i];
+            if outside || n.dot(&u) >= 0.0 || !faces(&n) {
                 continue;
             }
             let tri = bvh.triangles()[near.triangle];
@@ -178,9 +243,13 @@ impl SphereContact {
                     continue;
                 }
             }
+            self.origins.push(RowOrigin::Sample(i));
+            // Along the entry normal: the rows of one flat triangle then constrain the
+            // same direction, and the deepest sample decides, instead of several
+            // tilted linearisations pulling against each other.
             out.push(PointConstraint::contact_on(
                 Support::triangle(tri, near.bary),
-                n,
+                entry.unwrap_or(n),
                 s,
             ));
         }
@@ -193,12 +262,15 @@ impl SphereContact {
     /// Appends the row of a point probe at `tip` (m) pressed into the material point
     /// `support` along the outward normal `normal`.
     pub fn push_point(
+        &mut self,
         support: Support,
         normal: Vec3,
         tip: Vec3,
         out: &mut Vec<PointConstraint>,
     ) -> SphereRows {
         let first = out.len();
+        self.origins.resize(first, RowOrigin::Point);
+        self.origins.push(RowOrigin::Point);
         out.push(PointConstraint::contact_on(support, normal, tip));
         SphereRows { first, count: 1 }
     }

@@ -136,9 +136,7 @@ pub fn grid_mesh(source: &str, axes: [&[f64]; 3], split: CubeSplit) -> Result<Te
         msg,
     };
     for (a, xs) in axes.iter().enumerate() {
-        if xs.len() < 2
-            || !xs.iter().all(|x| x.is_finite())
-            || xs.windows(2).any(|w| w[1] <= w[0])
+        if xs.len() < 2 || !xs.iter().all(|x| x.is_finite()) || xs.windows(2).any(|w| w[1] <= w[0])
         {
             return Err(invalid(format!(
                 "grid axis {a} needs at least two strictly increasing finite coordinates"

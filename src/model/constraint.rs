@@ -561,7 +561,9 @@ mod tests {
                 s[i * n + j] = 1.0 / (1.0 + i as f64 + j as f64) + if i == j { 0.05 } else { 0.0 };
             }
         }
-        let r: Vec<f64> = (0..n).map(|i| ((i as f64) * 1.7).sin() * 0.3 - 0.1).collect();
+        let r: Vec<f64> = (0..n)
+            .map(|i| ((i as f64) * 1.7).sin() * 0.3 - 0.1)
+            .collect();
         let mut f = vec![0.0; n];
         DenseConstraintSolver::new(n).solve(n, &s, &r, &[true; 12], &mut f);
         for i in 0..n {

@@ -5,7 +5,7 @@
 //! gets the local force model its haptic thread extrapolates from.
 
 use crate::contact::{
-    Contact, ContactPatch, Friction, FrictionPhase, Proxy, SphereContact, SphereRows,
+    Contact, ContactPatch, Friction, FrictionPhase, HeldRows, Proxy, SphereContact, SphereRows,
     StickPoint, SurfaceBvh,
 };
 use crate::fem::Support;
@@ -37,6 +37,8 @@ struct ProbeState {
     /// God-object on the rest surface.
     proxy: Proxy,
     rows: SphereRows,
+    /// The rows that pushed at the last step.
+    held: HeldRows,
     contact: Option<ProbeContact>,
     stick: StickPoint,
     phase: Option<FrictionPhase>,
@@ -55,10 +57,11 @@ struct ProbeState {
 }
 
 impl ProbeState {
-    fn new(radius: f64) -> Self {
+    fn new(radius: f64, held: HeldRows) -> Self {
         Self {
             proxy: Proxy::new(radius),
             rows: SphereRows::default(),
+            held,
             contact: None,
             stick: StickPoint::default(),
             phase: None,
@@ -77,6 +80,7 @@ impl ProbeState {
         self.phase = None;
         self.cap_state = (0.0, 0.0, 0.0);
         self.drag = None;
+        self.held.clear();
     }
 }
 
@@ -162,7 +166,7 @@ impl<M: TissueModel> Simulation<M> {
         let workspace = grown_bounds(&positions);
         let capacity = model.constraint_capacity();
         Self {
-            probes: vec![ProbeState::new(sphere.radius())],
+            probes: vec![ProbeState::new(sphere.radius(), sphere.held_rows(capacity))],
             sphere,
             bvh,
             patch,
@@ -187,7 +191,10 @@ impl<M: TissueModel> Simulation<M> {
     /// own proxy, contact and friction, and all share one constraint system.
     pub fn with_probes(mut self, count: usize) -> Self {
         let count = count.clamp(1, crate::model::MAX_PROBES);
-        self.probes = vec![ProbeState::new(self.sphere.radius()); count];
+        let capacity = self.model.constraint_capacity();
+        self.probes = (0..count)
+            .map(|_| ProbeState::new(self.sphere.radius(), self.sphere.held_rows(capacity)))
+            .collect();
         self
     }
 
@@ -282,13 +289,21 @@ impl<M: TissueModel> Simulation<M> {
         &self.forces[..self.constraints.len()]
     }
 
+    /// The loads the last step put on the tissue besides its constraints: the probes'
+    /// friction drags (N, through each contact's footprint).
+    pub fn loads(&self) -> &[PointLoad] {
+        &self.loads
+    }
+
     /// Puts the tissue back at rest and forgets the contacts and proxies, as if the
     /// simulation had just been built.
     pub fn reset(&mut self) {
         self.model.reset();
         let radius = self.sphere.radius();
         for p in &mut self.probes {
-            *p = ProbeState::new(radius);
+            let mut held = std::mem::take(&mut p.held);
+            held.clear();
+            *p = ProbeState::new(radius, held);
         }
         self.positions.copy_from_slice(self.model.rest_positions());
         self.constraints.clear();
@@ -303,7 +318,6 @@ impl<M: TissueModel> Simulation<M> {
         let radius = self.sphere.radius();
         // Each probe's god-object on the rest surface, and the sphere centre its rows use.
         self.bvh.set_inflation(0.0);
-        let rest = self.model.rest_positions();
         for (i, probe) in probes.iter().enumerate().take(n) {
             let state = &mut self.probes[i];
             if !probe.iter().all(|x| x.is_finite()) {
@@ -313,24 +327,36 @@ impl<M: TissueModel> Simulation<M> {
                 continue;
             }
             let probe = probe.zip_zip_map(&lo, &hi, |x, lo, hi| x.clamp(lo, hi));
-            let entry = state.proxy.update(&self.bvh, rest, &probe);
+            let entry = state
+                .proxy
+                .update(&self.bvh, self.model.rest_positions(), &probe);
             state.entry = entry;
             let depth = entry.map_or(0.0, |c| c.depth.max(0.0));
-            let mut centre = probe;
-            if let (Some(cap), Some(c)) = (self.force_cap, entry) {
-                let (used, force, k) = state.cap_state;
-                if k > 0.0 && depth > 0.0 {
-                    let allowed = used + (cap - force) / k;
-                    if depth > allowed {
-                        centre += c.normal * (depth - allowed.max(0.0));
-                    }
+            state.centre = Some(probe);
+            if let (Some(cap), Some(c), true) = (self.force_cap, entry, depth > 0.0) {
+                // The indentation the cap allows: from the last step's force and active
+                // stiffness along the entry normal, or, at a new contact, from the
+                // compliance of the entry point alone (exact for a point probe; a
+                // sphere's several rows are stiffer, and the next step corrects).
+                let (mut used, mut force, mut k) = state.cap_state;
+                if !(k > 0.0) {
+                    let tri = self.bvh.triangles()[c.triangle];
+                    let cn = self
+                        .model
+                        .point_compliance(&Support::triangle(tri, c.bary))
+                        .map_or(0.0, |m| c.normal.dot(&(m * c.normal)));
+                    (used, force, k) = (0.0, 0.0, if cn > 0.0 { 1.0 / cn } else { 0.0 });
+                }
+                let allowed = used + (cap - force) / k;
+                if k > 0.0 && depth > allowed {
+                    state.centre = Some(probe + c.normal * (depth - allowed.max(0.0)));
                 }
             }
-            state.centre = Some(centre);
         }
         self.refresh_near(&probes[..n]);
         self.constraints.clear();
         let capacity = self.model.constraint_capacity();
+        self.sphere.begin_step(capacity);
         for i in 0..n {
             let state = &mut self.probes[i];
             let Some(centre) = state.centre else {
@@ -345,6 +371,7 @@ impl<M: TissueModel> Simulation<M> {
                     &self.near_nodes,
                     centre,
                     entry.map(|c| c.normal),
+                    &state.held,
                     capacity,
                     &mut self.constraints,
                 )
@@ -352,7 +379,8 @@ impl<M: TissueModel> Simulation<M> {
                 let rest = self.model.rest_positions();
                 let n = c.normal;
                 let support = self.patch.support(&self.bvh, rest, c.triangle, &c.bary, &n);
-                SphereContact::push_point(support, n, centre, &mut self.constraints)
+                self.sphere
+                    .push_point(support, n, centre, &mut self.constraints)
             } else {
                 SphereRows {
                     first: self.constraints.len(),
@@ -372,6 +400,11 @@ impl<M: TissueModel> Simulation<M> {
             self.forces.fill(Vec3::zeros());
         }
         self.active_stiffness_setup();
+        for i in 0..n {
+            let state = &mut self.probes[i];
+            self.sphere
+                .remember(state.rows, &self.forces, &mut state.held);
+        }
         for i in 0..n {
             out[i] = self.finish_probe(i, t, dt, probes[i]);
         }
@@ -502,11 +535,15 @@ impl<M: TissueModel> Simulation<M> {
                 // Tangential contact stiffness of the tissue at the footprint: the
                 // inverse of its mean tangential compliance.
                 let k_t = 2.0 / (c.trace() - cn);
+                // Slip is the probe's motion over the surface: the stick point is where
+                // the probe itself touches (the sphere's point along the normal), not
+                // the material there, which the contact's own load moves.
+                let touching = self.probes[i].centre.unwrap_or(probe) - n * self.sphere.radius();
                 let state = &mut self.probes[i];
                 if let Some(fr) =
                     state
                         .stick
-                        .update(&self.friction, &point, &n, normal_force.norm(), k_t, cn)
+                        .update(&self.friction, &touching, &n, normal_force.norm(), k_t, cn)
                 {
                     f0 += fr.force;
                     stiffness += fr.stiffness;
@@ -575,11 +612,7 @@ impl<M: TissueModel> Simulation<M> {
                     0.0
                 };
             }
-            let (rhs, sol, bilateral) = (
-                &st.rhs[..a],
-                &mut st.solution[..a],
-                &st.bilateral[..a],
-            );
+            let (rhs, sol, bilateral) = (&st.rhs[..a], &mut st.solution[..a], &st.bilateral[..a]);
             if axis == 0 {
                 st.solver.solve(a, c, rhs, bilateral, sol);
             } else {
@@ -587,7 +620,10 @@ impl<M: TissueModel> Simulation<M> {
             }
             for (x, &row) in st.active.iter().enumerate() {
                 if range.contains(&row) {
-                    k.set_column(axis, &(k.column(axis) - self.constraints[row].direction(0) * sol[x]));
+                    k.set_column(
+                        axis,
+                        &(k.column(axis) - self.constraints[row].direction(0) * sol[x]),
+                    );
                 }
             }
         }
@@ -612,7 +648,10 @@ impl<M: TissueModel> Simulation<M> {
         Support::patch(
             range.clone().flat_map(|k| {
                 let w = self.forces[k].norm();
-                self.constraints[k].support.iter().map(move |(v, x)| (v, x * w))
+                self.constraints[k]
+                    .support
+                    .iter()
+                    .map(move |(v, x)| (v, x * w))
             }),
             origin / total,
         )
