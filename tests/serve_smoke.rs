@@ -448,9 +448,9 @@ fn sigterm_and_sighup_stop_with_zero_force_like_ctrl_c() {
     }
 }
 
-/// Two devices: each has its own haptic loop and probe (the second palpates its own copy
-/// of the tissue until several probes share one constraint system), both end at zero
-/// force; a second viewer-driven stylus is refused.
+/// Two devices: each has its own haptic loop and probe on one tissue (their contacts
+/// solved together by the first device's model thread), both end at zero force; a
+/// second viewer-driven stylus is refused.
 #[test]
 fn a_second_device_gets_its_own_haptic_loop_and_ends_at_zero_force() {
     let cache = tempfile::tempdir().unwrap();
@@ -475,9 +475,7 @@ fn a_second_device_gets_its_own_haptic_loop_and_ends_at_zero_force() {
             .unwrap_or_else(|| panic!("no `{prefix}` line in {stdout:#?}"))
             .clone()
     };
-    assert!(
-        line("device 2: palpates its own copy of the tissue").contains("do not feel each other")
-    );
+    assert!(line("2 devices palpate one tissue").contains("solved together"));
     let largest = |label: &str| -> f64 {
         line(label)
             .split("largest force commanded ")

@@ -30,9 +30,10 @@ use crate::device::force_log::ForceLog;
 use crate::device::mapped::MappedDevice;
 use crate::device::{CalibrationRequest, HapticDevice};
 use crate::haptic::runtime::{HapticRuntime, RuntimeConfig, RuntimeShared};
+use crate::haptic::tick::HapticLoop;
 use crate::rt::{self, RealtimeMode, RealtimePolicy};
 use crate::scene;
-use crate::session::{SceneVisual, ServeStep, Stylus, ViewerLink};
+use crate::session::{ProbeFollower, ProbeSlots, SceneVisual, ServeStep, Stylus, ViewerLink};
 use crate::stream::{control_channel, snapshot_slot, ProbeWorkspace, StreamServer};
 
 /// Height of the idle virtual stylus above the top of the mesh (m).
@@ -129,9 +130,37 @@ fn listen_for_calibration(request: CalibrationRequest) {
     }
 }
 
-/// One device with its own haptic loop, model thread and tissue.
+/// One device's haptic loop and model thread: the first steps the tissue with every
+/// probe, the others hand their probe to it.
+enum Runtime {
+    Tissue(HapticRuntime<ServeDevice, ServeStep>),
+    Follower(HapticRuntime<ServeDevice, ProbeFollower>),
+}
+
+impl Runtime {
+    fn shared(&self) -> &std::sync::Arc<RuntimeShared> {
+        match self {
+            Runtime::Tissue(r) => r.shared(),
+            Runtime::Follower(r) => r.shared(),
+        }
+    }
+
+    /// Stops the threads (zero force first); the first device's step comes back for
+    /// the final frame.
+    fn stop(self) -> (HapticLoop<ServeDevice>, Option<ServeStep>) {
+        match self {
+            Runtime::Tissue(r) => {
+                let (haptic, step) = r.stop();
+                (haptic, Some(step))
+            }
+            Runtime::Follower(r) => (r.stop().0, None),
+        }
+    }
+}
+
+/// One device with its threads.
 struct Hand {
-    runtime: HapticRuntime<ServeDevice, ServeStep>,
+    runtime: Runtime,
     label: String,
 }
 
@@ -181,30 +210,25 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         bar.finish_and_clear();
         built.map_err(|e| e.to_string())
     };
-    let mut builds = vec![build(scene, "building the scene")?];
-    println!("model: {}", describe(&builds[0].precompute));
-    for i in 1..opened.len() {
-        // Until the contact issue puts several probes in one constraint system, every
-        // further device palpates its own copy of the tissue (the precompute is cached).
-        let copy = build(
-            builds[0].scene.clone(),
-            "building the tissue for another device",
-        )?;
-        builds.push(copy);
+    let mut built = build(scene, "building the scene")?;
+    println!("model: {}", describe(&built.precompute));
+    let several = opened.len() > 1;
+    if several {
+        built.model = built.model.with_probes(opened.len());
         println!(
-            "device {}: palpates its own copy of the tissue (the devices do not feel each \
-             other yet; the viewer shows device 1's)",
-            i + 1
+            "{} devices palpate one tissue: their contacts are solved together (the viewer \
+             draws device 1's probe)",
+            opened.len()
         );
     }
-    let (mut stream_scene, visual) =
-        SceneVisual::new(&name, &builds[0].mesh.mesh, &builds[0].model);
-    stream_scene.model_rate_hz = builds[0].scene.rates.model;
-    stream_scene.haptic_rate_hz = builds[0].scene.rates.haptic;
+    let probes = ProbeSlots::new(opened.len());
+    let (mut stream_scene, visual) = SceneVisual::new(&name, &built.mesh.mesh, &built.model);
+    stream_scene.model_rate_hz = built.scene.rates.model;
+    stream_scene.haptic_rate_hz = built.scene.rates.haptic;
     println!(
         "model: {} nodes, {} tetrahedra, {} surface vertices, {}",
-        builds[0].mesh.mesh.nodes.len(),
-        builds[0].mesh.mesh.tets.len(),
+        built.mesh.mesh.nodes.len(),
+        built.mesh.mesh.tets.len(),
         stream_scene.rest_positions.len(),
         match stream_scene.mode_count() {
             Some(k) => format!("{k} modes"),
@@ -212,17 +236,17 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         }
     );
 
-    let several = opened.len() > 1;
-    let idle = builds[0].above_the_middle(IDLE_HEIGHT);
+    let idle = built.above_the_middle(IDLE_HEIGHT);
     let (snapshot_writer, snapshot_reader) = snapshot_slot(visual.at_rest(idle));
     let (control_tx, control_rx) = control_channel(CONTROL_CAPACITY);
-    let (min, max) = builds[0].model.workspace();
-    let stream_config = builds[0]
+    let (min, max) = built.model.workspace();
+    let stream_config = built
         .scene
         .stream_config(bind, Some(ProbeWorkspace { min, max }));
-    let mut first_link = Some((snapshot_writer, control_rx, visual));
+    let mut link = Some((snapshot_writer, control_rx, visual));
     let mut hands = Vec::with_capacity(opened.len());
-    for (i, (hand, mut built)) in opened.into_iter().zip(builds).enumerate() {
+    let mut configured = Vec::with_capacity(opened.len());
+    for (i, hand) in opened.into_iter().enumerate() {
         let label = if several {
             format!("device {} ({})", i + 1, hand.device.name())
         } else {
@@ -239,35 +263,40 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let rating = hand.device.rating();
         let (map, how) = built.device_mapping(&rating);
         println!("workspace: {how}");
-        let mut device: ServeDevice = ForceLog::new(MappedDevice::new(hand.device, map));
+        let device: ServeDevice = ForceLog::new(MappedDevice::new(hand.device, map));
         let stylus = hand.stylus.map(|input| Stylus::new(input, map, idle));
         let haptic = built.attach_device(rating);
-        let scene = &built.scene;
         let runtime_config = RuntimeConfig {
             haptic,
             realtime: RealtimePolicy {
                 mode: args.realtime,
                 core: None,
             },
-            telemetry_capacity: 2 * scene.rates.haptic as usize,
+            telemetry_capacity: 2 * built.scene.rates.haptic as usize,
             log_stats: false,
         };
-        // The viewers see and steer the first device's tissue; the others publish into
-        // a link nobody reads.
-        let (snapshots, control, visual) = first_link.take().unwrap_or_else(|| {
-            let (_, visual) = SceneVisual::new(&name, &built.mesh.mesh, &built.model);
-            let (snapshots, _) = snapshot_slot(visual.at_rest(idle));
-            let (_, control) = control_channel(1);
-            (snapshots, control, visual)
-        });
-        let link = ViewerLink {
-            snapshots,
-            control,
-            commanded: device.commanded(),
-        };
-        let step = ServeStep::new(built.model, visual, link, stylus, scene.rates.visual, idle);
-        let runtime = HapticRuntime::start(device, step, runtime_config)
-            .map_err(|e| format!("cannot start the haptic and model threads: {e}"))?;
+        configured.push((device, stylus, runtime_config, label));
+    }
+    // The first device's model thread steps the tissue with every probe; the viewers
+    // see and steer it.
+    let rates = built.scene.rates.clone();
+    let mut model = Some(built.model);
+    for (i, (mut device, stylus, runtime_config, label)) in configured.into_iter().enumerate() {
+        let runtime = match (model.take(), link.take()) {
+            (Some(model), Some((snapshots, control, visual))) => {
+                let link = ViewerLink {
+                    snapshots,
+                    control,
+                    commanded: device.commanded(),
+                };
+                let step = ServeStep::new(model, visual, link, stylus, rates.visual, idle)
+                    .with_probes(probes.clone());
+                HapticRuntime::start(device, step, runtime_config).map(Runtime::Tissue)
+            }
+            _ => HapticRuntime::start(device, probes.follower(i), runtime_config)
+                .map(Runtime::Follower),
+        }
+        .map_err(|e| format!("cannot start the haptic and model threads: {e}"))?;
         hands.push(Hand { runtime, label });
     }
 
@@ -347,9 +376,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             ));
         }
         let mut last_forces = Vec::with_capacity(stopped.len());
-        for (i, (label, haptic, mut step)) in stopped.into_iter().enumerate() {
+        for (label, haptic, step) in stopped {
             let last = haptic.device().last_force();
-            if i == 0 {
+            if let Some(mut step) = step {
                 step.publish_final(last);
             }
             drop(haptic);

@@ -363,34 +363,37 @@ impl DenseConstraintSolver {
         for i in 0..m {
             self.active[i] = !unilateral[i] || r[i] < 0.0;
         }
-        // Each pass changes the active set; cycling is possible only in degenerate
-        // (dependent) systems, where the bound ends it with the last pushing solution.
-        for _ in 0..4 * m + 8 {
+        // Each pass flips the one row that is most wrong: an enforced row that pulls is
+        // released, else a released row pushed furthest past its target is enforced
+        // (flipping one row at a time, not all, keeps a nearly dependent pair from
+        // alternating). The bound ends degenerate cycles with the last solution.
+        for _ in 0..4 * m + 16 {
             if self.factored_m != Some(m) || self.factored[..m] != self.active[..m] {
                 self.factor_active(m, s);
             }
             self.substitute(m, r, f);
-            let mut changed = false;
+            let mut worst: Option<(usize, f64)> = None;
             for i in 0..m {
                 if self.active[i] && unilateral[i] && f[i] > 0.0 {
-                    self.active[i] = false;
-                    changed = true;
-                }
-            }
-            if changed {
-                continue;
-            }
-            for i in 0..m {
-                if !self.active[i] && unilateral[i] {
-                    let pushed: f64 = (0..m).map(|j| s[i * m + j] * f[j]).sum();
-                    if pushed > r[i] + tol {
-                        self.active[i] = true;
-                        changed = true;
+                    let pull = f[i] * s[i * m + i].max(f64::MIN_POSITIVE).sqrt();
+                    if worst.is_none_or(|(_, w)| pull > w) {
+                        worst = Some((i, pull));
                     }
                 }
             }
-            if !changed {
-                break;
+            if worst.is_none() {
+                for i in 0..m {
+                    if !self.active[i] && unilateral[i] {
+                        let pushed: f64 = (0..m).map(|j| s[i * m + j] * f[j]).sum::<f64>() - r[i];
+                        if pushed > tol && worst.is_none_or(|(_, w)| pushed > w) {
+                            worst = Some((i, pushed));
+                        }
+                    }
+                }
+            }
+            match worst {
+                Some((i, _)) => self.active[i] = !self.active[i],
+                None => break,
             }
         }
         let mut unenforced = 0;

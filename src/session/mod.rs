@@ -6,14 +6,18 @@
 //! * [`SceneModel`] — the simulation over whichever backend a scene chose;
 //! * [`SceneVisual`] — the scene model as viewers see it (visual snapshots);
 //! * [`ServeStep`] — what `palpa serve` runs on the model thread: viewers' commands,
-//!   the model step, and the snapshots at the visual rate.
+//!   the model step, and the snapshots at the visual rate;
+//! * [`ProbeSlots`] — several devices on one tissue: the first device's model thread
+//!   steps every probe, the others hand their probe in ([`ProbeFollower`]).
 
 mod scene_model;
 mod serve_step;
+mod shared_probes;
 mod simulation;
 mod visual;
 
 pub use scene_model::SceneModel;
 pub use serve_step::{ServeStep, Stylus, ViewerLink};
+pub use shared_probes::{ProbeFollower, ProbeSlots};
 pub use simulation::{ProbeContact, Simulation};
 pub use visual::{SceneVisual, VISIBLE_DISPLACEMENT};

@@ -34,6 +34,15 @@ impl SceneModel {
         }
     }
 
+    /// Steps `count` probes (1 ..= [`crate::model::MAX_PROBES`]) with contacts solved
+    /// together ([`Simulation::with_probes`]).
+    pub fn with_probes(self, count: usize) -> Self {
+        match self {
+            SceneModel::Modal(s) => SceneModel::Modal(Box::new(s.with_probes(count))),
+            SceneModel::Condensed(s) => SceneModel::Condensed(Box::new(s.with_probes(count))),
+        }
+    }
+
     /// The box the probe is kept in (lowest and highest corner, m).
     pub fn workspace(&self) -> (Vec3, Vec3) {
         match self {

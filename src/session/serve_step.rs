@@ -8,7 +8,7 @@ use crate::rt::{SlotReader, SlotWriter};
 use crate::stream::{ControlReceiver, ProbeControl, SnapshotWriter, VisualSnapshot};
 use crate::Vec3;
 
-use super::{SceneModel, SceneVisual};
+use super::{ProbeSlots, SceneModel, SceneVisual};
 
 /// The virtual stylus's input: positions a viewer picked (scene frame) go to the device
 /// frame through the workspace mapping.
@@ -56,6 +56,8 @@ pub struct ServeStep {
     visual_period: f64,
     next_visual: f64,
     warned_no_stylus: bool,
+    /// The other devices' probes on this tissue.
+    probes: ProbeSlots,
 }
 
 impl ServeStep {
@@ -80,7 +82,15 @@ impl ServeStep {
             visual_period: 1.0 / visual_rate_hz,
             next_visual: 0.0,
             warned_no_stylus: false,
+            probes: ProbeSlots::new(1),
         }
+    }
+
+    /// Steps the tissue with the other devices' probes too (`probes`, whose followers
+    /// the other devices' model threads run): all contacts in one constraint system.
+    pub fn with_probes(mut self, probes: ProbeSlots) -> Self {
+        self.probes = probes;
+        self
     }
 
     /// Publishes the last state once more with `force` (N) as the force on the hand:
@@ -120,7 +130,7 @@ impl ModelStep for ServeStep {
         while let Ok(command) = self.link.control.try_recv() {
             self.obey(command);
         }
-        let out = self.model.step(t, dt, probe);
+        let out = self.probes.step_all(&mut self.model, t, dt, probe);
         if t >= self.next_visual {
             self.next_visual = (self.next_visual + self.visual_period).max(t);
             let force = self.link.commanded.read().0;

@@ -1,0 +1,133 @@
+//! Several devices on one tissue: each device keeps its own haptic thread and model
+//! thread, but only the first device's model thread steps the tissue, with every
+//! probe's newest position, so all contacts are solved in one constraint system. The
+//! other model threads hand their probe in and take their local force model out
+//! through [`ProbeSlots`] (a mutex between model threads, never touched by a haptic
+//! thread).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::model::{LocalForceModel, ModelStep, MAX_PROBES};
+use crate::Vec3;
+
+/// Per probe: its newest position (m; non-finite until its device reports one) and the
+/// local force model of the last tissue step.
+#[derive(Debug)]
+struct Slots {
+    probes: [Vec3; MAX_PROBES],
+    models: [LocalForceModel; MAX_PROBES],
+}
+
+/// The exchange between the model thread that steps the tissue (probe 0) and the
+/// model threads of the other devices (probes 1, 2, …).
+#[derive(Clone, Debug)]
+pub struct ProbeSlots {
+    count: usize,
+    slots: Arc<Mutex<Slots>>,
+}
+
+impl ProbeSlots {
+    /// Slots for `count` probes (clamped to 1 ..= [`MAX_PROBES`]).
+    pub fn new(count: usize) -> Self {
+        Self {
+            count: count.clamp(1, MAX_PROBES),
+            slots: Arc::new(Mutex::new(Slots {
+                probes: [Vec3::repeat(f64::NAN); MAX_PROBES],
+                models: [LocalForceModel::NONE; MAX_PROBES],
+            })),
+        }
+    }
+
+    /// Number of probes.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The model step of probe `index` (≥ 1) for its device's model thread.
+    pub fn follower(&self, index: usize) -> ProbeFollower {
+        ProbeFollower {
+            index: index.clamp(1, self.count - 1),
+            slots: self.clone(),
+        }
+    }
+
+    /// Steps `model` with `probe` as probe 0 and the newest positions of the others,
+    /// stores the others' local force models, and returns probe 0's.
+    pub fn step_all<M: ModelStep>(
+        &self,
+        model: &mut M,
+        t: f64,
+        dt: f64,
+        probe: Vec3,
+    ) -> LocalForceModel {
+        let mut probes = [Vec3::repeat(f64::NAN); MAX_PROBES];
+        {
+            let slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            probes[..self.count].copy_from_slice(&slots.probes[..self.count]);
+        }
+        probes[0] = probe;
+        let mut out = [LocalForceModel::NONE; MAX_PROBES];
+        model.step_probes(t, dt, &probes[..self.count], &mut out[..self.count]);
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        slots.models[..self.count].copy_from_slice(&out[..self.count]);
+        out[0]
+    }
+}
+
+/// A further device's model step: its probe goes to the tissue's model thread, and it
+/// extrapolates from the local force model of that thread's newest step.
+#[derive(Clone, Debug)]
+pub struct ProbeFollower {
+    index: usize,
+    slots: ProbeSlots,
+}
+
+impl ModelStep for ProbeFollower {
+    fn step(&mut self, _t: f64, _dt: f64, probe: Vec3) -> LocalForceModel {
+        let mut slots = self
+            .slots
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        slots.probes[self.index] = probe;
+        slots.models[self.index]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model that reports each probe's position as its force, to see the exchange.
+    struct Echo;
+
+    impl ModelStep for Echo {
+        fn step(&mut self, t: f64, _dt: f64, probe: Vec3) -> LocalForceModel {
+            LocalForceModel {
+                t0: t,
+                f0: probe,
+                ..LocalForceModel::NONE
+            }
+        }
+
+        fn step_probes(&mut self, t: f64, dt: f64, probes: &[Vec3], out: &mut [LocalForceModel]) {
+            for (p, o) in probes.iter().zip(out) {
+                *o = self.step(t, dt, *p);
+            }
+        }
+    }
+
+    #[test]
+    fn followers_hand_in_probes_and_take_out_their_models() {
+        let slots = ProbeSlots::new(3);
+        let (mut b, mut c) = (slots.follower(1), slots.follower(2));
+        // Before the tissue steps with them, the followers feel nothing.
+        assert_eq!(b.step(0.0, 5e-3, Vec3::x()).f0, Vec3::zeros());
+        c.step(0.0, 5e-3, Vec3::y());
+        let a = slots.step_all(&mut Echo, 0.005, 5e-3, Vec3::z());
+        assert_eq!(a.f0, Vec3::z());
+        assert_eq!(b.step(0.01, 5e-3, Vec3::x() * 2.0).f0, Vec3::x());
+        assert_eq!(c.step(0.01, 5e-3, Vec3::y()).f0, Vec3::y());
+        assert_eq!(ProbeSlots::new(99).count(), MAX_PROBES);
+    }
+}
