@@ -240,7 +240,11 @@ fn two_probes_solved_together_match_a_direct_solve_and_interact() {
         for _ in 0..4 {
             f_alone = alone.step(0.0, 5e-3, at(a)).f0.z;
         }
-        assert!(rows_hold_under_a_direct_solve(&alone, &block) <= 1e-6 * depth);
+        let miss_alone = rows_hold_under_a_direct_solve(&alone, &block);
+        assert!(
+            miss_alone <= 1e-6 * depth,
+            "alone: rows miss by {miss_alone:e} m at {depth}"
+        );
         let together = out[0].f0.z;
         println!(
             "depth {:.1} mm: probe A alone {f_alone:.4} N, beside B {together:.4} N \

@@ -9,9 +9,10 @@
 //! spring stored and dissipates the rest, so it injects no energy, and lift-off
 //! (f_n = 0) releases it.
 //!
-//! The tissue model itself carries only the normal constraint: the friction force acts
-//! on the probe and the tissue surface is not dragged sideways, so the stick point is
-//! held in the scene frame.
+//! The stick point is held in the scene frame where the probe itself touches: the
+//! spring stands for the tissue's own tangential elasticity. The simulation applies
+//! the reaction −f_t to the tissue as a load on the contact's footprint, so the drawn
+//! surface is dragged along with the probe by the compliance of that load.
 
 use crate::{Mat3, Vec3};
 

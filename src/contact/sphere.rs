@@ -85,6 +85,11 @@ pub struct SphereContact {
     stamp: u64,
     /// Origin of each row of the step, by constraint index.
     origins: Vec<RowOrigin>,
+    /// Per surface triangle: the step stamp and constraint index of its sample row.
+    triangle_row: Vec<(u64, usize)>,
+    /// Penetration of each sample row's sample along its direction (m), by constraint
+    /// index.
+    sample_depth: Vec<f64>,
 }
 
 impl SphereContact {
@@ -121,6 +126,8 @@ impl SphereContact {
             node_row: vec![0; rest.len()],
             stamp: 0,
             origins: Vec::new(),
+            triangle_row: vec![(0, 0); bvh.triangles().len()],
+            sample_depth: Vec::new(),
         }
     }
 
@@ -148,16 +155,20 @@ impl SphereContact {
     pub fn begin_step(&mut self, capacity: usize) {
         self.origins.clear();
         self.origins.reserve(capacity);
+        if self.sample_depth.len() < capacity {
+            self.sample_depth.resize(capacity, 0.0);
+        }
     }
 
     /// Remembers in `held` which of `rows` pushed (`forces` by constraint index).
     pub fn remember(&self, rows: SphereRows, forces: &[Vec3], held: &mut HeldRows) {
         held.clear();
-        for k in rows.first..rows.first + rows.count {
-            if forces[k] == Vec3::zeros() {
+        let range = rows.first..rows.first + rows.count;
+        for (k, f) in forces[range.clone()].iter().enumerate() {
+            if *f == Vec3::zeros() {
                 continue;
             }
-            match self.origins.get(k) {
+            match self.origins.get(range.start + k) {
                 Some(RowOrigin::Node(v)) => held.nodes.push(*v),
                 Some(RowOrigin::Sample(i)) => held.samples[*i] = true,
                 _ => {}
@@ -243,13 +254,32 @@ impl SphereContact {
                     continue;
                 }
             }
+            // One row per triangle, the deepest sample's (along the row direction):
+            // a flat triangle clears the sphere where it is deepest, and more rows on
+            // its three nodes would be dependent.
+            let dir = entry.unwrap_or(n);
+            let depth = dir.dot(&(near.point - s));
+            let t = near.triangle;
+            if self.triangle_row[t].0 == self.stamp {
+                let k = self.triangle_row[t].1;
+                if depth > self.sample_depth[k] {
+                    self.sample_depth[k] = depth;
+                    self.origins[k] = RowOrigin::Sample(i);
+                    out[k] = PointConstraint::contact_on(Support::triangle(tri, near.bary), dir, s);
+                }
+                continue;
+            }
+            self.triangle_row[t] = (self.stamp, out.len());
+            if self.sample_depth.len() <= out.len() {
+                self.sample_depth.resize(out.len() + 1, 0.0);
+            }
+            self.sample_depth[out.len()] = depth;
             self.origins.push(RowOrigin::Sample(i));
-            // Along the entry normal: the rows of one flat triangle then constrain the
-            // same direction, and the deepest sample decides, instead of several
-            // tilted linearisations pulling against each other.
+            // Along the entry normal: the rows of neighbouring flat triangles constrain
+            // one direction instead of tilted linearisations pulling against each other.
             out.push(PointConstraint::contact_on(
                 Support::triangle(tri, near.bary),
-                entry.unwrap_or(n),
+                dir,
                 s,
             ));
         }

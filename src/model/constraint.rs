@@ -575,6 +575,6 @@ mod tests {
             assert!(w <= 1e-12, "row {i} pushed past its target by {w}");
             assert!((f[i] * w).abs() < 1e-12, "row {i}: f {} and gap {w}", f[i]);
         }
-        assert!(f.iter().any(|&x| x < 0.0) && f.iter().any(|&x| x == 0.0));
+        assert!(f.iter().any(|&x| x < 0.0) && f.contains(&0.0));
     }
 }

@@ -339,15 +339,26 @@ impl<M: TissueModel> Simulation<M> {
                 // compliance of the entry point alone (exact for a point probe; a
                 // sphere's several rows are stiffer, and the next step corrects).
                 let (mut used, mut force, mut k) = state.cap_state;
-                if !(k > 0.0) {
-                    let tri = self.bvh.triangles()[c.triangle];
+                if k.is_nan() || k <= 0.0 {
+                    let rest = self.model.rest_positions();
+                    let support = if radius > 0.0 {
+                        Support::triangle(self.bvh.triangles()[c.triangle], c.bary)
+                    } else {
+                        self.patch
+                            .support(&self.bvh, rest, c.triangle, &c.bary, &c.normal)
+                    };
                     let cn = self
                         .model
-                        .point_compliance(&Support::triangle(tri, c.bary))
+                        .point_compliance(&support)
                         .map_or(0.0, |m| c.normal.dot(&(m * c.normal)));
                     (used, force, k) = (0.0, 0.0, if cn > 0.0 { 1.0 / cn } else { 0.0 });
                 }
-                let allowed = used + (cap - force) / k;
+                let mut allowed = used + (cap - force) / k;
+                if force > cap {
+                    // Past the cap, never below the secant's depth: the tangent of a
+                    // stiffening contact would back the sphere out of the tissue.
+                    allowed = allowed.max(used * cap / force);
+                }
                 if k > 0.0 && depth > allowed {
                     state.centre = Some(probe + c.normal * (depth - allowed.max(0.0)));
                 }
@@ -506,7 +517,7 @@ impl<M: TissueModel> Simulation<M> {
             pushing += 1;
         }
         let state_entry = self.probes[i].entry;
-        if pushing == 0 || !(weight > 0.0) {
+        if pushing == 0 || weight.is_nan() || weight <= 0.0 {
             let state = &mut self.probes[i];
             state.release();
             state.last_force = Vec3::zeros();
@@ -642,7 +653,7 @@ impl<M: TissueModel> Simulation<M> {
             origin += self.constraints[k].support.rest_point(rest) * w;
             total += w;
         }
-        if !(total > 0.0) {
+        if total.is_nan() || total <= 0.0 {
             return None;
         }
         Support::patch(
