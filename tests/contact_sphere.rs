@@ -248,7 +248,8 @@ fn two_probes_solved_together_match_a_direct_solve_and_interact() {
         let together = out[0].f0.z;
         println!(
             "depth {:.1} mm: probe A alone {f_alone:.4} N, beside B {together:.4} N \
-             (interaction {:+.2} %), probe B {:.4} N; rows {} + {}",
+             (interaction {:+.2} %), probe B {:.4} N; rows {} + {}; direct-solve miss \
+             {miss:.1e} m together, {miss_alone:.1e} m alone",
             depth * 1e3,
             100.0 * (together / f_alone - 1.0),
             out[1].f0.z,
