@@ -16,6 +16,7 @@ pub mod haptic;
 pub mod mesh;
 pub mod modal;
 pub mod model;
+pub mod nonlinear;
 pub mod rt;
 pub mod scene;
 pub mod session;

@@ -1,0 +1,261 @@
+//! Hyperelastic material laws: strain-energy density W(F), the first Piola–Kirchhoff
+//! stress P = ∂W/∂F and its differential dP = ∂²W/∂F² : dF.
+//!
+//! The large-strain laws split W into an isochoric part Ψ(Ī₁), Ī₁ = J^(−2/3) tr(FᵀF), and
+//! a volumetric part U(J) = κ/2 (ln J)², so that both reduce to linear elasticity with
+//! shear modulus μ and bulk modulus κ at small strain (docs/math.md §8):
+//! * neo-Hookean: Ψ = μ/2 (Ī₁ − 3);
+//! * Veronda–Westmann (exponential): Ψ = μ/(2γ) (exp(γ(Ī₁ − 3)) − 1), stiffening γ ≥ 0;
+//!   γ → 0 gives the neo-Hookean law.
+
+use crate::fem::Material;
+use crate::Mat3;
+
+/// Which strain-energy function a material follows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LawKind {
+    /// Small-strain linear elasticity, W = μ ε:ε + λ/2 (tr ε)², ε = sym(F − I).
+    Linear,
+    /// Compressible neo-Hookean (isochoric/volumetric split).
+    NeoHookean,
+    /// Exponential stiffening in Ī₁ with dimensionless exponent γ ≥ 0.
+    VerondaWestmann {
+        /// Stiffening exponent γ (dimensionless).
+        stiffening: f64,
+    },
+}
+
+/// A material law with its small-strain moduli.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hyperelastic {
+    /// The strain-energy function.
+    pub kind: LawKind,
+    /// Shear modulus μ (Pa).
+    pub mu: f64,
+    /// First Lamé parameter λ (Pa).
+    pub lambda: f64,
+    /// Bulk modulus κ = λ + 2μ/3 (Pa).
+    pub kappa: f64,
+}
+
+impl Hyperelastic {
+    /// The law `kind` whose small-strain response is that of `material` (E, ν).
+    pub fn new(kind: LawKind, material: &Material) -> Self {
+        let (lambda, mu) = material.lame();
+        Self {
+            kind,
+            mu,
+            lambda,
+            kappa: lambda + 2.0 * mu / 3.0,
+        }
+    }
+
+    /// Strain-energy density W(F) (J/m³); `None` for an inverted or degenerate
+    /// deformation (J ≤ 0) under a large-strain law.
+    pub fn energy_density(&self, f: &Mat3) -> Option<f64> {
+        match self.kind {
+            LawKind::Linear => {
+                let e = sym(f - Mat3::identity());
+                Some(self.mu * e.component_mul(&e).sum() + 0.5 * self.lambda * e.trace().powi(2))
+            }
+            _ => {
+                let j = f.determinant();
+                if j.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+                    return None;
+                }
+                let i1_bar = j.powf(-2.0 / 3.0) * f.component_mul(f).sum();
+                let (psi, _, _) = self.isochoric(i1_bar);
+                Some(psi + 0.5 * self.kappa * j.ln().powi(2))
+            }
+        }
+    }
+
+    /// First Piola–Kirchhoff stress P = ∂W/∂F (Pa). F must have J > 0 under a
+    /// large-strain law (the solver checks with [`Hyperelastic::energy_density`]).
+    pub fn stress(&self, f: &Mat3) -> Mat3 {
+        match self.kind {
+            LawKind::Linear => {
+                let e = sym(f - Mat3::identity());
+                e * (2.0 * self.mu) + Mat3::identity() * (self.lambda * e.trace())
+            }
+            _ => {
+                let k = Kinematics::new(f);
+                let (_, d1, _) = self.isochoric(k.i1_bar);
+                k.a_dev * (2.0 * d1 * k.a) + k.f_inv_t * (self.kappa * k.j.ln())
+            }
+        }
+    }
+
+    /// The stress differential dP = ∂²W/∂F² : dF (Pa) at F, for a change dF.
+    pub fn stress_differential(&self, f: &Mat3, df: &Mat3) -> Mat3 {
+        match self.kind {
+            LawKind::Linear => {
+                (df + df.transpose()) * self.mu + Mat3::identity() * (self.lambda * df.trace())
+            }
+            _ => {
+                let k = Kinematics::new(f);
+                let (_, d1, d2) = self.isochoric(k.i1_bar);
+                let finv_t = k.f_inv_t;
+                let tr_finv_df = finv_t.dot(df);
+                // d(F⁻ᵀ) = −F⁻ᵀ dFᵀ F⁻ᵀ
+                let d_finv_t = -(finv_t * df.transpose() * finv_t);
+                let d_i1_bar = 2.0 * k.a * k.a_dev.dot(df);
+                let d_a = -2.0 / 3.0 * k.a * tr_finv_df;
+                let d_a_dev = df - finv_t * (2.0 / 3.0 * f.dot(df)) - d_finv_t * (k.i1 / 3.0);
+                let iso = k.a_dev * (2.0 * d2 * d_i1_bar * k.a)
+                    + (k.a_dev * d_a + d_a_dev * k.a) * (2.0 * d1);
+                let vol = finv_t * (self.kappa * tr_finv_df) + d_finv_t * (self.kappa * k.j.ln());
+                iso + vol
+            }
+        }
+    }
+
+    /// Ψ(Ī₁) and its first two derivatives in Ī₁ (Pa).
+    fn isochoric(&self, i1_bar: f64) -> (f64, f64, f64) {
+        let x = i1_bar - 3.0;
+        match self.kind {
+            LawKind::VerondaWestmann { stiffening: g } if g > 0.0 => {
+                let e = (g * x).exp();
+                (
+                    0.5 * self.mu / g * (e - 1.0),
+                    0.5 * self.mu * e,
+                    0.5 * self.mu * g * e,
+                )
+            }
+            _ => (0.5 * self.mu * x, 0.5 * self.mu, 0.0),
+        }
+    }
+}
+
+/// The kinematic quantities the large-strain laws share.
+struct Kinematics {
+    /// J = det F.
+    j: f64,
+    /// F⁻ᵀ.
+    f_inv_t: Mat3,
+    /// I₁ = F:F.
+    i1: f64,
+    /// a = J^(−2/3).
+    a: f64,
+    /// Ī₁ = a I₁.
+    i1_bar: f64,
+    /// ∂Ī₁/∂F = 2 a (F − I₁/3 F⁻ᵀ); this holds F − I₁/3 F⁻ᵀ.
+    a_dev: Mat3,
+}
+
+impl Kinematics {
+    fn new(f: &Mat3) -> Self {
+        let j = f.determinant();
+        let f_inv_t = f
+            .try_inverse()
+            .unwrap_or_else(|| Mat3::repeat(f64::NAN))
+            .transpose();
+        let i1 = f.dot(f);
+        let a = j.powf(-2.0 / 3.0);
+        Self {
+            j,
+            f_inv_t,
+            i1,
+            a,
+            i1_bar: a * i1,
+            a_dev: f - f_inv_t * (i1 / 3.0),
+        }
+    }
+}
+
+fn sym(m: Mat3) -> Mat3 {
+    (m + m.transpose()) * 0.5
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn laws() -> Vec<Hyperelastic> {
+        let m = Material::new(3.0e4, 0.45, 1000.0).unwrap();
+        [
+            LawKind::Linear,
+            LawKind::NeoHookean,
+            LawKind::VerondaWestmann { stiffening: 5.0 },
+        ]
+        .into_iter()
+        .map(|k| Hyperelastic::new(k, &m))
+        .collect()
+    }
+
+    fn deformed() -> Mat3 {
+        Mat3::new(1.2, 0.1, -0.05, 0.03, 0.85, 0.12, -0.07, 0.02, 1.1)
+    }
+
+    /// Central differences of W give P, and of P give dP, to truncation error.
+    #[test]
+    fn stress_and_its_differential_are_the_derivatives_of_the_energy() {
+        let f = deformed();
+        let h = 1e-6;
+        for law in laws() {
+            let p = law.stress(&f);
+            let dp = law.stress_differential(
+                &f,
+                &Mat3::new(0.3, -0.2, 0.1, 0.5, 0.2, -0.4, 0.1, 0.7, -0.3),
+            );
+            let mut p_fd = Mat3::zeros();
+            for i in 0..9 {
+                let mut e = Mat3::zeros();
+                e[i] = h;
+                let (wp, wm) = (
+                    law.energy_density(&(f + e)).unwrap(),
+                    law.energy_density(&(f - e)).unwrap(),
+                );
+                p_fd[i] = (wp - wm) / (2.0 * h);
+            }
+            assert!(
+                (p - p_fd).abs().max() < 1e-6 * p.abs().max(),
+                "{:?}: {p} vs {p_fd}",
+                law.kind
+            );
+            let df = Mat3::new(0.3, -0.2, 0.1, 0.5, 0.2, -0.4, 0.1, 0.7, -0.3);
+            let dp_fd = (law.stress(&(f + df * h)) - law.stress(&(f - df * h))) / (2.0 * h);
+            assert!(
+                (dp - dp_fd).abs().max() < 1e-6 * dp.abs().max(),
+                "{:?}: {dp} vs {dp_fd}",
+                law.kind
+            );
+        }
+    }
+
+    /// At F = I every law has zero stress and the linear-elastic tangent.
+    #[test]
+    fn every_law_is_linear_elasticity_at_small_strain() {
+        let laws = laws();
+        let df = Mat3::new(0.3, -0.2, 0.1, 0.5, 0.2, -0.4, 0.1, 0.7, -0.3);
+        let linear = laws[0].stress_differential(&Mat3::identity(), &df);
+        for law in &laws {
+            assert!(law.stress(&Mat3::identity()).abs().max() < 1e-9);
+            let dp = law.stress_differential(&Mat3::identity(), &df);
+            assert!(
+                (dp - linear).abs().max() < 1e-9 * linear.abs().max(),
+                "{:?}",
+                law.kind
+            );
+        }
+    }
+
+    /// A small stiffening exponent approaches neo-Hookean; a larger one stiffens.
+    #[test]
+    fn the_exponential_law_tends_to_neo_hookean_and_stiffens_with_its_exponent() {
+        let m = Material::new(3.0e4, 0.3, 1000.0).unwrap();
+        let f = deformed();
+        let nh = Hyperelastic::new(LawKind::NeoHookean, &m).stress(&f);
+        let vw = |g| Hyperelastic::new(LawKind::VerondaWestmann { stiffening: g }, &m).stress(&f);
+        assert!((vw(1e-9) - nh).abs().max() < 1e-6 * nh.abs().max());
+        assert!(vw(5.0).norm() > vw(1.0).norm() && vw(1.0).norm() > nh.norm());
+    }
+
+    #[test]
+    fn inverted_elements_have_no_energy() {
+        let f = Mat3::from_diagonal(&crate::Vec3::new(1.0, 1.0, -0.5));
+        for law in &laws()[1..] {
+            assert_eq!(law.energy_density(&f), None);
+        }
+    }
+}

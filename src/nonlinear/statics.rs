@@ -1,0 +1,405 @@
+//! The full nonlinear static FEM: the equilibrium f_int(u) = f_ext of a hyperelastic
+//! tetrahedral mesh with prescribed displacements, by Newton's method with a backtracking
+//! line search on the total potential energy Π(u) = Σₑ Vₑ W(Fₑ) − f_ext·u. Each iteration
+//! assembles the consistent tangent ∂f_int/∂u into K's block pattern and solves it with
+//! the sparse Cholesky [`Factor`] the linear solvers use. It is the ground truth for the
+//! runtime nonlinear models and an offline tool.
+
+use faer::sparse::{SparseColMat, SymbolicSparseColMat};
+use faer::{Col, Par};
+
+use super::Hyperelastic;
+use crate::fem::{Factor, FemError, TetElement};
+use crate::mesh::TetMesh;
+use crate::{Mat3, Vec3};
+
+/// Why a nonlinear static solve failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NonlinearError {
+    /// The number of material laws does not match the mesh.
+    #[error("{given} material laws for {tets} tetrahedra")]
+    LawCount {
+        /// Laws given.
+        given: usize,
+        /// Tetrahedra in the mesh.
+        tets: usize,
+    },
+    /// A nodal array has the wrong length.
+    #[error("{what}: {given} entries for {nodes} nodes")]
+    NodeCount {
+        /// Which array.
+        what: &'static str,
+        /// Entries given.
+        given: usize,
+        /// Nodes in the mesh.
+        nodes: usize,
+    },
+    /// The starting displacement already inverts an element.
+    #[error("tetrahedron {0} is inverted (det F <= 0) in the starting displacement")]
+    Inverted(usize),
+    /// No step along the Newton direction lowered the energy without inverting an element.
+    #[error("line search failed at iteration {iteration} (residual {residual:e} N)")]
+    LineSearch {
+        /// Newton iteration (from 0).
+        iteration: usize,
+        /// Residual norm there (N).
+        residual: f64,
+    },
+    /// Newton did not reach the tolerance.
+    #[error("Newton did not converge in {iterations} iterations (residual {residual:e} N, tolerance {tolerance:e} N)")]
+    NotConverged {
+        /// Iterations run.
+        iterations: usize,
+        /// Last residual norm (N).
+        residual: f64,
+        /// Tolerance (N).
+        tolerance: f64,
+    },
+    /// The tangent could not be factorised even with regularisation.
+    #[error(transparent)]
+    Fem(#[from] FemError),
+}
+
+/// Newton's stopping rule.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NewtonOptions {
+    /// Converged when ‖r‖ ≤ `relative` × (‖f_ext‖ + ‖reactions‖) (dimensionless).
+    pub relative: f64,
+    /// Iteration limit.
+    pub max_iterations: usize,
+}
+
+impl Default for NewtonOptions {
+    fn default() -> Self {
+        Self {
+            relative: 1e-10,
+            max_iterations: 50,
+        }
+    }
+}
+
+/// How a solve went.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewtonReport {
+    /// ‖r‖ of the free DOFs before each iteration and at the end (N).
+    pub residuals: Vec<f64>,
+    /// Step length the line search took in each iteration (1 = full Newton step).
+    pub steps: Vec<f64>,
+    /// Total potential energy at the solution (J).
+    pub energy: f64,
+}
+
+/// A hyperelastic mesh with prescribed degrees of freedom, ready to solve.
+#[derive(Clone, Debug)]
+pub struct NonlinearStatics {
+    tets: Vec<[usize; 4]>,
+    rest: Vec<Vec3>,
+    elements: Vec<TetElement>,
+    laws: Vec<Hyperelastic>,
+    col_ptr: Vec<usize>,
+    row_idx: Vec<usize>,
+    /// Position of node a in node b's block column, per tetrahedron and (a, b).
+    slot: Vec<[[usize; 4]; 4]>,
+    /// Whether each DOF (3·node + axis) is prescribed.
+    prescribed: Vec<bool>,
+}
+
+impl NonlinearStatics {
+    /// The problem on `mesh` with one law per tetrahedron; `prescribed[3·v + axis]` marks
+    /// the DOFs whose displacement the caller sets (fixed at their value in `u`).
+    pub fn new(
+        mesh: &TetMesh,
+        laws: Vec<Hyperelastic>,
+        prescribed: Vec<bool>,
+    ) -> Result<Self, NonlinearError> {
+        let n = mesh.nodes.len();
+        if laws.len() != mesh.tets.len() {
+            return Err(NonlinearError::LawCount {
+                given: laws.len(),
+                tets: mesh.tets.len(),
+            });
+        }
+        if prescribed.len() != 3 * n {
+            return Err(NonlinearError::NodeCount {
+                what: "prescribed DOF mask (3 per node)",
+                given: prescribed.len(),
+                nodes: n,
+            });
+        }
+        let mut blocks: Vec<Vec<usize>> = (0..n).map(|v| vec![v]).collect();
+        for tet in &mesh.tets {
+            for &a in tet {
+                blocks[a].extend_from_slice(tet);
+            }
+        }
+        for list in &mut blocks {
+            list.sort_unstable();
+            list.dedup();
+        }
+        let mut col_ptr = Vec::with_capacity(3 * n + 1);
+        let mut row_idx = Vec::new();
+        col_ptr.push(0);
+        for list in &blocks {
+            for _ in 0..3 {
+                row_idx.extend(list.iter().flat_map(|&i| [3 * i, 3 * i + 1, 3 * i + 2]));
+                col_ptr.push(row_idx.len());
+            }
+        }
+        let slot = mesh
+            .tets
+            .iter()
+            .map(|tet| {
+                let mut s = [[0; 4]; 4];
+                for (b, &nb) in tet.iter().enumerate() {
+                    for (a, &na) in tet.iter().enumerate() {
+                        s[a][b] = blocks[nb].partition_point(|&r| r < na);
+                    }
+                }
+                s
+            })
+            .collect();
+        let elements = mesh
+            .tets
+            .iter()
+            .map(|t| TetElement::new(t.map(|v| mesh.nodes[v])))
+            .collect();
+        Ok(Self {
+            tets: mesh.tets.clone(),
+            rest: mesh.nodes.clone(),
+            elements,
+            laws,
+            col_ptr,
+            row_idx,
+            slot,
+            prescribed,
+        })
+    }
+
+    /// Deformation gradient of tetrahedron `e` under nodal displacements `u` (m).
+    pub fn deformation_gradient(&self, e: usize, u: &[Vec3]) -> Mat3 {
+        let el = &self.elements[e];
+        Mat3::identity()
+            + (0..4)
+                .map(|a| u[self.tets[e][a]] * el.grads[a].transpose())
+                .sum::<Mat3>()
+    }
+
+    /// Internal nodal forces f_int(u) = ∂(Σ V W)/∂u (N) of every node, prescribed ones
+    /// included (their negatives are the reactions); `None` if an element is inverted.
+    pub fn internal_forces(&self, u: &[Vec3]) -> Option<Vec<Vec3>> {
+        let mut f = vec![Vec3::zeros(); self.rest.len()];
+        for (e, (tet, el)) in self.tets.iter().zip(&self.elements).enumerate() {
+            let def = self.deformation_gradient(e, u);
+            self.laws[e].energy_density(&def)?;
+            let p = self.laws[e].stress(&def);
+            for a in 0..4 {
+                f[tet[a]] += p * el.grads[a] * el.volume;
+            }
+        }
+        Some(f)
+    }
+
+    /// Total potential energy Π = Σ V W(F) − f_ext·u (J); `None` if an element is
+    /// inverted.
+    pub fn energy(&self, u: &[Vec3], loads: &[Vec3]) -> Option<f64> {
+        let mut w = 0.0;
+        for (e, el) in self.elements.iter().enumerate() {
+            w += el.volume * self.laws[e].energy_density(&self.deformation_gradient(e, u))?;
+        }
+        Some(w - loads.iter().zip(u).map(|(f, x)| f.dot(x)).sum::<f64>())
+    }
+
+    /// The consistent tangent ∂f_int/∂u (N/m) over all DOFs, prescribed rows and columns
+    /// replaced by the identity so the system stays symmetric positive definite.
+    pub fn tangent(&self, u: &[Vec3]) -> SparseColMat<usize, f64> {
+        let mut values = vec![0.0; self.row_idx.len()];
+        for (e, (tet, el)) in self.tets.iter().zip(&self.elements).enumerate() {
+            let def = self.deformation_gradient(e, u);
+            let law = &self.laws[e];
+            for (b, &nb) in tet.iter().enumerate() {
+                for c in 0..3 {
+                    let mut df = Mat3::zeros();
+                    df.set_row(c, &el.grads[b].transpose());
+                    let dp = law.stress_differential(&def, &df) * el.volume;
+                    let column = self.col_ptr[3 * nb + c];
+                    for a in 0..4 {
+                        let block = dp * el.grads[a];
+                        let base = column + 3 * self.slot[e][a][b];
+                        for r in 0..3 {
+                            values[base + r] += block[r];
+                        }
+                    }
+                }
+            }
+        }
+        for (col, window) in self.col_ptr.windows(2).enumerate() {
+            let rows = &self.row_idx[window[0]..window[1]];
+            for (value, &row) in values[window[0]..window[1]].iter_mut().zip(rows) {
+                if self.prescribed[col] || self.prescribed[row] {
+                    *value = if row == col { 1.0 } else { 0.0 };
+                }
+            }
+        }
+        let n = 3 * self.rest.len();
+        let symbolic = SymbolicSparseColMat::new_checked(
+            n,
+            n,
+            self.col_ptr.clone(),
+            None,
+            self.row_idx.clone(),
+        );
+        SparseColMat::new(symbolic, values)
+    }
+
+    /// Solves f_int(u) = `loads` (N per node) for the free DOFs, starting from `u` (m),
+    /// whose prescribed DOFs hold their prescribed values and are left unchanged.
+    pub fn solve(
+        &self,
+        u: &mut [Vec3],
+        loads: &[Vec3],
+        options: &NewtonOptions,
+    ) -> Result<NewtonReport, NonlinearError> {
+        let n = self.rest.len();
+        for (what, len) in [("displacement", u.len()), ("loads", loads.len())] {
+            if len != n {
+                return Err(NonlinearError::NodeCount {
+                    what,
+                    given: len,
+                    nodes: n,
+                });
+            }
+        }
+        let mut energy = self
+            .energy(u, loads)
+            .ok_or_else(|| NonlinearError::Inverted(self.first_inverted(u)))?;
+        let mut report = NewtonReport {
+            residuals: Vec::new(),
+            steps: Vec::new(),
+            energy,
+        };
+        let mut trial = u.to_vec();
+        for iteration in 0..=options.max_iterations {
+            let f_int = self.internal_forces(u).expect("checked by the energy");
+            let (residual, scale) = self.residual(&f_int, loads);
+            let norm = residual.norm_l2();
+            report.residuals.push(norm);
+            let tolerance = options.relative * scale;
+            if norm <= tolerance {
+                report.energy = energy;
+                return Ok(report);
+            }
+            if iteration == options.max_iterations {
+                return Err(NonlinearError::NotConverged {
+                    iterations: iteration,
+                    residual: norm,
+                    tolerance,
+                });
+            }
+            let mut step = -residual.clone();
+            self.factor_tangent(u)?.solve_in_place(step.as_mat_mut())?;
+            let slope: f64 = (0..3 * n).map(|d| residual[d] * step[d]).sum();
+            let mut alpha = 1.0;
+            loop {
+                for (v, t) in trial.iter_mut().enumerate() {
+                    *t = u[v] + Vec3::new(step[3 * v], step[3 * v + 1], step[3 * v + 2]) * alpha;
+                }
+                if let Some(e) = self.energy(&trial, loads) {
+                    // Armijo on Π; or, where Π's change is lost in its round-off (near the
+                    // solution, W is a difference of O(μ) terms), the slope along the step
+                    // shrinks: δ·r(u + αδ) at most half of δ·r(u).
+                    let armijo = e <= energy + 1e-4 * alpha * slope;
+                    if armijo || self.slope_halves(&trial, loads, &step, slope) {
+                        energy = e;
+                        break;
+                    }
+                }
+                alpha *= 0.5;
+                if alpha < 1e-10 {
+                    return Err(NonlinearError::LineSearch {
+                        iteration,
+                        residual: norm,
+                    });
+                }
+            }
+            report.steps.push(alpha);
+            u.copy_from_slice(&trial);
+        }
+        unreachable!("the loop returns at max_iterations")
+    }
+
+    /// Free-DOF residual f_int − f_ext (zero on prescribed DOFs) and the force scale
+    /// ‖f_ext‖ + ‖reactions‖ (N) its tolerance is relative to.
+    fn residual(&self, f_int: &[Vec3], loads: &[Vec3]) -> (Col<f64>, f64) {
+        let mut r = Col::zeros(3 * f_int.len());
+        let (mut ext, mut reaction) = (0.0, 0.0);
+        for (v, (fi, fe)) in f_int.iter().zip(loads).enumerate() {
+            for c in 0..3 {
+                let d = 3 * v + c;
+                if self.prescribed[d] {
+                    reaction += fi[c] * fi[c];
+                } else {
+                    r[d] = fi[c] - fe[c];
+                    ext += fe[c] * fe[c];
+                }
+            }
+        }
+        (r, ext.sqrt() + reaction.sqrt())
+    }
+
+    /// Factorises the tangent at `u`; where it is not positive definite (an unstable
+    /// state), the diagonal is raised until it is (a damped Newton step).
+    fn factor_tangent(&self, u: &[Vec3]) -> Result<Factor, NonlinearError> {
+        let mut k = self.tangent(u);
+        let mean_diag = {
+            let mut sum = 0.0;
+            for (col, window) in self.col_ptr.windows(2).enumerate() {
+                let rows = &self.row_idx[window[0]..window[1]];
+                let p = window[0] + rows.partition_point(|&r| r < col);
+                sum += k.val()[p];
+            }
+            sum / (3 * self.rest.len()) as f64
+        };
+        let mut shift = 0.0;
+        loop {
+            match Factor::new(k.as_ref(), None, Par::Seq, "nonlinear tangent") {
+                Ok(factor) => return Ok(factor),
+                Err(FemError::NotPositiveDefinite { .. }) if shift < mean_diag => {
+                    let add = if shift == 0.0 {
+                        1e-8 * mean_diag
+                    } else {
+                        9.0 * shift
+                    };
+                    shift += add;
+                    let (col_ptr, row_idx) = (&self.col_ptr, &self.row_idx);
+                    let values = k.val_mut();
+                    for (col, window) in col_ptr.windows(2).enumerate() {
+                        let rows = &row_idx[window[0]..window[1]];
+                        values[window[0] + rows.partition_point(|&r| r < col)] += add;
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Whether the slope of Π along `step` at `trial` is at most half (in magnitude) of
+    /// `slope`, its value at the start of the step.
+    fn slope_halves(&self, trial: &[Vec3], loads: &[Vec3], step: &Col<f64>, slope: f64) -> bool {
+        let Some(f_int) = self.internal_forces(trial) else {
+            return false;
+        };
+        let (r, _) = self.residual(&f_int, loads);
+        let at: f64 = (0..r.nrows()).map(|d| r[d] * step[d]).sum();
+        at.abs() <= 0.5 * slope.abs()
+    }
+
+    fn first_inverted(&self, u: &[Vec3]) -> usize {
+        (0..self.tets.len())
+            .find(|&e| {
+                self.laws[e]
+                    .energy_density(&self.deformation_gradient(e, u))
+                    .is_none()
+            })
+            .unwrap_or(0)
+    }
+}
