@@ -310,3 +310,86 @@ fn bad_input_is_an_error_naming_it() {
     assert!(matches!(err, NonlinearError::Inverted(_)), "{err}");
     assert!(err.to_string().contains("inverted"), "{err}");
 }
+
+/// A probe's patch pressed to a depth (one linear equality constraint): with the linear
+/// law, the multiplier and the field equal the direct solve λ = d / (cᵀK⁻¹c), u = λ K⁻¹c;
+/// with the large-strain laws, the pressed patch sits exactly at its depth, and the
+/// reactions at the fixed base balance the probe's force.
+#[test]
+fn a_patch_pressed_to_a_depth_matches_the_direct_solve_and_balances() {
+    use palpa::nonlinear::LinearConstraint;
+    let block = Block::new();
+    let m = material(0.45);
+    let n = block.mesh.nodes.len();
+    // The top node at the centre and its four top neighbours, weights ½ and ⅛.
+    let top: Vec<usize> = (0..n)
+        .filter(|&v| block.mesh.nodes[v].z.abs() < 1e-12)
+        .collect();
+    let near = |v: usize| block.mesh.nodes[v].xy().norm();
+    let centre = *top
+        .iter()
+        .min_by(|a, b| near(**a).total_cmp(&near(**b)))
+        .unwrap();
+    let ring: Vec<usize> = top
+        .iter()
+        .copied()
+        .filter(|&v| (near(v) - 0.005).abs() < 1e-9)
+        .collect();
+    assert_eq!(ring.len(), 4);
+    let mut coefficients = vec![(3 * centre + 2, 0.5)];
+    coefficients.extend(ring.iter().map(|&v| (3 * v + 2, 0.125)));
+    let zero = vec![Vec3::zeros(); n];
+    for (kind, depth) in [
+        (LawKind::Linear, 1e-4),
+        (LawKind::NeoHookean, 3e-3),
+        (LawKind::VerondaWestmann { stiffening: 5.0 }, 3e-3),
+    ] {
+        let statics = block.statics(kind, &m);
+        let mut press = LinearConstraint {
+            coefficients: coefficients.clone(),
+            value: -depth,
+            multiplier: 0.0,
+        };
+        let mut u = zero.clone();
+        let report = statics
+            .solve_constrained(&mut u, &zero, Some(&mut press), &NewtonOptions::default())
+            .unwrap();
+        let pressed: f64 = coefficients.iter().map(|&(d, w)| w * u[d / 3][d % 3]).sum();
+        assert!(
+            (pressed + depth).abs() <= 1e-10 * depth,
+            "{kind:?}: patch at {pressed}"
+        );
+        let f = statics.internal_forces(&u).unwrap();
+        let base: Vec3 = (0..n).filter(|&v| block.fixed[v]).map(|v| f[v]).sum();
+        println!(
+            "{kind:?}: patch pressed {:.2} mm: {:.4} N, base reaction {:.4} N, {} iterations",
+            depth * 1e3,
+            press.multiplier,
+            -base.z,
+            report.steps.len()
+        );
+        // Σ f_int = 0 over the body: the base carries what the probe pushes.
+        assert!((base.z + press.multiplier).abs() <= 1e-8 * press.multiplier.abs());
+        if kind == LawKind::Linear {
+            // Direct: x = K⁻¹c, λ = value / cᵀx.
+            let mut c = vec![Vec3::zeros(); n];
+            for &(d, w) in &coefficients {
+                c[d / 3][d % 3] += w;
+            }
+            let x = block.linear(&m, &c);
+            let cx: f64 = coefficients.iter().map(|&(d, w)| w * x[d / 3][d % 3]).sum();
+            let lambda = -depth / cx;
+            assert!(
+                (press.multiplier / lambda - 1.0).abs() <= 1e-9,
+                "{} vs {lambda}",
+                press.multiplier
+            );
+            let miss = u
+                .iter()
+                .zip(&x)
+                .map(|(a, b)| (a - b * lambda).norm())
+                .fold(0.0, f64::max);
+            assert!(miss <= 1e-9 * depth, "{miss:e}");
+        }
+    }
+}

@@ -9,4 +9,6 @@ mod law;
 mod statics;
 
 pub use law::{Hyperelastic, LawKind};
-pub use statics::{NewtonOptions, NewtonReport, NonlinearError, NonlinearStatics};
+pub use statics::{
+    LinearConstraint, NewtonOptions, NewtonReport, NonlinearError, NonlinearStatics,
+};

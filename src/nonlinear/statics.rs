@@ -78,6 +78,18 @@ impl Default for NewtonOptions {
     }
 }
 
+/// One linear equality constraint on the displacement, cᵀu = value, held by a force
+/// λ c on the body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinearConstraint {
+    /// (DOF index 3·node + axis, coefficient c_d) pairs (dimensionless weights).
+    pub coefficients: Vec<(usize, f64)>,
+    /// Target of cᵀu (m).
+    pub value: f64,
+    /// λ (N): the starting guess on input, the constraint force's magnitude on output.
+    pub multiplier: f64,
+}
+
 /// How a solve went.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewtonReport {
@@ -259,6 +271,19 @@ impl NonlinearStatics {
         loads: &[Vec3],
         options: &NewtonOptions,
     ) -> Result<NewtonReport, NonlinearError> {
+        self.solve_constrained(u, loads, None, options)
+    }
+
+    /// [`NonlinearStatics::solve`] with one linear equality constraint cᵀu = value
+    /// (e.g. a probe's weighted patch pressed to a depth) enforced by a Lagrange
+    /// multiplier: f_int(u) = loads + λ c, λ returned in `constraint.multiplier`.
+    pub fn solve_constrained(
+        &self,
+        u: &mut [Vec3],
+        loads: &[Vec3],
+        mut constraint: Option<&mut LinearConstraint>,
+        options: &NewtonOptions,
+    ) -> Result<NewtonReport, NonlinearError> {
         let n = self.rest.len();
         for (what, len) in [("displacement", u.len()), ("loads", loads.len())] {
             if len != n {
@@ -269,8 +294,39 @@ impl NonlinearStatics {
                 });
             }
         }
+        // The constraint's direction over the free DOFs (N per unit multiplier).
+        let c = match constraint.as_deref() {
+            Some(k) => {
+                let mut c = Col::<f64>::zeros(3 * n);
+                for &(d, w) in &k.coefficients {
+                    if d >= 3 * n {
+                        return Err(NonlinearError::NodeCount {
+                            what: "constraint DOF index (3 per node)",
+                            given: d,
+                            nodes: n,
+                        });
+                    }
+                    if !self.prescribed[d] {
+                        c[d] += w;
+                    }
+                }
+                Some(c)
+            }
+            None => None,
+        };
+        let effective = |lambda: f64| -> Vec<Vec3> {
+            let mut f = loads.to_vec();
+            if let Some(c) = &c {
+                for (v, fv) in f.iter_mut().enumerate() {
+                    *fv += Vec3::new(c[3 * v], c[3 * v + 1], c[3 * v + 2]) * lambda;
+                }
+            }
+            f
+        };
+        let mut lambda = constraint.as_deref().map_or(0.0, |k| k.multiplier);
+        let mut applied = effective(lambda);
         let mut energy = self
-            .energy(u, loads)
+            .energy(u, &applied)
             .ok_or_else(|| NonlinearError::Inverted(self.first_inverted(u)))?;
         let mut report = NewtonReport {
             residuals: Vec::new(),
@@ -280,12 +336,22 @@ impl NonlinearStatics {
         let mut trial = u.to_vec();
         for iteration in 0..=options.max_iterations {
             let f_int = self.internal_forces(u).expect("checked by the energy");
-            let (residual, scale) = self.residual(&f_int, loads);
+            let (residual, scale) = self.residual(&f_int, &applied);
+            let gap = match (&c, constraint.as_deref()) {
+                (Some(c), Some(k)) => k.value - self.dot(c, u),
+                _ => 0.0,
+            };
             let norm = residual.norm_l2();
             report.residuals.push(norm);
             let tolerance = options.relative * scale;
-            if norm <= tolerance {
+            let on_constraint = constraint
+                .as_deref()
+                .is_none_or(|k| gap.abs() <= options.relative * k.value.abs().max(1e-12));
+            if norm <= tolerance && on_constraint {
                 report.energy = energy;
+                if let Some(k) = constraint.as_deref_mut() {
+                    k.multiplier = lambda;
+                }
                 return Ok(report);
             }
             if iteration == options.max_iterations {
@@ -295,20 +361,32 @@ impl NonlinearStatics {
                     tolerance,
                 });
             }
+            let factor = self.factor_tangent(u)?;
             let mut step = -residual.clone();
-            self.factor_tangent(u)?.solve_in_place(step.as_mat_mut())?;
-            let slope: f64 = (0..3 * n).map(|d| residual[d] * step[d]).sum();
+            factor.solve_in_place(step.as_mat_mut())?;
+            if let Some(c) = &c {
+                // δ = δ₀ + Δλ z with z = K⁻¹c, Δλ from cᵀ(u + δ) = value.
+                let mut z = c.clone();
+                factor.solve_in_place(z.as_mat_mut())?;
+                let dlambda = (gap - c.transpose() * &step) / (c.transpose() * &z);
+                step += &z * dlambda;
+                lambda += dlambda;
+                applied = effective(lambda);
+                energy = self.energy(u, &applied).expect("checked above");
+            }
+            let (residual, _) = self.residual(&f_int, &applied);
+            let slope = residual.transpose() * &step;
             let mut alpha = 1.0;
             loop {
                 for (v, t) in trial.iter_mut().enumerate() {
                     *t = u[v] + Vec3::new(step[3 * v], step[3 * v + 1], step[3 * v + 2]) * alpha;
                 }
-                if let Some(e) = self.energy(&trial, loads) {
+                if let Some(e) = self.energy(&trial, &applied) {
                     // Armijo on Π; or, where Π's change is lost in its round-off (near the
                     // solution, W is a difference of O(μ) terms), the slope along the step
                     // shrinks: δ·r(u + αδ) at most half of δ·r(u).
                     let armijo = e <= energy + 1e-4 * alpha * slope;
-                    if armijo || self.slope_halves(&trial, loads, &step, slope) {
+                    if armijo || self.slope_halves(&trial, &applied, &step, slope) {
                         energy = e;
                         break;
                     }
@@ -325,6 +403,14 @@ impl NonlinearStatics {
             u.copy_from_slice(&trial);
         }
         unreachable!("the loop returns at max_iterations")
+    }
+
+    /// cᵀu for a DOF vector c and nodal displacements u.
+    fn dot(&self, c: &Col<f64>, u: &[Vec3]) -> f64 {
+        u.iter()
+            .enumerate()
+            .map(|(v, d)| c[3 * v] * d.x + c[3 * v + 1] * d.y + c[3 * v + 2] * d.z)
+            .sum()
     }
 
     /// Free-DOF residual f_int − f_ext (zero on prescribed DOFs) and the force scale
