@@ -82,15 +82,19 @@ def modes(
     density: Optional[float] = None,
     fix_below: Optional[str] = None,
     modes: int = 40,
-    max_force: float = 10.0,
-    min_displacement: float = 1e-5,
-    max_freq: float = 100.0,
-    alpha_k: float = 2e-3,
-    alpha_m: float = 2.0,
+    max_force: Optional[float] = None,
+    min_displacement: Optional[float] = None,
+    max_freq: Optional[float] = None,
+    alpha_k: Optional[float] = None,
+    alpha_m: Optional[float] = None,
 ) -> Modes:
     """The lowest ``modes`` vibration modes of ``mesh`` (a .msh, .node/.ele or .vtk
     file, or ``box:NXxNYxNZ[:SXxSYxSZ]``), selected as ``palpa modes`` does. Young's
     modulus (Pa), Poisson ratio and density (kg/m^3) default to the default scene's
-    soft tissue; ``fix_below`` is ``"AXIS=DIST"`` (m, after ``scale``), e.g.
+    soft tissue. Mode selection keeps a mode whose static response to ``max_force``
+    (N; None: 10) reaches ``min_displacement`` (m; None: 1e-5) and whose frequency is
+    at most ``max_freq`` (Hz; None: 100); damping is Rayleigh, ``alpha_k`` (s; None:
+    2e-3) and ``alpha_m`` (1/s; None: 2) -- the defaults of ``palpa modes``.
+    ``fix_below`` is ``"AXIS=DIST"`` (m, after ``scale``), e.g.
     ``"z=0.001"``; nothing fixed: a free body with six rigid modes. Raises PalpaError
     naming the file or argument."""

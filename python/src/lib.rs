@@ -106,8 +106,8 @@ fn replay(
         .detach(|| -> Result<_, String> {
             let trajectory = Trajectory::load(&trajectory).map_err(|e| e.to_string())?;
             let scene = args.load()?;
-            let built = scene::build(scene, &args.cache_dir(), &mut |_| {})
-                .map_err(|e| e.to_string())?;
+            let built =
+                scene::build(scene, &args.cache_dir(), &mut |_| {}).map_err(|e| e.to_string())?;
             let name = built.name();
             Ok((replay_rows(built, trajectory), name))
         })
@@ -241,8 +241,10 @@ fn default_material() -> (f64, f64, f64) {
 
 /// Computes the lowest `modes` vibration modes of `mesh` (a .msh, .node/.ele or .vtk
 /// file, or `box:NXxNYxNZ[:SXxSYxSZ]`) and selects them as `palpa modes` does. The
-/// material defaults to the default scene's soft tissue; `fix_below` is `AXIS=DIST`
-/// (m, after scaling), e.g. "z=0.001".
+/// material defaults to the default scene's soft tissue, the selection parameters
+/// (`max_force` N, `min_displacement` m, `max_freq` Hz, Rayleigh `alpha_k` s and
+/// `alpha_m` 1/s) to those of `palpa modes`; `fix_below` is `AXIS=DIST` (m, after
+/// scaling), e.g. "z=0.001".
 #[pyfunction]
 #[pyo3(signature = (
     mesh,
@@ -253,11 +255,11 @@ fn default_material() -> (f64, f64, f64) {
     density = None,
     fix_below = None,
     modes = 40,
-    max_force = SelectionParams::default().max_force,
-    min_displacement = SelectionParams::default().min_displacement,
-    max_freq = SelectionParams::default().max_frequency_hz,
-    alpha_k = SelectionParams::default().alpha_stiffness,
-    alpha_m = SelectionParams::default().alpha_mass,
+    max_force = None,
+    min_displacement = None,
+    max_freq = None,
+    alpha_k = None,
+    alpha_m = None,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn modes(
@@ -269,11 +271,11 @@ fn modes(
     density: Option<f64>,
     fix_below: Option<String>,
     modes: usize,
-    max_force: f64,
-    min_displacement: f64,
-    max_freq: f64,
-    alpha_k: f64,
-    alpha_m: f64,
+    max_force: Option<f64>,
+    min_displacement: Option<f64>,
+    max_freq: Option<f64>,
+    alpha_k: Option<f64>,
+    alpha_m: Option<f64>,
 ) -> PyResult<Modes> {
     let (pre, mesh) = py
         .detach(|| -> Result<_, String> {
@@ -293,6 +295,9 @@ fn modes(
                 .transpose()?
                 .into_iter()
                 .collect();
+            let d = SelectionParams::default();
+            let alpha_k = alpha_k.unwrap_or(d.alpha_stiffness);
+            let alpha_m = alpha_m.unwrap_or(d.alpha_mass);
             for (name, v) in [("alpha_k", alpha_k), ("alpha_m", alpha_m)] {
                 if !(v.is_finite() && v >= 0.0) {
                     return Err(format!("{name} must be a finite number >= 0, got {v}"));
@@ -301,9 +306,12 @@ fn modes(
             let params = PrecomputeParams {
                 n_modes: modes,
                 selection: SelectionParams {
-                    max_force: positive("max_force", max_force)?,
-                    min_displacement: positive("min_displacement", min_displacement)?,
-                    max_frequency_hz: positive("max_freq", max_freq)?,
+                    max_force: positive("max_force", max_force.unwrap_or(d.max_force))?,
+                    min_displacement: positive(
+                        "min_displacement",
+                        min_displacement.unwrap_or(d.min_displacement),
+                    )?,
+                    max_frequency_hz: positive("max_freq", max_freq.unwrap_or(d.max_frequency_hz))?,
                     alpha_stiffness: alpha_k,
                     alpha_mass: alpha_m,
                 },

@@ -144,3 +144,15 @@ def test_bad_inputs_raise_naming_what(data, tmp_path):
         palpa.modes(data / "meshes" / "cubes.msh", scale=-1.0)
     with pytest.raises(palpa.PalpaError, match=r"(?i)poisson"):
         palpa.modes(data / "meshes" / "cubes.msh", poisson=0.5)
+
+
+def test_selection_drops_the_modes_above_the_cutoff(data):
+    mesh = data / "meshes" / "cubes.msh"
+    every = palpa.modes(mesh, fix_below="x=0.0", modes=24, max_freq=1e9)
+    cut = float(np.median(every.freq_hz))
+    r = palpa.modes(mesh, fix_below="x=0.0", modes=24, max_freq=cut)
+    above = r.freq_hz > cut
+    assert above.any() and not above.all()
+    assert r.fate == ["above-cutoff" if a else "kept" for a in above]
+    assert np.array_equal(r.kept, ~above)
+    assert r.shapes.shape == (12, 3, int((~above).sum()))
