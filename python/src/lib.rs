@@ -1,0 +1,344 @@
+//! The `palpa` Python module: a recorded probe trajectory replayed through a scene in
+//! deterministic lock-step (the rows `palpa replay` writes), and the vibration modes of a
+//! tetrahedral mesh (what `palpa modes` reports), as numpy arrays. Every error becomes a
+//! `palpa.PalpaError` whose message names the file, line or scene key.
+
+use std::path::PathBuf;
+
+use numpy::ndarray::{Array1, Array2, Array3};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use palpa::cli::modes::{load_mesh, parse_fix_below};
+use palpa::cli::precompute::SceneArgs;
+use palpa::cli::replay::{replay as replay_rows, ReplayRow};
+use palpa::device::replay::Trajectory;
+use palpa::fem::{Fix, Material, MaterialMap};
+use palpa::modal::{self, ModeFate, PrecomputeParams, Precomputed, SelectionParams};
+use palpa::scene::{self, Scene};
+
+create_exception!(
+    palpa,
+    PalpaError,
+    PyException,
+    "A palpa input was rejected or a computation failed; the message names the file, line or scene key."
+);
+
+/// A trajectory replayed through a scene: one row per haptic tick (scene frame).
+#[pyclass(frozen, get_all, module = "palpa")]
+struct Replay {
+    /// Virtual time (s), shape (N,).
+    t: Py<PyArray1<f64>>,
+    /// Probe tip (m), shape (N, 3).
+    position: Py<PyArray2<f64>>,
+    /// Force on the user's hand (N), shape (N, 3).
+    force: Py<PyArray2<f64>>,
+    /// Indentation below the undeformed surface (m), shape (N,).
+    depth: Py<PyArray1<f64>>,
+    /// Whether the model reported contact, shape (N,).
+    contact: Py<PyArray1<bool>>,
+    /// The scene's name (its `name`, else its source).
+    scene: String,
+}
+
+#[pymethods]
+impl Replay {
+    /// Number of ticks.
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.t.bind(py).len()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "<palpa.Replay: {} ticks through {:?}>",
+            self.__len__(py),
+            self.scene
+        )
+    }
+}
+
+/// Rows as columns: N×3 arrays for the vectors.
+fn replay_columns(py: Python<'_>, rows: &[ReplayRow], scene: String) -> Replay {
+    let n = rows.len();
+    let xyz = |v: fn(&ReplayRow) -> palpa::Vec3| {
+        let flat = rows.iter().flat_map(|r| {
+            let p = v(r);
+            [p.x, p.y, p.z]
+        });
+        Array2::from_shape_vec((n, 3), flat.collect())
+            .expect("three values per row")
+            .into_pyarray(py)
+            .unbind()
+    };
+    let column = |v: fn(&ReplayRow) -> f64| {
+        Array1::from_iter(rows.iter().map(v))
+            .into_pyarray(py)
+            .unbind()
+    };
+    Replay {
+        t: column(|r| r.t),
+        position: xyz(|r| r.probe),
+        force: xyz(|r| r.force),
+        depth: column(|r| r.depth),
+        contact: Array1::from_iter(rows.iter().map(|r| r.contact))
+            .into_pyarray(py)
+            .unbind(),
+        scene,
+    }
+}
+
+/// Replays `trajectory` (a `t,x,y,z,buttons` CSV) through `scene` (a scene TOML file;
+/// None: the embedded default scene) exactly as `palpa replay` does; the modal
+/// precompute is cached in `cache_dir` (None: $PALPA_CACHE_DIR, else ~/.cache/palpa).
+#[pyfunction]
+#[pyo3(signature = (scene, trajectory, *, cache_dir = None))]
+fn replay(
+    py: Python<'_>,
+    scene: Option<PathBuf>,
+    trajectory: PathBuf,
+    cache_dir: Option<PathBuf>,
+) -> PyResult<Replay> {
+    let args = SceneArgs { scene, cache_dir };
+    let (rows, name) = py
+        .detach(|| -> Result<_, String> {
+            let trajectory = Trajectory::load(&trajectory).map_err(|e| e.to_string())?;
+            let scene = args.load()?;
+            let built =
+                scene::build(scene, &args.cache_dir(), &mut |_| {}).map_err(|e| e.to_string())?;
+            let name = built.name();
+            Ok((replay_rows(built, trajectory), name))
+        })
+        .map_err(PalpaError::new_err)?;
+    Ok(replay_columns(py, &rows, name))
+}
+
+/// The vibration modes of a mesh, ascending: every computed mode, and the shapes of the
+/// kept ones.
+#[pyclass(frozen, get_all, module = "palpa")]
+struct Modes {
+    /// Natural frequency (Hz), shape (K,); exactly 0 for rigid-body modes.
+    freq_hz: Py<PyArray1<f64>>,
+    /// λ = ω² (rad²/s²), shape (K,), as computed (rigid modes ≈ 0).
+    eigenvalue: Py<PyArray1<f64>>,
+    /// Rayleigh damping ratio ζ, shape (K,); NaN for rigid modes.
+    damping_ratio: Py<PyArray1<f64>>,
+    /// Largest static displacement the largest force causes in the mode (m), shape
+    /// (K,); NaN for rigid modes (unbounded).
+    static_response: Py<PyArray1<f64>>,
+    /// Whether selection kept the mode, shape (K,).
+    kept: Py<PyArray1<bool>>,
+    /// Why: "kept", "kept-rigid", "unobservable" or "above-cutoff", one per mode.
+    fate: Vec<String>,
+    /// Node positions (m, after `scale`), shape (nodes, 3).
+    nodes: Py<PyArray2<f64>>,
+    /// Mass-normalised shapes of the kept modes (m·kg^-½), shape (nodes, 3, kept);
+    /// fixed nodes' rows are zero.
+    shapes: Py<PyArray3<f64>>,
+    /// Tetrahedra of the mesh.
+    n_tets: usize,
+    /// Free degrees of freedom.
+    n_free_dofs: usize,
+    /// Fixed nodes.
+    n_fixed_nodes: usize,
+    /// Largest relative residual ‖Kx − λMx‖ / ‖Kx‖ over the elastic modes.
+    max_residual: f64,
+    /// Stage times (s): "assembly", "factorisation", "eigen".
+    timings_s: Py<PyDict>,
+}
+
+#[pymethods]
+impl Modes {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let kept = self.kept.bind(py).to_vec().unwrap_or_default();
+        format!(
+            "<palpa.Modes: {} computed, {} kept>",
+            kept.len(),
+            kept.iter().filter(|k| **k).count()
+        )
+    }
+}
+
+fn fate_code(fate: ModeFate) -> &'static str {
+    match fate {
+        ModeFate::Kept => "kept",
+        ModeFate::KeptRigid => "kept-rigid",
+        ModeFate::Unobservable => "unobservable",
+        ModeFate::AboveCutoff => "above-cutoff",
+    }
+}
+
+/// The modes as arrays.
+fn modes_columns(
+    py: Python<'_>,
+    pre: &Precomputed,
+    nodes: &[palpa::Vec3],
+    n_tets: usize,
+) -> PyResult<Modes> {
+    let per_mode = |v: &dyn Fn(&modal::ModeReport) -> f64| {
+        Array1::from_iter(pre.reports.iter().map(v))
+            .into_pyarray(py)
+            .unbind()
+    };
+    let shapes = &pre.basis.shapes;
+    let (n, k) = (pre.basis.n_nodes(), pre.basis.n_modes());
+    let shapes = Array3::from_shape_fn((n, 3, k), |(v, c, j)| shapes[(3 * v + c, j)]);
+    let nodes = Array2::from_shape_fn((nodes.len(), 3), |(v, c)| nodes[v][c]);
+    let timings = PyDict::new(py);
+    timings.set_item("assembly", pre.timings.assembly)?;
+    timings.set_item("factorisation", pre.timings.factorisation)?;
+    timings.set_item("eigen", pre.timings.eigen)?;
+    Ok(Modes {
+        freq_hz: per_mode(&|r| {
+            if r.fate == ModeFate::KeptRigid {
+                0.0
+            } else {
+                r.freq_hz
+            }
+        }),
+        eigenvalue: per_mode(&|r| r.eigenvalue),
+        damping_ratio: per_mode(&|r| r.damping_ratio.unwrap_or(f64::NAN)),
+        static_response: per_mode(&|r| r.static_response.unwrap_or(f64::NAN)),
+        kept: Array1::from_iter(pre.reports.iter().map(|r| r.fate.kept()))
+            .into_pyarray(py)
+            .unbind(),
+        fate: pre
+            .reports
+            .iter()
+            .map(|r| fate_code(r.fate).to_string())
+            .collect(),
+        nodes: nodes.into_pyarray(py).unbind(),
+        shapes: shapes.into_pyarray(py).unbind(),
+        n_tets,
+        n_free_dofs: pre.n_free_dofs,
+        n_fixed_nodes: pre.n_fixed_nodes,
+        max_residual: pre.eigen.max_residual,
+        timings_s: timings.unbind(),
+    })
+}
+
+/// `value` if finite and > 0, else an error naming `name`.
+fn positive(name: &str, value: f64) -> Result<f64, String> {
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(format!("{name} must be a finite number > 0, got {value}"))
+    }
+}
+
+/// The default scene's soft tissue: the material `modes` uses unless told otherwise.
+fn default_material() -> (f64, f64, f64) {
+    let scene = Scene::embedded_default();
+    let m = scene
+        .materials
+        .get("default")
+        .expect("the embedded default scene has a default material")
+        .get_ref();
+    (m.young, m.poisson, m.density)
+}
+
+/// Computes the lowest `modes` vibration modes of `mesh` (a .msh, .node/.ele or .vtk
+/// file, or `box:NXxNYxNZ[:SXxSYxSZ]`) and selects them as `palpa modes` does. The
+/// material defaults to the default scene's soft tissue, the selection parameters
+/// (`max_force` N, `min_displacement` m, `max_freq` Hz, Rayleigh `alpha_k` s and
+/// `alpha_m` 1/s) to those of `palpa modes`; `fix_below` is `AXIS=DIST` (m, after
+/// scaling), e.g. "z=0.001".
+#[pyfunction]
+#[pyo3(signature = (
+    mesh,
+    *,
+    scale = 1.0,
+    young = None,
+    poisson = None,
+    density = None,
+    fix_below = None,
+    modes = 40,
+    max_force = None,
+    min_displacement = None,
+    max_freq = None,
+    alpha_k = None,
+    alpha_m = None,
+))]
+#[allow(clippy::too_many_arguments)]
+fn modes(
+    py: Python<'_>,
+    mesh: PathBuf,
+    scale: f64,
+    young: Option<f64>,
+    poisson: Option<f64>,
+    density: Option<f64>,
+    fix_below: Option<String>,
+    modes: usize,
+    max_force: Option<f64>,
+    min_displacement: Option<f64>,
+    max_freq: Option<f64>,
+    alpha_k: Option<f64>,
+    alpha_m: Option<f64>,
+) -> PyResult<Modes> {
+    let (pre, mesh) = py
+        .detach(|| -> Result<_, String> {
+            let spec = mesh.to_string_lossy();
+            let mut mesh = load_mesh(&spec)?;
+            mesh.scale(positive("scale", scale)?);
+            let (e, nu, rho) = default_material();
+            let material = Material::new(
+                young.unwrap_or(e),
+                poisson.unwrap_or(nu),
+                density.unwrap_or(rho),
+            )
+            .map_err(|e| e.to_string())?;
+            let fixes: Vec<Fix> = fix_below
+                .as_deref()
+                .map(parse_fix_below)
+                .transpose()?
+                .into_iter()
+                .collect();
+            let d = SelectionParams::default();
+            let alpha_k = alpha_k.unwrap_or(d.alpha_stiffness);
+            let alpha_m = alpha_m.unwrap_or(d.alpha_mass);
+            for (name, v) in [("alpha_k", alpha_k), ("alpha_m", alpha_m)] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(format!("{name} must be a finite number >= 0, got {v}"));
+                }
+            }
+            let params = PrecomputeParams {
+                n_modes: modes,
+                selection: SelectionParams {
+                    max_force: positive("max_force", max_force.unwrap_or(d.max_force))?,
+                    min_displacement: positive(
+                        "min_displacement",
+                        min_displacement.unwrap_or(d.min_displacement),
+                    )?,
+                    max_frequency_hz: positive("max_freq", max_freq.unwrap_or(d.max_frequency_hz))?,
+                    alpha_stiffness: alpha_k,
+                    alpha_mass: alpha_m,
+                },
+                ordering: Default::default(),
+            };
+            let pre = modal::precompute(
+                &mesh,
+                &MaterialMap::uniform(material),
+                &fixes,
+                &params,
+                &mut |_| {},
+            )
+            .map_err(|e| format!("{spec}: {e}"))?;
+            Ok((pre, mesh))
+        })
+        .map_err(PalpaError::new_err)?;
+    modes_columns(py, &pre, &mesh.nodes, mesh.tets.len())
+}
+
+/// palpa from Python: `replay` and `modes`.
+#[pymodule]
+#[pyo3(name = "palpa")]
+fn palpa_python(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(replay, m)?)?;
+    m.add_function(wrap_pyfunction!(modes, m)?)?;
+    m.add_class::<Replay>()?;
+    m.add_class::<Modes>()?;
+    m.add("PalpaError", m.py().get_type::<PalpaError>())?;
+    Ok(())
+}
