@@ -99,8 +99,7 @@ pub struct ForceTrace {
 impl ForceTrace {
     /// Reads a force CSV; errors name the file, the line and the column.
     pub fn load(path: &Path) -> Result<Self, String> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
@@ -254,7 +253,10 @@ fn panels(trace: &ForceTrace) -> Vec<Panel> {
             .map(|i| (dir.dot(&trace.probe[i]) * 1e3, trace.force[i].z))
             .collect();
         panels.push(Panel {
-            x_desc: format!("probe position along the slide {} (mm)", direction_name(&dir)),
+            x_desc: format!(
+                "probe position along the slide {} (mm)",
+                direction_name(&dir)
+            ),
             y_desc: "force on the hand (N)".into(),
             curves: vec![
                 Curve {
@@ -285,7 +287,11 @@ fn direction_name(dir: &Vec3) -> String {
 
 /// Range of `values` with 5 % padding; a flat or empty range becomes one unit wide.
 fn range(values: impl Iterator<Item = f64>, include_zero: bool) -> std::ops::Range<f64> {
-    let start = if include_zero { (0.0, 0.0) } else { (f64::INFINITY, f64::NEG_INFINITY) };
+    let start = if include_zero {
+        (0.0, 0.0)
+    } else {
+        (f64::INFINITY, f64::NEG_INFINITY)
+    };
     let (lo, hi) = values.fold(start, |(lo, hi), v| (lo.min(v), hi.max(v)));
     if !(lo.is_finite() && hi.is_finite()) {
         return 0.0..1.0;
@@ -363,14 +369,22 @@ pub fn write(trace: &ForceTrace, title: &str, out: &Path) -> Result<(), String> 
     let bytes = match format {
         Format::Svg => {
             let mut svg = String::new();
-            draw(SVGBackend::with_string(&mut svg, size).into_drawing_area(), title, &panels)
-                .map_err(|e| failed(&e))?;
+            draw(
+                SVGBackend::with_string(&mut svg, size).into_drawing_area(),
+                title,
+                &panels,
+            )
+            .map_err(|e| failed(&e))?;
             svg.into_bytes()
         }
         Format::Png => {
             let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
-            draw(BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area(), title, &panels)
-                .map_err(|e| failed(&e))?;
+            draw(
+                BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area(),
+                title,
+                &panels,
+            )
+            .map_err(|e| failed(&e))?;
             let mut png = Vec::new();
             let mut encoder = png::Encoder::new(&mut png, size.0, size.1);
             encoder.set_color(png::ColorType::Rgb);
@@ -403,9 +417,10 @@ pub fn run(args: &PlotArgs) -> Result<(), String> {
         .clone()
         .or_else(|| trace.scene.clone())
         .unwrap_or_else(|| {
-            args.csv
-                .file_name()
-                .map_or_else(|| args.csv.display().to_string(), |n| n.to_string_lossy().into())
+            args.csv.file_name().map_or_else(
+                || args.csv.display().to_string(),
+                |n| n.to_string_lossy().into(),
+            )
         });
     write(&trace, &title, &out)?;
     println!("plot written to {}", out.display());
@@ -432,7 +447,10 @@ mod tests {
         assert_eq!(t.depth, [0.002]);
         assert_eq!(t.contact, [true]);
         assert_eq!(t.scene, None);
-        assert_eq!(ForceTrace::parse(PRESS).unwrap().scene.as_deref(), Some("a block"));
+        assert_eq!(
+            ForceTrace::parse(PRESS).unwrap().scene.as_deref(),
+            Some("a block")
+        );
     }
 
     #[test]
@@ -441,7 +459,10 @@ mod tests {
         assert!(err.contains("`fz`"), "{err}");
         let bad = PRESS.replace("0.002,0.001,0,-0.004,0.1", "0.002,0.001,0,-0.004,oops");
         let err = ForceTrace::parse(&bad).unwrap_err();
-        assert!(err.contains("line 5") && err.contains("`fx`") && err.contains("oops"), "{err}");
+        assert!(
+            err.contains("line 5") && err.contains("`fx`") && err.contains("oops"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -464,14 +485,19 @@ mod tests {
         assert_eq!(Format::of(Path::new("b.png")), Ok(Format::Png));
         let err = Format::of(Path::new("b.jpg")).unwrap_err();
         assert!(err.contains("\".jpg\""), "{err}");
-        assert!(Format::of(Path::new("plot")).unwrap_err().contains("no file extension"));
+        assert!(Format::of(Path::new("plot"))
+            .unwrap_err()
+            .contains("no file extension"));
     }
 
     #[test]
     fn ranges_pad_and_include_zero() {
         assert_eq!(range([1.0, 3.0].into_iter(), false), 0.9..3.1);
         let r = range([1.0, 3.0].into_iter(), true);
-        assert!((r.start + 0.15).abs() < 1e-12 && (r.end - 3.15).abs() < 1e-12, "{r:?}");
+        assert!(
+            (r.start + 0.15).abs() < 1e-12 && (r.end - 3.15).abs() < 1e-12,
+            "{r:?}"
+        );
         assert_eq!(range([2.0].into_iter(), false), 1.5..2.5);
         assert_eq!(range(std::iter::empty(), false), 0.0..1.0);
     }

@@ -118,7 +118,11 @@ pub fn run(args: &ReplayArgs) -> Result<(), String> {
     bar.finish_and_clear();
     let built = built.map_err(|e| e.to_string())?;
     eprintln!("precompute: {}", describe(&built.precompute));
-    let title = built.scene.name.clone().unwrap_or(built.scene.source.clone());
+    let title = built
+        .scene
+        .name
+        .clone()
+        .unwrap_or(built.scene.source.clone());
     let rows = replay(built, trajectory);
     write_file(&args.out, |w| write_csv(&rows, w))?;
     let peak = rows.iter().map(|r| r.force.norm()).fold(0.0, f64::max);
