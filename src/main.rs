@@ -36,7 +36,7 @@ fn main() -> std::process::ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(palpa::cli::progress::LogWriter)
         .init();
     let cli = Cli::parse();
     match &cli.command {
