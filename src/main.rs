@@ -24,6 +24,8 @@ enum Command {
     Precompute(palpa::cli::precompute::PrecomputeArgs),
     /// Replay a trajectory through a scene in lock-step; write forces (and a plot).
     Replay(palpa::cli::replay::ReplayArgs),
+    /// Plot a force CSV (replay output or recorded ticks) to SVG or PNG.
+    Plot(palpa::cli::plot::PlotArgs),
     /// Watch a running server's visual stream: rate, latency, bandwidth; record it.
     Watch(palpa_client::watch::WatchArgs),
 }
@@ -34,7 +36,7 @@ fn main() -> std::process::ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(palpa::cli::progress::LogWriter)
         .init();
     let cli = Cli::parse();
     match &cli.command {
@@ -44,6 +46,7 @@ fn main() -> std::process::ExitCode {
         Command::Modes(args) => exit_code(palpa::cli::modes::run(args)),
         Command::Precompute(args) => exit_code(palpa::cli::precompute::run(args)),
         Command::Replay(args) => exit_code(palpa::cli::replay::run(args)),
+        Command::Plot(args) => exit_code(palpa::cli::plot::run(args)),
         Command::Watch(args) => palpa_client::watch::run_blocking(args, "palpa watch"),
     }
 }

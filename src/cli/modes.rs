@@ -7,9 +7,10 @@ use clap::Args;
 use serde::Serialize;
 
 use super::progress::progress_bar;
-use crate::fem::{Axis, Fix, Material, MaterialMap, Ordering};
+use crate::fem::{Axis, Fix, Material, MaterialMap, Ordering, LOCKING_POISSON};
 use crate::mesh::{self, generate::box_mesh, TetMesh};
-use crate::modal::{self, ModalCache, ModeReport, PrecomputeParams, SelectionParams};
+use crate::modal::{self, ModalCache, ModeFate, ModeReport, PrecomputeParams, SelectionParams};
+use crate::scene::{Scene, DEFAULT_MATERIAL};
 use crate::Vec3;
 
 /// Arguments of `palpa modes`.
@@ -21,14 +22,14 @@ pub struct ModesArgs {
     /// Multiply coordinates by this (e.g. 0.01 for a mesh in cm).
     #[arg(long, default_value_t = 1.0, value_parser = positive_number)]
     pub scale: f64,
-    /// Young's modulus E (Pa).
-    #[arg(long, default_value_t = 5.0e4)]
+    /// Young's modulus E (Pa); default: the default scene's `[materials.default]`.
+    #[arg(long, default_value_t = default_scene_material().0)]
     pub young: f64,
-    /// Poisson ratio ν.
-    #[arg(long, default_value_t = 0.45)]
+    /// Poisson ratio ν; default: the default scene's `[materials.default]`.
+    #[arg(long, default_value_t = default_scene_material().1)]
     pub poisson: f64,
-    /// Density ρ (kg/m³).
-    #[arg(long, default_value_t = 1000.0)]
+    /// Density ρ (kg/m³); default: the default scene's `[materials.default]`.
+    #[arg(long, default_value_t = default_scene_material().2)]
     pub density: f64,
     /// Fix nodes with AXIS ≤ min + DIST, e.g. `y=0.005` (m, after scaling).
     #[arg(long, value_name = "AXIS=DIST")]
@@ -60,6 +61,28 @@ pub struct ModesArgs {
     /// Write the modal cache file here.
     #[arg(long, value_name = "OUT")]
     pub cache: Option<PathBuf>,
+}
+
+/// The embedded default scene's `[materials.default]` as (E Pa, ν, ρ kg/m³), else the
+/// built-in material scenes get when they name none.
+pub fn default_scene_material() -> (f64, f64, f64) {
+    Scene::embedded_default()
+        .materials
+        .get("default")
+        .map_or(DEFAULT_MATERIAL, |m| {
+            let m = m.get_ref();
+            (m.young, m.poisson, m.density)
+        })
+}
+
+/// The frequency to show (Hz): rigid-body modes are 0 Hz (their computed eigenvalue is
+/// zero to rounding and may come out as −0.00000).
+fn shown_frequency(r: &ModeReport) -> f64 {
+    if r.fate == ModeFate::KeptRigid {
+        0.0
+    } else {
+        r.freq_hz
+    }
 }
 
 /// A finite number > 0.
@@ -159,6 +182,14 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
     mesh.scale(args.scale);
     let material =
         Material::new(args.young, args.poisson, args.density).map_err(|e| e.to_string())?;
+    if material.locks() {
+        tracing::warn!(
+            "the material of --poisson {}: Poisson ratio ≥ {LOCKING_POISSON} is nearly \
+             incompressible; linear tetrahedra lock (too stiff in bending and shear): \
+             refine the mesh or expect stiff results",
+            material.poisson
+        );
+    }
     let materials = MaterialMap::uniform(material);
     let fixes: Vec<Fix> = args
         .fix_below
@@ -207,6 +238,13 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
         pre.eigen.max_residual
     );
     println!(
+        "response (m): the displacement this mode alone gives, linearly, at the node a {} N \
+         point force on it moves most (--max-force);\n  modes below {:.1e} m are dropped \
+         (--min-displacement). A bound per mode, not the body's deflection: a point load \
+         on one node of a fine mesh is very compliant.",
+        args.max_force, args.min_displacement
+    );
+    println!(
         "{:>5} {:>12} {:>10} {:>14}  fate",
         "mode", "freq (Hz)", "zeta", "response (m)"
     );
@@ -214,7 +252,7 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
         println!(
             "{:>5} {:>12.5} {:>10} {:>14}  {}",
             r.index,
-            r.freq_hz,
+            shown_frequency(r),
             r.damping_ratio.map_or("-".into(), |z| format!("{z:.4}")),
             r.static_response
                 .map_or("rigid".into(), |s| format!("{s:.3e}")),
@@ -242,7 +280,7 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
             tets: mesh.tets.len(),
             free_dofs: pre.n_free_dofs,
             fixed_nodes: pre.n_fixed_nodes,
-            freq_hz: pre.reports.iter().map(|r| r.freq_hz).collect(),
+            freq_hz: pre.reports.iter().map(shown_frequency).collect(),
             kept: pre.reports.iter().map(|r| r.fate.kept()).collect(),
             modes: &pre.reports,
             timings_s: pre.timings,

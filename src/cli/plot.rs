@@ -1,206 +1,504 @@
-//! A small SVG line plot: stacked panels over a shared time axis.
+//! `palpa plot` (and `replay --plot`): the force and indentation of a replay or a
+//! recorded session, drawn with `plotters` into SVG or PNG.
 //!
-//! Written by hand rather than with `plotters`: a few polylines, axes and labels are all
-//! `replay --plot` needs, and plotters' text rendering pulls in font-handling crates
-//! (or falls back to system fonts) — here the output is plain, deterministic SVG text
-//! that any browser renders, with no dependency at all.
+//! Panels: force over time (|f| as a wide light band with fz drawn inside it, so
+//! neither hides the other), indentation depth over time, and, when the probe slides
+//! further than it presses, force against position along the slide.
 
-use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use clap::Args;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::Vec3;
+
+/// Columns a force CSV must have (more are allowed, in any order).
+pub const COLUMNS: [&str; 9] = ["t", "x", "y", "z", "fx", "fy", "fz", "depth", "contact"];
+
+/// A comment line `# scene: NAME` anywhere before the header names the scene for the
+/// plot's title.
+pub const SCENE_COMMENT: &str = "# scene:";
+
+/// Width of a plot (px; SVG user units).
+pub const WIDTH: u32 = 1000;
+/// Height of one panel (px).
+pub const PANEL_HEIGHT: u32 = 300;
+/// Height of the title band (px).
+pub const TITLE_HEIGHT: u32 = 40;
+
+/// Arguments of `palpa plot`.
+#[derive(Args, Debug, Clone)]
+pub struct PlotArgs {
+    /// Force CSV: `palpa replay`'s output or a recorded session's `ticks.csv` (header
+    /// with at least t,x,y,z,fx,fy,fz,depth,contact; s, m, N, m, 0/1).
+    pub csv: PathBuf,
+    /// Output: FILE.svg or FILE.png; default: the CSV's name with `.svg`.
+    #[arg(long, value_name = "FILE.svg|FILE.png", value_parser = plot_path)]
+    pub out: Option<PathBuf>,
+    /// Title; default: the scene named by a `# scene: NAME` line in the CSV, else the
+    /// CSV's file name.
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+/// The image formats a plot can be written in, from the output's extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Scalable vector graphics (text).
+    Svg,
+    /// A PNG image, RGB, 8 bits per channel.
+    Png,
+}
+
+impl Format {
+    /// The format of `path` by its extension (case-insensitive); anything but `.svg`
+    /// and `.png` is an error naming the extension.
+    pub fn of(path: &Path) -> Result<Self, String> {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        match ext.to_ascii_lowercase().as_str() {
+            "svg" => Ok(Format::Svg),
+            "png" => Ok(Format::Png),
+            "" => Err(format!(
+                "{}: no file extension; a plot is written as .svg or .png",
+                path.display()
+            )),
+            _ => Err(format!(
+                "{}: cannot write a plot as \".{ext}\"; use .svg or .png",
+                path.display()
+            )),
+        }
+    }
+}
+
+/// Clap value parser for a plot output path: checks the format before any work.
+pub fn plot_path(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    Format::of(&path)?;
+    Ok(path)
+}
+
+/// A force trace: the rows of a replay's or a recorded session's CSV, as columns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ForceTrace {
+    /// Time of each row (s).
+    pub t: Vec<f64>,
+    /// Probe tip (m, scene frame).
+    pub probe: Vec<Vec3>,
+    /// Force on the user's hand (N, scene frame).
+    pub force: Vec<Vec3>,
+    /// Indentation depth (m).
+    pub depth: Vec<f64>,
+    /// Whether the probe touched the tissue.
+    pub contact: Vec<bool>,
+    /// The scene's name from a `# scene: NAME` line, if the file has one.
+    pub scene: Option<String>,
+}
+
+impl ForceTrace {
+    /// Reads a force CSV; errors name the file, the line and the column.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses CSV text with a header naming at least [`COLUMNS`]; `#` lines are
+    /// comments. Errors name the line (1-based) and the column.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let scene = text
+            .lines()
+            .take_while(|l| l.trim().is_empty() || l.starts_with('#'))
+            .find_map(|l| l.strip_prefix(SCENE_COMMENT))
+            .map(|name| name.trim().to_string())
+            .filter(|name| !name.is_empty());
+        let mut reader = csv::ReaderBuilder::new()
+            .comment(Some(b'#'))
+            .trim(csv::Trim::All)
+            .from_reader(text.as_bytes());
+        let header = reader
+            .headers()
+            .map_err(|e| format!("header: {e}"))?
+            .clone();
+        let index: Vec<usize> = COLUMNS
+            .iter()
+            .map(|name| {
+                header.iter().position(|h| h == *name).ok_or_else(|| {
+                    format!(
+                        "the header has no column `{name}` (needs {})",
+                        COLUMNS.join(",")
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let mut trace = ForceTrace {
+            scene,
+            ..Self::default()
+        };
+        for record in reader.records() {
+            let record = record.map_err(|e| e.to_string())?;
+            let line = record.position().map_or(0, |p| p.line());
+            let mut v = [0.0; 9];
+            for (k, (&i, name)) in index.iter().zip(COLUMNS).enumerate() {
+                let field = record.get(i).unwrap_or("");
+                v[k] = field
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| {
+                        format!("line {line}: column `{name}`: {field:?} is not a finite number")
+                    })?;
+            }
+            trace.t.push(v[0]);
+            trace.probe.push(Vec3::new(v[1], v[2], v[3]));
+            trace.force.push(Vec3::new(v[4], v[5], v[6]));
+            trace.depth.push(v[7]);
+            trace.contact.push(v[8] != 0.0);
+        }
+        if trace.t.is_empty() {
+            return Err("no rows after the header".into());
+        }
+        Ok(trace)
+    }
+
+    /// The slide, if the probe moved along the surface further than it pressed while
+    /// in contact: the unit direction of travel and the lateral distance covered (m).
+    /// "Along the surface" is across the mean force direction of the contact rows.
+    pub fn slide(&self) -> Option<(Vec3, f64)> {
+        let touching: Vec<usize> = (0..self.t.len()).filter(|&i| self.contact[i]).collect();
+        let first = *touching.first()?;
+        let normal = touching
+            .iter()
+            .map(|&i| self.force[i])
+            .sum::<Vec3>()
+            .try_normalize(1e-12)?;
+        let lateral = |i: usize| {
+            let d = self.probe[i] - self.probe[first];
+            d - normal * normal.dot(&d)
+        };
+        let far = touching
+            .iter()
+            .map(|&i| lateral(i))
+            .max_by(|a, b| a.norm().total_cmp(&b.norm()))?;
+        let deepest = touching.iter().map(|&i| self.depth[i]).fold(0.0, f64::max);
+        (far.norm() > deepest).then(|| (far / far.norm(), far.norm()))
+    }
+}
 
 /// One curve of a panel.
-pub struct Series {
-    /// Legend text.
-    pub label: &'static str,
-    /// One value per time sample.
-    pub values: Vec<f64>,
+struct Curve {
+    label: String,
+    points: Vec<(f64, f64)>,
+    style: ShapeStyle,
 }
 
-const WIDTH: f64 = 900.0;
-const PANEL_HEIGHT: f64 = 240.0;
-const LEFT: f64 = 70.0;
-const RIGHT: f64 = 20.0;
-const TOP: f64 = 40.0;
-const GAP: f64 = 50.0;
-const BOTTOM: f64 = 45.0;
-const COLORS: [&str; 4] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
-
-/// Tick positions covering [lo, hi] at a 1-2-5 step giving about `n` ticks.
-fn ticks(lo: f64, hi: f64, n: f64) -> Vec<f64> {
-    let raw = (hi - lo) / n;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
-    let first = (lo / step).ceil() as i64;
-    let last = (hi / step).floor() as i64;
-    (first..=last).map(|k| k as f64 * step).collect()
+/// One chart: axis descriptions and its curves.
+struct Panel {
+    x_desc: String,
+    y_desc: String,
+    curves: Vec<Curve>,
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// The colour of |f|: a wide light band.
+const MAGNITUDE: RGBColor = RGBColor(31, 119, 180);
+/// The colour of fz and of depth: a thin dark line.
+const COMPONENT: RGBColor = RGBColor(214, 39, 40);
+
+fn magnitude_style() -> ShapeStyle {
+    MAGNITUDE.mix(0.45).stroke_width(6)
 }
 
-fn label(v: f64) -> String {
-    let s = format!("{v:.6}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" {
-        "0".into()
+fn component_style() -> ShapeStyle {
+    COMPONENT.stroke_width(1)
+}
+
+/// The panels of a trace: force and depth over time, and force along a slide.
+fn panels(trace: &ForceTrace) -> Vec<Panel> {
+    let over_time = |values: Vec<f64>| trace.t.iter().copied().zip(values).collect();
+    let magnitude: Vec<f64> = trace.force.iter().map(|f| f.norm()).collect();
+    let mut panels = vec![
+        Panel {
+            x_desc: "time (s)".into(),
+            y_desc: "force on the hand (N)".into(),
+            curves: vec![
+                Curve {
+                    label: "|f|".into(),
+                    points: over_time(magnitude.clone()),
+                    style: magnitude_style(),
+                },
+                Curve {
+                    label: "fz".into(),
+                    points: over_time(trace.force.iter().map(|f| f.z).collect()),
+                    style: component_style(),
+                },
+            ],
+        },
+        Panel {
+            x_desc: "time (s)".into(),
+            y_desc: "indentation (mm)".into(),
+            curves: vec![Curve {
+                label: "depth".into(),
+                points: over_time(trace.depth.iter().map(|d| d * 1e3).collect()),
+                style: component_style(),
+            }],
+        },
+    ];
+    if let Some((dir, _)) = trace.slide() {
+        let along: Vec<(f64, f64)> = (0..trace.t.len())
+            .filter(|&i| trace.contact[i])
+            .map(|i| (dir.dot(&trace.probe[i]) * 1e3, magnitude[i]))
+            .collect();
+        let fz = (0..trace.t.len())
+            .filter(|&i| trace.contact[i])
+            .map(|i| (dir.dot(&trace.probe[i]) * 1e3, trace.force[i].z))
+            .collect();
+        panels.push(Panel {
+            x_desc: format!(
+                "probe position along the slide {} (mm)",
+                direction_name(&dir)
+            ),
+            y_desc: "force on the hand (N)".into(),
+            curves: vec![
+                Curve {
+                    label: "|f| in contact".into(),
+                    points: along,
+                    style: magnitude_style(),
+                },
+                Curve {
+                    label: "fz in contact".into(),
+                    points: fz,
+                    style: component_style(),
+                },
+            ],
+        });
+    }
+    panels
+}
+
+/// `x`, `-y`, … for an axis direction, else the unit vector's components.
+fn direction_name(dir: &Vec3) -> String {
+    for (i, axis) in ["x", "y", "z"].iter().enumerate() {
+        if (dir[i].abs() - 1.0).abs() < 1e-6 {
+            return format!("{}{axis}", if dir[i] < 0.0 { "-" } else { "+" });
+        }
+    }
+    format!("({:.2}, {:.2}, {:.2})", dir.x, dir.y, dir.z)
+}
+
+/// Range of `values` with 5 % padding; a flat or empty range becomes one unit wide.
+fn range(values: impl Iterator<Item = f64>, include_zero: bool) -> std::ops::Range<f64> {
+    let start = if include_zero {
+        (0.0, 0.0)
     } else {
-        s.into()
+        (f64::INFINITY, f64::NEG_INFINITY)
+    };
+    let (lo, hi) = values.fold(start, |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if !(lo.is_finite() && hi.is_finite()) {
+        return 0.0..1.0;
     }
+    if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
+        return lo - 0.5..hi + 0.5;
+    }
+    let pad = 0.05 * (hi - lo);
+    lo - pad..hi + pad
 }
 
-/// An SVG document: `title` on top, one panel per (y-axis label, series) over the
-/// samples `t` (s). Non-finite values are left out of the range and the lines.
-pub fn svg(title: &str, t: &[f64], panels: &[(&str, &[Series])]) -> String {
-    let height = TOP + panels.len() as f64 * (PANEL_HEIGHT + GAP) - GAP + BOTTOM;
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let (t0, t1) = match (t.first(), t.last()) {
-        (Some(&a), Some(&b)) if b > a => (a, b),
-        (Some(&a), _) => (a, a + 1.0),
-        _ => (0.0, 1.0),
-    };
-    let x_of = |v: f64| LEFT + (v - t0) / (t1 - t0) * plot_w;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{}</text>"#,
-        WIDTH / 2.0,
-        escape(title)
-    );
-    for (p, (ylabel, series)) in panels.iter().enumerate() {
-        let top = TOP + p as f64 * (PANEL_HEIGHT + GAP);
-        let bottom = top + PANEL_HEIGHT;
-        let (mut lo, mut hi) = (0.0f64, 0.0f64);
-        for v in series
-            .iter()
-            .flat_map(|s| &s.values)
-            .filter(|v| v.is_finite())
-        {
-            lo = lo.min(*v);
-            hi = hi.max(*v);
-        }
-        if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
-            hi = lo + 1.0;
-        }
-        let pad = 0.05 * (hi - lo);
-        let (lo, hi) = (lo - pad, hi + pad);
-        let y_of = |v: f64| bottom - (v - lo) / (hi - lo) * PANEL_HEIGHT;
-        let _ = writeln!(
-            s,
-            r##"<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{PANEL_HEIGHT}" fill="none" stroke="#444"/>"##
+/// The fonts plotters lays text out with: DejaVu Sans, embedded, so no system font
+/// library is needed (plotters' `ttf` feature would look fonts up through fontconfig).
+fn register_fonts() {
+    static FONTS: Once = Once::new();
+    FONTS.call_once(|| {
+        // The bytes are a valid TrueType font shipped by the `dejavu` crate.
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            dejavu::sans::regular(),
         );
-        for v in ticks(lo, hi, 5.0) {
-            let y = y_of(v);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{LEFT}" y1="{y:.2}" x2="{}" y2="{y:.2}" stroke="#ddd"/><text x="{}" y="{:.2}" text-anchor="end">{}</text>"##,
-                LEFT + plot_w,
-                LEFT - 6.0,
-                y + 4.0,
-                label(v)
-            );
+    });
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    title: &str,
+    panels: &[Panel],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
+    let body = root.titled(title, ("sans-serif", 20))?;
+    for (area, panel) in body.split_evenly((panels.len(), 1)).iter().zip(panels) {
+        let points = || panel.curves.iter().flat_map(|c| &c.points);
+        let x = range(points().map(|p| p.0), false);
+        let y = range(points().map(|p| p.1), true);
+        let mut chart = ChartBuilder::on(area)
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x, y)?;
+        chart
+            .configure_mesh()
+            .x_desc(panel.x_desc.as_str())
+            .y_desc(panel.y_desc.as_str())
+            .light_line_style(RGBColor(242, 242, 242))
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 14))
+            .draw()?;
+        for curve in &panel.curves {
+            let style = curve.style;
+            chart
+                .draw_series(LineSeries::new(curve.points.iter().copied(), style))?
+                .label(curve.label.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
         }
-        for v in ticks(t0, t1, 8.0) {
-            let x = x_of(v);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{x:.2}" y1="{top}" x2="{x:.2}" y2="{bottom}" stroke="#eee"/><text x="{x:.2}" y="{}" text-anchor="middle">{}</text>"##,
-                bottom + 16.0,
-                label(v)
-            );
-        }
-        let _ = writeln!(
-            s,
-            r#"<text transform="translate(18 {:.2}) rotate(-90)" text-anchor="middle">{}</text>"#,
-            top + PANEL_HEIGHT / 2.0,
-            escape(ylabel)
-        );
-        for (i, series) in series.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
-            let mut points = String::new();
-            for (tv, v) in t.iter().zip(&series.values) {
-                if v.is_finite() {
-                    let _ = write!(points, "{:.2},{:.2} ", x_of(*tv), y_of(*v));
-                }
-            }
-            let _ = writeln!(
-                s,
-                r#"<polyline fill="none" stroke="{color}" stroke-width="1.2" points="{}"/>"#,
-                points.trim_end()
-            );
-            let _ = writeln!(
-                s,
-                r#"<text x="{:.2}" y="{:.2}" text-anchor="end" fill="{color}">{}</text>"#,
-                LEFT + plot_w - 8.0,
-                top + 16.0 + 14.0 * i as f64,
-                escape(series.label)
-            );
-        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font(("sans-serif", 13))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
     }
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">time (s)</text>"#,
-        LEFT + plot_w / 2.0,
-        height - 8.0
-    );
-    s.push_str("</svg>\n");
-    s
+    root.present()
+}
+
+/// Draws `trace` under `title` into `out`, as SVG or PNG by its extension.
+pub fn write(trace: &ForceTrace, title: &str, out: &Path) -> Result<(), String> {
+    let format = Format::of(out)?;
+    register_fonts();
+    let panels = panels(trace);
+    let size = (WIDTH, TITLE_HEIGHT + PANEL_HEIGHT * panels.len() as u32);
+    let failed = |e: &dyn std::fmt::Display| format!("{}: drawing the plot: {e}", out.display());
+    let bytes = match format {
+        Format::Svg => {
+            let mut svg = String::new();
+            draw(
+                SVGBackend::with_string(&mut svg, size).into_drawing_area(),
+                title,
+                &panels,
+            )
+            .map_err(|e| failed(&e))?;
+            svg.into_bytes()
+        }
+        Format::Png => {
+            let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
+            draw(
+                BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area(),
+                title,
+                &panels,
+            )
+            .map_err(|e| failed(&e))?;
+            let mut png = Vec::new();
+            let mut encoder = png::Encoder::new(&mut png, size.0, size.1);
+            encoder.set_color(png::ColorType::Rgb);
+            encoder.set_depth(png::BitDepth::Eight);
+            encoder
+                .write_header()
+                .and_then(|mut w| w.write_image_data(&rgb))
+                .map_err(|e| failed(&e))?;
+            png
+        }
+    };
+    std::fs::write(out, bytes).map_err(|e| format!("{}: {e}", out.display()))
+}
+
+/// Plots the force CSV `csv` into `out` under `title` (what `replay --plot` calls on
+/// the CSV it has just written).
+pub fn plot_csv(csv: &Path, out: &Path, title: &str) -> Result<(), String> {
+    write(&ForceTrace::load(csv)?, title, out)
+}
+
+/// Runs `palpa plot`; errors are messages for the user.
+pub fn run(args: &PlotArgs) -> Result<(), String> {
+    let trace = ForceTrace::load(&args.csv)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.csv.with_extension("svg"));
+    let title = args
+        .title
+        .clone()
+        .or_else(|| trace.scene.clone())
+        .unwrap_or_else(|| {
+            args.csv.file_name().map_or_else(
+                || args.csv.display().to_string(),
+                |n| n.to_string_lossy().into(),
+            )
+        });
+    write(&trace, &title, &out)?;
+    println!("plot written to {}", out.display());
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const PRESS: &str = "# scene: a block\n\
+        t,x,y,z,fx,fy,fz,depth,contact\n\
+        0,0,0,0.001,0,0,0,0,0\n\
+        0.001,0,0,-0.002,0,0,1.5,0.002,1\n\
+        0.002,0.001,0,-0.004,0.1,0,3,0.004,1\n";
+
     #[test]
-    fn ticks_are_round_and_cover_the_range() {
+    fn a_csv_with_extra_columns_in_any_order_parses() {
+        let text = "contact,depth,fz,fy,fx,z,y,x,t,extra\n1,0.002,3,2,1,-0.002,0.5,0.25,0.125,9\n";
+        let t = ForceTrace::parse(text).unwrap();
+        assert_eq!(t.t, [0.125]);
+        assert_eq!(t.probe, [Vec3::new(0.25, 0.5, -0.002)]);
+        assert_eq!(t.force, [Vec3::new(1.0, 2.0, 3.0)]);
+        assert_eq!(t.depth, [0.002]);
+        assert_eq!(t.contact, [true]);
+        assert_eq!(t.scene, None);
         assert_eq!(
-            ticks(0.0, 1.0, 5.0),
-            vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
+            ForceTrace::parse(PRESS).unwrap().scene.as_deref(),
+            Some("a block")
         );
-        let t = ticks(-0.3, 7.2, 8.0);
-        assert_eq!(t.first(), Some(&0.0));
-        assert_eq!(t.last(), Some(&7.0));
     }
 
     #[test]
-    fn polyline_maps_the_extremes_to_the_panel_edges() {
-        let t = [0.0, 1.0, 2.0];
-        let series = [Series {
-            label: "f",
-            values: vec![0.0, 2.0, 1.0],
-        }];
-        let s = svg("a < b", &t, &[("f (N)", &series[..])]);
-        assert!(s.contains("a &lt; b"));
-        let pts = s
-            .split("points=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap();
-        let xy: Vec<(f64, f64)> = pts
-            .split(' ')
-            .map(|p| {
-                let (x, y) = p.split_once(',').unwrap();
-                (x.parse().unwrap(), y.parse().unwrap())
-            })
-            .collect();
-        assert_eq!(xy[0].0, LEFT);
-        assert_eq!(xy[2].0, WIDTH - RIGHT);
-        // Value 0 and 2 sit 5 % inside the panel's bottom and top.
-        let (top, bottom) = (TOP, TOP + PANEL_HEIGHT);
-        assert!((xy[0].1 - (bottom - 0.05 / 1.1 * PANEL_HEIGHT)).abs() < 0.01);
-        assert!((xy[1].1 - (top + 0.05 / 1.1 * PANEL_HEIGHT)).abs() < 0.01);
+    fn bad_csvs_name_the_column_and_line() {
+        let err = ForceTrace::parse("t,x,y,z,fx,fy,depth,contact\n").unwrap_err();
+        assert!(err.contains("`fz`"), "{err}");
+        let bad = PRESS.replace("0.002,0.001,0,-0.004,0.1", "0.002,0.001,0,-0.004,oops");
+        let err = ForceTrace::parse(&bad).unwrap_err();
+        assert!(
+            err.contains("line 5") && err.contains("`fx`") && err.contains("oops"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_press_is_not_a_slide_and_a_slide_is() {
+        assert_eq!(ForceTrace::parse(PRESS).unwrap().slide(), None);
+        let mut slide = String::from("t,x,y,z,fx,fy,fz,depth,contact\n");
+        for k in 0..=10 {
+            let x = -0.01 + 0.002 * f64::from(k);
+            slide.push_str(&format!("{},{x},0,-0.003,0,0,2,0.003,1\n", f64::from(k)));
+        }
+        let (dir, dist) = ForceTrace::parse(&slide).unwrap().slide().unwrap();
+        assert!((dir - Vec3::x()).norm() < 1e-12, "{dir}");
+        assert!((dist - 0.02).abs() < 1e-12, "{dist}");
+        assert_eq!(direction_name(&dir), "+x");
+    }
+
+    #[test]
+    fn formats_come_from_the_extension() {
+        assert_eq!(Format::of(Path::new("a/b.SVG")), Ok(Format::Svg));
+        assert_eq!(Format::of(Path::new("b.png")), Ok(Format::Png));
+        let err = Format::of(Path::new("b.jpg")).unwrap_err();
+        assert!(err.contains("\".jpg\""), "{err}");
+        assert!(Format::of(Path::new("plot"))
+            .unwrap_err()
+            .contains("no file extension"));
+    }
+
+    #[test]
+    fn ranges_pad_and_include_zero() {
+        assert_eq!(range([1.0, 3.0].into_iter(), false), 0.9..3.1);
+        let r = range([1.0, 3.0].into_iter(), true);
+        assert!(
+            (r.start + 0.15).abs() < 1e-12 && (r.end - 3.15).abs() < 1e-12,
+            "{r:?}"
+        );
+        assert_eq!(range([2.0].into_iter(), false), 1.5..2.5);
+        assert_eq!(range(std::iter::empty(), false), 0.0..1.0);
     }
 }

@@ -1,25 +1,109 @@
 //! The one progress display of the commands that precompute (`serve`, `replay`,
-//! `precompute`, `modes`).
+//! `precompute`, `modes`), and the log writer that prints log lines above it instead of
+//! into it.
 
+use std::io::Write;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use tracing_subscriber::fmt::MakeWriter;
 
 use crate::modal::Progress;
 
-/// A progress display on stderr (a spinner with the elapsed time) and the callback that
-/// names the precompute's stage in it.
+/// Stages of a scene build the bar counts: reading the scene and its cache, assembling
+/// K and M, factorising and solving for the modes.
+pub const STAGES: u64 = 3;
+
+/// The bar on screen, if any; log lines are printed above it.
+static ACTIVE: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// A progress bar on stderr over the [`STAGES`] of a build, naming the stage and the
+/// elapsed time (hidden when stderr is not a terminal), and the callback that advances
+/// it. Log lines written through [`LogWriter`] while it is shown appear above it.
 pub fn progress_bar(what: &str) -> (ProgressBar, impl FnMut(Progress)) {
-    let bar = ProgressBar::new_spinner();
+    let bar = ProgressBar::new(STAGES);
     bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("valid template"),
+        ProgressStyle::with_template("{msg} [{bar:20}] stage {pos}/{len}, {elapsed}")
+            .expect("valid template")
+            .progress_chars("=> "),
     );
     bar.set_message(what.to_string());
-    bar.enable_steady_tick(Duration::from_millis(120));
+    bar.enable_steady_tick(Duration::from_millis(200));
+    *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = Some(bar.clone());
     let b = bar.clone();
     let on_progress = move |p: Progress| match p {
-        Progress::Assembling => b.set_message("precompute: assembling K and M"),
-        Progress::SolvingModes => b.set_message("precompute: factorising and solving for modes"),
+        Progress::Assembling => {
+            b.set_position(1);
+            b.set_message("precompute: assembling K and M");
+        }
+        Progress::SolvingModes => {
+            b.set_position(2);
+            b.set_message("precompute: factorising and solving for modes");
+        }
     };
     (bar, on_progress)
+}
+
+/// `tracing_subscriber` writer to stderr that suspends the progress bar on screen while
+/// it prints a line, so a warning during a build is not drawn into the bar.
+/// (`tracing-indicatif` does this for bars tied to tracing spans; this bar is driven by
+/// the precompute's callback instead, so the few lines here do it for one bar.)
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LogWriter;
+
+/// One log event, written to stderr when dropped.
+pub struct LogLine(Vec<u8>);
+
+impl<'a> MakeWriter<'a> for LogWriter {
+    type Writer = LogLine;
+
+    fn make_writer(&'a self) -> LogLine {
+        LogLine(Vec::new())
+    }
+}
+
+impl Write for LogLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LogLine {
+    fn drop(&mut self) {
+        let bar = ACTIVE
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .filter(|b| !b.is_finished());
+        // Nothing to do with an error writing a log line to stderr.
+        let write = || drop(std::io::stderr().lock().write_all(&self.0));
+        match bar {
+            Some(bar) => bar.suspend(write),
+            None => write(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bar_has_a_known_length_and_advances_by_stage() {
+        let (bar, mut on_progress) = progress_bar("building");
+        assert_eq!(bar.length(), Some(STAGES));
+        assert_eq!(bar.position(), 0);
+        on_progress(Progress::Assembling);
+        assert_eq!(bar.position(), 1);
+        on_progress(Progress::SolvingModes);
+        assert_eq!(bar.position(), 2);
+        assert!(bar.message().contains("solving for modes"));
+        bar.finish_and_clear();
+    }
 }

@@ -32,8 +32,8 @@ pub struct ReplayArgs {
     /// hand (N, scene frame), indentation depth (m), contact (0/1); one row per tick.
     #[arg(long, value_name = "OUT.csv")]
     pub out: PathBuf,
-    /// Also plot force and depth over time to this SVG file.
-    #[arg(long, value_name = "FILE.svg")]
+    /// Also plot force and depth (and force along a slide) to this file, .svg or .png.
+    #[arg(long, value_name = "FILE.svg|FILE.png", value_parser = plot::plot_path)]
     pub plot: Option<PathBuf>,
 }
 
@@ -118,11 +118,11 @@ pub fn run(args: &ReplayArgs) -> Result<(), String> {
     bar.finish_and_clear();
     let built = built.map_err(|e| e.to_string())?;
     eprintln!("precompute: {}", describe(&built.precompute));
-    let title = format!(
-        "{} through {}",
-        args.trajectory.display(),
-        built.scene.name.as_deref().unwrap_or(&built.scene.source)
-    );
+    let title = built
+        .scene
+        .name
+        .clone()
+        .unwrap_or(built.scene.source.clone());
     let rows = replay(built, trajectory);
     write_file(&args.out, |w| write_csv(&rows, w))?;
     let peak = rows.iter().map(|r| r.force.norm()).fold(0.0, f64::max);
@@ -134,27 +134,7 @@ pub fn run(args: &ReplayArgs) -> Result<(), String> {
         deepest * 1e3
     );
     if let Some(path) = &args.plot {
-        let t: Vec<f64> = rows.iter().map(|r| r.t).collect();
-        let series = [
-            plot::Series {
-                label: "|f| (N)",
-                values: rows.iter().map(|r| r.force.norm()).collect(),
-            },
-            plot::Series {
-                label: "fz (N)",
-                values: rows.iter().map(|r| r.force.z).collect(),
-            },
-        ];
-        let depth = [plot::Series {
-            label: "depth (mm)",
-            values: rows.iter().map(|r| r.depth * 1e3).collect(),
-        }];
-        let svg = plot::svg(
-            &title,
-            &t,
-            &[("force (N)", &series[..]), ("indentation (mm)", &depth[..])],
-        );
-        std::fs::write(path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+        plot::plot_csv(&args.out, path, &title)?;
         eprintln!("plot written to {}", path.display());
     }
     Ok(())

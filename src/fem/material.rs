@@ -1,7 +1,6 @@
 //! Isotropic linear-elastic materials and their assignment to tetrahedra.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -10,23 +9,9 @@ use crate::mesh::TetMesh;
 use crate::Vec3;
 
 /// Poisson ratio from which linear tetrahedra lock (shear and bending become far too
-/// stiff as the material approaches incompressibility); a warning is logged above it.
+/// stiff as the material approaches incompressibility); the commands warn from it on,
+/// naming the material (`Material::locks`).
 pub const LOCKING_POISSON: f64 = 0.45;
-
-/// Whether the locking warning for Poisson ratio `poisson` has not been logged yet in
-/// this process: one scene build validates its materials several times (construction,
-/// cache key, precompute, runtime), and the user needs to read it once per value.
-fn first_locking_warning(poisson: f64) -> bool {
-    static WARNED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
-    let mut warned = WARNED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if warned.contains(&poisson.to_bits()) {
-        return false;
-    }
-    warned.push(poisson.to_bits());
-    true
-}
 
 /// An isotropic linear-elastic material.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -52,8 +37,7 @@ impl Material {
     }
 
     /// Checks E > 0, −1 < ν < 0.5, ρ > 0 (all finite); `what` names the material in the
-    /// error. Logs a warning (once per value) when ν ≥ [`LOCKING_POISSON`], where linear
-    /// tets lock.
+    /// error.
     pub fn validate(&self, what: &str) -> Result<(), FemError> {
         let err = |field, value, reason| FemError::Material {
             what: what.to_string(),
@@ -82,14 +66,12 @@ impl Material {
                 "density must be finite and > 0 kg/m³",
             ));
         }
-        if self.poisson >= LOCKING_POISSON && first_locking_warning(self.poisson) {
-            tracing::warn!(
-                "{what}: Poisson ratio {} is close to 0.5; linear tetrahedra lock \
-                 (too stiff in bending and shear), refine the mesh or expect stiff results",
-                self.poisson
-            );
-        }
         Ok(())
+    }
+
+    /// Whether linear tetrahedra of this material lock: ν ≥ [`LOCKING_POISSON`].
+    pub fn locks(&self) -> bool {
+        self.poisson >= LOCKING_POISSON
     }
 
     /// Lamé parameters (λ, μ) in Pa.
@@ -197,11 +179,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_locking_warning_is_logged_once_per_poisson_ratio() {
-        // Values no other test uses: the record is process-wide.
-        assert!(first_locking_warning(0.487_654_321));
-        assert!(!first_locking_warning(0.487_654_321));
-        assert!(first_locking_warning(0.487_654_322));
+    fn materials_lock_from_the_locking_poisson_ratio() {
+        assert!(Material::new(1.0, LOCKING_POISSON, 1.0).unwrap().locks());
+        assert!(!Material::new(1.0, 0.3, 1.0).unwrap().locks());
     }
 
     #[test]

@@ -2,7 +2,12 @@
 //! the mesh (region names and ids checked, node indices checked), and the assembled
 //! system they give.
 
-use crate::fem::{self, Axis, DofMap, FemSystem, Fix, Material, MaterialMap, Shape};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use crate::fem::{
+    self, Axis, DofMap, FemSystem, Fix, Material, MaterialMap, Shape, LOCKING_POISSON,
+};
 use crate::mesh::TetMesh;
 use crate::scene::{FixSpec, RegionRef, Scene, SceneError, DEFAULT_MATERIAL};
 use crate::Vec3;
@@ -62,6 +67,7 @@ fn material_map(scene: &Scene, mesh: &TetMesh) -> Result<MaterialMap, SceneError
     };
     let (young, poisson, density) = DEFAULT_MATERIAL;
     let mut map = MaterialMap::uniform(material("default", young, poisson, density)?);
+    warn_locking(scene);
     for (name, spec) in scene.materials_in_order() {
         let m = material(name, spec.young, spec.poisson, spec.density)?;
         map = if let Some(r) = &spec.region {
@@ -86,6 +92,42 @@ fn material_map(scene: &Scene, mesh: &TetMesh) -> Result<MaterialMap, SceneError
         };
     }
     Ok(map)
+}
+
+/// Logs one warning naming the scene's materials whose Poisson ratio makes linear
+/// tetrahedra lock (ν ≥ [`LOCKING_POISSON`]), once per scene source and materials in
+/// this process (a scene built again, e.g. for a second device, does not repeat it).
+fn warn_locking(scene: &Scene) {
+    static WARNED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let mut names: Vec<String> = scene
+        .materials_in_order()
+        .into_iter()
+        .filter(|(_, spec)| spec.poisson >= LOCKING_POISSON)
+        .map(|(name, spec)| format!("materials.{name} (ν = {})", spec.poisson))
+        .collect();
+    if !scene.materials.contains_key("default") && DEFAULT_MATERIAL.1 >= LOCKING_POISSON {
+        names.push(format!(
+            "the built-in default material (ν = {}; the scene has no [materials.default])",
+            DEFAULT_MATERIAL.1
+        ));
+    }
+    if names.is_empty() {
+        return;
+    }
+    let message = format!(
+        "{}: {}: Poisson ratio ≥ {LOCKING_POISSON} is nearly incompressible; linear \
+         tetrahedra lock (too stiff in bending and shear): refine the mesh or expect stiff \
+         results",
+        scene.source,
+        names.join(", ")
+    );
+    let first = WARNED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .insert(message.clone());
+    if first {
+        tracing::warn!("{message}");
+    }
 }
 
 /// The scene's fixed-node rules with regions resolved and node indices checked.

@@ -1,0 +1,167 @@
+//! What `palpa modes` and the scene commands tell the user (the built binary): rigid
+//! modes at 0 Hz, the response column explained with its units, the default material
+//! the default scene's, and the Poisson-ratio warning naming each material once.
+
+use std::path::Path;
+use std::process::Command;
+
+/// (stdout, stderr) of a successful run with warnings only on stderr.
+fn palpa(args: &[&str], cache: &Path) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_palpa"))
+        .args(args)
+        .env("PALPA_CACHE_DIR", cache)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    );
+    assert!(out.status.success(), "palpa {args:?}:\n{stdout}{stderr}");
+    (stdout, stderr)
+}
+
+#[test]
+fn modes_of_a_free_box_show_rigid_modes_at_0_hz_and_explain_the_response_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("modes.json");
+    let (out, _) = palpa(
+        &[
+            "modes",
+            "box:2x2x2",
+            "--modes",
+            "10",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(!out.contains("-0.0"), "{out}");
+    let header = out
+        .lines()
+        .position(|l| l.trim_start().starts_with("mode "))
+        .unwrap();
+    assert!(out.lines().nth(header).unwrap().contains("response (m)"));
+    let legend: String = out.lines().take(header).collect::<Vec<_>>().join(" ");
+    assert!(
+        legend.contains("response (m):")
+            && legend.contains("10 N")
+            && legend.contains("--max-force"),
+        "the column is explained before the table: {legend}"
+    );
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip(header + 1)
+        .take(10)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    // No node is fixed: six rigid-body modes (3 translations, 3 rotations) at 0 Hz,
+    // then elastic ones with a response in metres.
+    for (i, row) in rows.iter().enumerate() {
+        if i < 6 {
+            assert_eq!(&row[1..4], &["0.00000", "-", "rigid"], "mode {i}: {row:?}");
+        } else {
+            assert!(row[1].parse::<f64>().unwrap() > 1.0, "mode {i}: {row:?}");
+            assert!(row[3].parse::<f64>().unwrap() > 0.0, "mode {i}: {row:?}");
+        }
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let freq: Vec<f64> = report["freq_hz"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_f64().unwrap())
+        .collect();
+    assert!(freq[..6].iter().all(|f| f.to_bits() == 0), "{freq:?}");
+}
+
+#[test]
+fn modes_defaults_to_the_default_scenes_material() {
+    let scene: toml::Table = toml::from_str(palpa::scene::DEFAULT_SCENE).unwrap();
+    let default = &scene["materials"]["default"];
+    let number = |k: &str| {
+        default[k]
+            .as_float()
+            .or(default[k].as_integer().map(|i| i as f64))
+    };
+    let (e, nu, rho) = (
+        number("young").unwrap(),
+        number("poisson").unwrap(),
+        number("density").unwrap(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = palpa(&["modes", "box:1x1x1", "--modes", "6"], dir.path());
+    let expected = format!("material: E = {e:.4e} Pa, ν = {nu}, ρ = {rho} kg/m³");
+    assert!(out.contains(&expected), "expected {expected:?} in\n{out}");
+}
+
+const SCENE: &str = r#"
+name = "coarse block"
+[mesh.box]
+origin = [-0.05, -0.05, -0.04]
+size = [0.10, 0.10, 0.04]
+cells = [6, 6, 3]
+[materials.default]
+young = 30e3
+poisson = 0.45
+[materials.inclusion]
+young = 240e3
+poisson = 0.48
+sphere = { center = [0.0, 0.0, -0.015], radius = 0.01 }
+[backend.modal]
+modes = 12
+"#;
+
+#[test]
+fn the_poisson_warning_names_each_material_once_and_only_when_it_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("coarse.toml");
+    std::fs::write(&scene, SCENE).unwrap();
+    let (_, err) = palpa(
+        &["precompute", "--scene", scene.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(err.matches("Poisson ratio").count(), 1, "{err}");
+    assert!(err.contains("materials.default (ν = 0.45)"), "{err}");
+    assert!(err.contains("materials.inclusion (ν = 0.48)"), "{err}");
+    assert!(err.contains("coarse.toml"), "names the scene: {err}");
+
+    std::fs::write(&scene, SCENE.replace("poisson = 0.45", "poisson = 0.3")).unwrap();
+    let (_, err) = palpa(
+        &["precompute", "--scene", scene.to_str().unwrap()],
+        dir.path(),
+    );
+    assert!(
+        err.contains("materials.inclusion") && !err.contains("materials.default"),
+        "{err}"
+    );
+
+    std::fs::write(
+        &scene,
+        SCENE
+            .replace("poisson = 0.45", "poisson = 0.3")
+            .replace("poisson = 0.48", "poisson = 0.3"),
+    )
+    .unwrap();
+    let (_, err) = palpa(
+        &["precompute", "--scene", scene.to_str().unwrap()],
+        dir.path(),
+    );
+    assert!(!err.contains("Poisson"), "{err}");
+
+    let (_, err) = palpa(
+        &["modes", "box:1x1x1", "--modes", "6", "--poisson", "0.49"],
+        dir.path(),
+    );
+    assert_eq!(err.matches("Poisson ratio").count(), 1, "{err}");
+    assert!(err.contains("--poisson 0.49"), "{err}");
+    let (_, err) = palpa(
+        &["modes", "box:1x1x1", "--modes", "6", "--poisson", "0.3"],
+        dir.path(),
+    );
+    assert!(!err.contains("Poisson"), "{err}");
+    // Commands that build no model say nothing about materials.
+    let (_, err) = palpa(&["devices"], dir.path());
+    assert!(!err.contains("Poisson"), "{err}");
+}
