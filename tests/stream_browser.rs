@@ -249,7 +249,10 @@ impl Page {
     /// Presses and releases the key `key` (e.g. `"x"`).
     async fn key(&mut self, key: &str) {
         for kind in ["keyDown", "keyUp"] {
-            let params = json!({ "type": kind, "key": key, "text": key });
+            let mut params = json!({ "type": kind, "key": key });
+            if key.chars().count() == 1 {
+                params["text"] = json!(key);
+            }
             self.call("Input.dispatchKeyEvent", params).await;
         }
     }
@@ -553,6 +556,22 @@ async fn serve_a_drag_presses_along_the_normal_where_it_began_the_plots_follow_x
     assert!(
         legend.as_str().unwrap().contains("inclusion (E = 240 kPa)"),
         "{legend}"
+    );
+
+    // Two depth steps of 0.5 mm with the arrow key, straight down the same normal.
+    page.key("ArrowDown").await;
+    page.key("ArrowDown").await;
+    page.wait_for(
+        "Math.abs(palpaViewer.frame.probe[2] + 0.007) < 1e-9",
+        "the probe 7 mm deep",
+    )
+    .await;
+    let probe: Vec<f64> =
+        serde_json::from_value(page.evaluate("palpaViewer.frame.probe").await).unwrap();
+    let lateral = (probe[0] - grab[0]).hypot(probe[1] - grab[1]);
+    assert!(
+        lateral < 1e-9,
+        "key steps moved the probe {lateral} m sideways"
     );
 
     page.mouse("mouseReleased", x, y + 60.0).await;

@@ -343,7 +343,11 @@ async fn garbage_and_oversized_messages_close_only_the_offender_a_wrong_token_is
         assert!(f.sequence > last);
         last = f.sequence;
     }
-    assert_eq!(server.client_count(), 2, "observer and operator remain");
+    assert_eq!(
+        server.client_count(),
+        4,
+        "observer, operator, and the read-only intruder and checker remain"
+    );
     server.shutdown().await;
 }
 

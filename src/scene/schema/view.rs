@@ -51,3 +51,38 @@ pub struct ViewSpec {
     /// them negated (`"-y"`).
     pub up: UpAxis,
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::scene::Scene;
+    use crate::Vec3;
+
+    #[test]
+    fn up_defaults_to_z_reads_signed_axes_and_names_the_key_when_wrong() {
+        let parse = |text: &str| Scene::parse(text, "test.toml", Path::new("."));
+        assert_eq!(parse("").unwrap().view.up.vector(), Vec3::z());
+        assert_eq!(
+            parse("[view]\nup = \"y\"").unwrap().view.up.vector(),
+            Vec3::y()
+        );
+        assert_eq!(
+            parse("[view]\nup = \"-x\"").unwrap().view.up.vector(),
+            -Vec3::x()
+        );
+        let e = parse("[view]\nup = \"w\"").unwrap_err().to_string();
+        assert!(
+            e.contains("test.toml") && e.contains("up") && e.contains("line 2"),
+            "{e}"
+        );
+        let e = parse("[view]\nvertical = \"y\"").unwrap_err().to_string();
+        assert!(e.contains("vertical"), "{e}");
+        let bunny = Scene::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scenes/bunny.toml"
+        )))
+        .unwrap();
+        assert_eq!(bunny.view.up.vector(), Vec3::y(), "the bunny stands on +y");
+    }
+}
