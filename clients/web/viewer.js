@@ -561,11 +561,12 @@ function updatePanel(now) {
   }
 }
 
-// The canvas pixel (CSS px) a scene point (m) is drawn at, with the last frame's camera.
+// The page pixel (CSS px) a scene point (m) is drawn at, with the last frame's camera.
 let viewProj = null;
 state.project = (p) => {
   const m = viewProj, c = [0, 1, 2, 3].map((r) => m[r] * p[0] + m[4 + r] * p[1] + m[8 + r] * p[2] + m[12 + r]);
-  return [(c[0] / c[3] + 1) / 2 * canvas.clientWidth, (1 - c[1] / c[3]) / 2 * canvas.clientHeight];
+  const box = canvas.getBoundingClientRect();
+  return [box.left + (c[0] / c[3] + 1) / 2 * box.width, box.top + (1 - c[1] / c[3]) / 2 * box.height];
 };
 
 // Pixels per metre at the camera target (for the scale bar and the arrow legend).
