@@ -39,6 +39,8 @@ fn bunny_scene(modal: bool) -> StreamScene {
         modal_basis: None,
         model_rate_hz: 200.0,
         haptic_rate_hz: 1000.0,
+        up: Vec3::y(),
+        regions: Vec::new(),
     };
     if modal {
         scene.with_modal_basis(40, move |v, j| {
@@ -67,6 +69,8 @@ fn snapshot(scene: &StreamScene, corrections: usize) -> VisualSnapshot {
         proxy: Vec3::new(0.0, 0.0, 0.011),
         force: Vec3::new(0.0, 0.0, 1.0),
         in_contact: true,
+        depth: 1e-3,
+        normal: Vec3::z(),
         deformation,
     }
 }

@@ -1,6 +1,10 @@
 //! A real browser watches the stream: headless Chromium loads the viewer from the
 //! server, draws the tissue (checked on a screenshot), and a mouse drag on the surface
-//! pushes the virtual probe into the tissue, which changes the image.
+//! pushes the virtual probe into the tissue, which changes the image. Against the real
+//! `palpa serve`: a drag presses along the normal where it began, the strip chart
+//! follows, the x-ray shows the lump, a wrong token is read-only while frames keep
+//! arriving, the narrow layout leaves the tissue free, and a restarted server is
+//! reconnected to.
 //!
 //! Chromium is driven over the DevTools protocol by a small client on tokio-tungstenite
 //! (already a dependency of the stream tests): a test needs four commands (open a tab,
@@ -8,6 +12,7 @@
 //! crate or a crate that downloads its own browser build. Without Chromium the test skips
 //! with a message, unless `PALPA_REQUIRE_BROWSER=1` (CI), where it fails.
 
+mod serve_support;
 mod stream_support;
 
 use std::io::{BufRead, BufReader};
@@ -18,6 +23,7 @@ use base64::Engine;
 use futures_util::{SinkExt, StreamExt};
 use palpa::stream::{StreamConfig, StreamServer};
 use serde_json::{json, Value};
+use serve_support::Served;
 use stream_support::{running_tissue, AnalyticTissue};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -113,10 +119,16 @@ struct Page {
     >,
     session: Option<String>,
     next_id: u64,
+    size: (u32, u32),
 }
 
 impl Page {
     async fn open(browser: &Browser, url: &str) -> Page {
+        Self::open_sized(browser, url, WIDTH, HEIGHT).await
+    }
+
+    /// Opens `url` in a new tab of `width × height` CSS pixels.
+    async fn open_sized(browser: &Browser, url: &str, width: u32, height: u32) -> Page {
         let (socket, _) = tokio_tungstenite::connect_async(browser.devtools_url.as_str())
             .await
             .unwrap();
@@ -124,6 +136,7 @@ impl Page {
             socket,
             session: None,
             next_id: 0,
+            size: (width, height),
         };
         let target = page
             .call("Target.createTarget", json!({ "url": url }))
@@ -137,7 +150,7 @@ impl Page {
             .await;
         page.session = Some(attached["sessionId"].as_str().unwrap().to_owned());
         let metrics =
-            json!({ "width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": false });
+            json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false });
         page.call("Emulation.setDeviceMetricsOverride", metrics)
             .await;
         page
@@ -188,7 +201,7 @@ impl Page {
         r["result"]["value"].clone()
     }
 
-    /// The page as RGB pixels, row-major, `WIDTH × HEIGHT`.
+    /// The page as RGB pixels, row-major, of the page's size.
     async fn screenshot(&mut self, save_as: &str) -> Vec<[u8; 3]> {
         let shot = self
             .call("Page.captureScreenshot", json!({ "format": "png" }))
@@ -202,11 +215,7 @@ impl Page {
         let mut reader = decoder.read_info().unwrap();
         let mut buf = vec![0; reader.output_buffer_size().unwrap()];
         let info = reader.next_frame(&mut buf).unwrap();
-        assert_eq!(
-            (info.width, info.height),
-            (WIDTH, HEIGHT),
-            "screenshot size"
-        );
+        assert_eq!((info.width, info.height), self.size, "screenshot size");
         let channels = info.color_type.samples();
         buf[..info.buffer_size()]
             .chunks(channels)
@@ -217,6 +226,42 @@ impl Page {
     async fn mouse(&mut self, kind: &str, x: f64, y: f64) {
         let params = json!({ "type": kind, "x": x, "y": y, "button": "left", "buttons": 1, "clickCount": 1 });
         self.call("Input.dispatchMouseEvent", params).await;
+    }
+
+    /// `pixels` (a screenshot) with the viewer's panels, plots, legends and buttons
+    /// painted black, leaving what the 3D view draws.
+    async fn scene_only(&mut self, mut pixels: Vec<[u8; 3]>) -> Vec<[u8; 3]> {
+        let rects = self
+            .evaluate("JSON.stringify(['panel', 'plots', 'overlay', 'help', 'xray-button'].map((id) => { const r = document.getElementById(id).getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }))")
+            .await;
+        let rects: Vec<[f64; 4]> = serde_json::from_str(rects.as_str().unwrap()).unwrap();
+        let (w, h) = self.size;
+        for [left, top, right, bottom] in rects {
+            for y in (top.max(0.0) as u32)..(bottom.ceil() as u32).min(h) {
+                for x in (left.max(0.0) as u32)..(right.ceil() as u32).min(w) {
+                    pixels[(y * w + x) as usize] = [0, 0, 0];
+                }
+            }
+        }
+        pixels
+    }
+
+    /// Presses and releases the key `key` (e.g. `"x"`).
+    async fn key(&mut self, key: &str) {
+        for kind in ["keyDown", "keyUp"] {
+            let mut params = json!({ "type": kind, "key": key });
+            if key.chars().count() == 1 {
+                params["text"] = json!(key);
+            }
+            self.call("Input.dispatchKeyEvent", params).await;
+        }
+    }
+
+    /// A number the page computes from `expression`.
+    async fn number(&mut self, expression: &str) -> f64 {
+        let v = self.evaluate(expression).await;
+        v.as_f64()
+            .unwrap_or_else(|| panic!("{expression} is not a number: {v}"))
     }
 
     /// Polls `expression` until it is true.
@@ -302,6 +347,7 @@ async fn chromium_draws_the_tissue_and_a_drag_pushes_the_probe_in() {
     );
 
     let before = page.screenshot("viewer_at_rest.png").await;
+    let before = page.scene_only(before).await;
     let at = |x: u32, y: u32| before[(y * WIDTH + x) as usize];
     // The camera looks at the tissue's centre: the middle of the image is tissue, the
     // corners are background, and the tissue covers a good part of the view.
@@ -331,6 +377,7 @@ async fn chromium_draws_the_tissue_and_a_drag_pushes_the_probe_in() {
     page.wait_for("window.palpaViewer.frame.in_contact === true && window.palpaViewer.drawnSequence === window.palpaViewer.frame.sequence", "contact frame drawn").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let pressed = page.screenshot("viewer_probe_pressed.png").await;
+    let pressed = page.scene_only(pressed).await;
     let arrow_pixels = count(&pressed, is_arrow);
     let changed = before.iter().zip(&pressed).filter(|(a, b)| a != b).count();
     println!("browser reconstruction error {max_error:.2e} m");
@@ -349,4 +396,319 @@ async fn chromium_draws_the_tissue_and_a_drag_pushes_the_probe_in() {
         .await;
     drop(browser);
     server.shutdown().await;
+}
+
+const BINARY: &str = env!("CARGO_BIN_EXE_palpa");
+/// How long a `palpa serve` may take to start (a first start precomputes the modes).
+const SERVE_START: Duration = Duration::from_secs(300);
+
+/// One Chromium and one `palpa serve` at a time: the machine may have two cores.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The Chromium to use, or `None` to skip (the message printed), failing instead under
+/// `PALPA_REQUIRE_BROWSER=1`.
+fn chromium_or_skip() -> Option<String> {
+    let found = find_chromium();
+    if found.is_none() {
+        if std::env::var("PALPA_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
+            panic!("PALPA_REQUIRE_BROWSER=1 but no Chromium found (apt-get install chromium chromium-driver)");
+        }
+        println!("SKIPPED: no Chromium on this machine (apt-get install chromium); set PALPA_REQUIRE_BROWSER=1 to fail instead");
+    }
+    found
+}
+
+/// The modal cache shared by the serve-based browser tests (the default scene's modes
+/// are computed once).
+fn serve_cache() -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser-cache");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// JavaScript: the height of the highest |f| pixel in the strip chart's plot area, as a
+/// fraction of the chart's height from its bottom (0: the trace lies on the zero line).
+const STRIP_FORCE_HEIGHT: &str = r#"(() => {
+  const c = document.getElementById('strip'), g = c.getContext('2d');
+  const d = g.getImageData(0, 0, c.width, c.height).data;
+  const top = Math.ceil(17 * devicePixelRatio), bottom = c.height - Math.ceil(16 * devicePixelRatio);
+  for (let y = top; y <= bottom; y++) {
+    for (let x = 0; x < c.width; x++) {
+      const i = 4 * (y * c.width + x);
+      if (d[i + 1] > 150 && d[i + 1] > d[i] + 60 && d[i + 1] > d[i + 2] + 50) return (bottom - y) / (bottom - top);
+    }
+  }
+  return -1;
+})()"#;
+
+/// The x-ray colour of other materials (0.6, 0.4, 1.0), shaded and seen through the
+/// translucent tissue: blue-dominant.
+fn is_region(p: &[u8; 3]) -> bool {
+    p[2] > 100 && p[2] as i32 > p[0] as i32 + 25 && p[2] as i32 > p[1] as i32 + 60
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_a_drag_presses_along_the_normal_where_it_began_the_plots_follow_xray_shows_the_lump()
+{
+    let Some(binary) = chromium_or_skip() else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let args = ["--device", "sim", "--bind", "127.0.0.1:0"];
+    let mut served = Served::start(BINARY, &args, &serve_cache());
+    let ready = served.ready(SERVE_START);
+    let browser = Browser::launch(&binary);
+    let (width, height) = (1280, 720);
+    let mut page = Page::open_sized(&browser, &ready.viewer, width, height).await;
+    page.wait_for("window.palpaViewer?.frames > 10 && palpaViewer.control === true && palpaViewer.renderedFrames > 10", "frames and control granted").await;
+    let help = page
+        .evaluate("document.getElementById('help').textContent")
+        .await;
+    assert!(
+        help.as_str().unwrap().contains("press"),
+        "help offers pressing: {help}"
+    );
+    let at_rest = page.number(STRIP_FORCE_HEIGHT).await;
+
+    // Press where the viewer draws the middle of the top face (over the lump) and drag
+    // 60 px down: 0.1 mm per pixel, 6 mm deep along the top face's normal.
+    let at: Vec<f64> =
+        serde_json::from_value(page.evaluate("palpaViewer.project([0, 0, 0])").await).unwrap();
+    let (x, y) = (at[0], at[1]);
+    page.mouse("mousePressed", x, y).await;
+    for step in 1..=12 {
+        page.mouse("mouseMoved", x, y + 5.0 * step as f64).await;
+    }
+    page.wait_for("palpaViewer.frame.in_contact && palpaViewer.press && Math.abs(palpaViewer.frame.probe[2] - palpaViewer.press.target[2]) < 1e-9", "the probe at its target").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let pressed: Value = serde_json::from_str(
+        page.evaluate("JSON.stringify({grab: palpaViewer.press.grab, normal: palpaViewer.press.normal, probe: palpaViewer.frame.probe, force: palpaViewer.frame.force, depth: palpaViewer.frame.depth, contact_normal: palpaViewer.frame.normal})")
+            .await
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let v = |key: &str| -> [f64; 3] { serde_json::from_value(pressed[key].clone()).unwrap() };
+    let (grab, normal, probe, force) = (v("grab"), v("normal"), v("probe"), v("force"));
+    let (model_depth, contact_normal) = (pressed["depth"].as_f64().unwrap(), v("contact_normal"));
+    // The default block's top face is z = 0 with the outward normal +z.
+    assert!(grab[2].abs() < 1e-6, "grabbed the top face: {grab:?}");
+    assert!((normal[2] - 1.0).abs() < 1e-9, "normal {normal:?}");
+    let lateral = (probe[0] - grab[0]).hypot(probe[1] - grab[1]);
+    let depth = grab[2] - probe[2];
+    let newtons = force.iter().map(|f| f * f).sum::<f64>().sqrt();
+    println!(
+        "grab ({:.2}, {:.2}) mm, probe ({:.2}, {:.2}, {:.2}) mm: lateral {:.3} mm, depth {:.2} mm, |f| {newtons:.2} N",
+        grab[0] * 1e3, grab[1] * 1e3, probe[0] * 1e3, probe[1] * 1e3, probe[2] * 1e3, lateral * 1e3, depth * 1e3
+    );
+    assert!(
+        grab[0].hypot(grab[1]) < 1e-3,
+        "the press began at the top face's middle: {grab:?}"
+    );
+    assert!(lateral < 1e-3, "probe {lateral} m beside the grab point");
+    assert!(
+        (depth - 0.006).abs() < 2e-4,
+        "depth {depth} m, dragged 6 mm"
+    );
+    // The model's own indentation and normal, streamed in the frame, agree.
+    assert!(
+        (model_depth - 0.006).abs() < 2e-4,
+        "model indentation {model_depth} m"
+    );
+    assert!(
+        (contact_normal[2] - 1.0).abs() < 1e-3,
+        "contact normal {contact_normal:?}"
+    );
+    assert!(newtons > 0.05, "pressing 6 mm pushes back: {newtons} N");
+    let pressing = page.number(STRIP_FORCE_HEIGHT).await;
+    println!(
+        "strip chart |f| trace: {at_rest:.2} of its height at rest, {pressing:.2} while pressing"
+    );
+    assert!(
+        (0.0..0.05).contains(&at_rest),
+        "|f| trace on the zero line at rest ({at_rest})"
+    );
+    assert!(pressing > 0.5, "|f| trace rose while pressing ({pressing})");
+    let curve_points = page.number("palpaViewer.curvePoints").await;
+    assert!(
+        curve_points > 5.0,
+        "force–depth points of this press: {curve_points}"
+    );
+
+    // X-ray: the lump under the press shows through the translucent tissue.
+    let before = page.screenshot("serve_pressed.png").await;
+    let before = page.scene_only(before).await;
+    page.key("x").await;
+    page.wait_for("palpaViewer.xray === true", "x-ray on").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let xray = page.screenshot("serve_pressed_xray.png").await;
+    let xray = page.scene_only(xray).await;
+    let (lump_before, lump_xray) = (count(&before, is_region), count(&xray, is_region));
+    println!("lump pixels: {lump_before} without x-ray, {lump_xray} with");
+    assert!(
+        lump_before < 20,
+        "the lump is hidden without x-ray ({lump_before} pixels)"
+    );
+    assert!(lump_xray > 500, "x-ray shows the lump ({lump_xray} pixels)");
+    let legend = page
+        .evaluate("document.getElementById('regions').textContent")
+        .await;
+    assert!(
+        legend.as_str().unwrap().contains("inclusion (E = 240 kPa)"),
+        "{legend}"
+    );
+
+    // Two depth steps of 0.5 mm with the arrow key, straight down the same normal.
+    page.key("ArrowDown").await;
+    page.key("ArrowDown").await;
+    page.wait_for(
+        "Math.abs(palpaViewer.frame.probe[2] + 0.007) < 1e-9",
+        "the probe 7 mm deep",
+    )
+    .await;
+    let probe: Vec<f64> =
+        serde_json::from_value(page.evaluate("palpaViewer.frame.probe").await).unwrap();
+    let lateral = (probe[0] - grab[0]).hypot(probe[1] - grab[1]);
+    assert!(
+        lateral < 1e-9,
+        "key steps moved the probe {lateral} m sideways"
+    );
+
+    page.mouse("mouseReleased", x, y + 60.0).await;
+    page.wait_for("palpaViewer.frame.in_contact === false", "release")
+        .await;
+    drop(browser);
+    let (status, _, _) = served.interrupt(Duration::from_secs(30));
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_a_wrong_token_is_read_only_frames_keep_arriving_and_420_px_leaves_the_tissue_free() {
+    let Some(binary) = chromium_or_skip() else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let args = ["--device", "sim", "--bind", "127.0.0.1:0"];
+    let mut served = Served::start(BINARY, &args, &serve_cache());
+    let ready = served.ready(SERVE_START);
+    let browser = Browser::launch(&binary);
+    let stale = ready.viewer.replace(&ready.token, "0123456789abcdef");
+    assert_ne!(stale, ready.viewer);
+    let (width, height) = (420, 720);
+    let mut page = Page::open_sized(&browser, &stale, width, height).await;
+    page.wait_for(
+        "window.palpaViewer?.control === false && palpaViewer.renderedFrames > 5",
+        "control refused",
+    )
+    .await;
+    let status = page
+        .evaluate("document.getElementById('status').textContent")
+        .await;
+    let help = page
+        .evaluate("document.getElementById('help').textContent")
+        .await;
+    println!("status: {status}; help: {help}");
+    assert!(status.as_str().unwrap().contains("read-only"), "{status}");
+    assert!(!help.as_str().unwrap().contains("press"), "{help}");
+
+    // A drag now orbits (nothing is sent); the stream goes on over the same connection.
+    let frames = page.number("palpaViewer.frames").await;
+    page.mouse("mousePressed", 210.0, 360.0).await;
+    page.mouse("mouseMoved", 240.0, 380.0).await;
+    page.mouse("mouseReleased", 240.0, 380.0).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let later = page.number("palpaViewer.frames").await;
+    let connections = page.number("palpaViewer.connections").await;
+    println!("frames in 2 s read-only: {}", later - frames);
+    assert!(later - frames >= 20.0, "{} frames in 2 s", later - frames);
+    assert_eq!(connections, 1.0, "the stream was never closed");
+    assert_eq!(page.evaluate("palpaViewer.error").await, Value::Null);
+
+    // 420 px: the panel and the plots lie outside the tissue's canvas, which shows the
+    // tissue in its middle.
+    let rects: Value = serde_json::from_str(
+        page.evaluate("JSON.stringify(['view', 'panel', 'plots'].map((id) => { const r = document.getElementById(id).getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }))")
+            .await
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let r: Vec<[f64; 4]> = serde_json::from_value(rects).unwrap();
+    let overlap =
+        |a: [f64; 4], b: [f64; 4]| a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3];
+    println!(
+        "at {width} px: canvas {:?}, panel {:?}, plots {:?}",
+        r[0], r[1], r[2]
+    );
+    assert!(!overlap(r[0], r[1]), "panel over the canvas");
+    assert!(!overlap(r[0], r[2]), "plots over the canvas");
+    assert!(
+        r[0][3] - r[0][1] > 300.0,
+        "canvas height {}",
+        r[0][3] - r[0][1]
+    );
+    let shot = page.screenshot("serve_420px.png").await;
+    let centre = (((r[0][1] + r[0][3]) / 2.0) as u32 * width + width / 2) as usize;
+    assert!(is_tissue(&shot[centre]), "canvas middle {:?}", shot[centre]);
+    drop(browser);
+    served.interrupt(Duration::from_secs(30));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_the_viewer_reconnects_within_5_s_after_a_server_restart() {
+    let Some(binary) = chromium_or_skip() else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("127.0.0.1:{port}");
+    let args = ["--device", "sim", "--bind", bind.as_str()];
+    let mut first = Served::start(BINARY, &args, &serve_cache());
+    let ready = first.ready(SERVE_START);
+    let browser = Browser::launch(&binary);
+    let mut page = Page::open(&browser, &ready.viewer).await;
+    page.wait_for(
+        "window.palpaViewer?.frames > 10 && palpaViewer.control === true",
+        "frames",
+    )
+    .await;
+    let (status, _, _) = first.interrupt(Duration::from_secs(30));
+    assert!(status.success());
+    page.wait_for(
+        "document.getElementById('status').textContent.includes('reconnecting')",
+        "the viewer noticing the stop",
+    )
+    .await;
+    let frames = page.number("palpaViewer.frames").await;
+
+    // The same port again; a new start prints a new token, so the old one is stale.
+    let mut second = Served::start(BINARY, &args, &serve_cache());
+    let again = second.ready(SERVE_START);
+    let restarted = Instant::now();
+    assert_ne!(again.token, ready.token);
+    while page.number("palpaViewer.frames").await < frames + 5.0 {
+        assert!(
+            restarted.elapsed() < Duration::from_secs(5),
+            "no frames from the restarted server within 5 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let took = restarted.elapsed();
+    println!(
+        "frames again {:.2} s after the restarted server was ready",
+        took.as_secs_f64()
+    );
+    assert_eq!(page.number("palpaViewer.connections").await, 2.0);
+    page.wait_for("palpaViewer.control === false", "the stale token refused")
+        .await;
+    let status = page
+        .evaluate("document.getElementById('status').textContent")
+        .await;
+    assert!(status.as_str().unwrap().contains("read-only"), "{status}");
+    drop(browser);
+    second.interrupt(Duration::from_secs(30));
 }

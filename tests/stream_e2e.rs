@@ -117,7 +117,7 @@ async fn a_client_that_never_reads_does_not_slow_others_and_is_dropped() {
     // frames per client would grow by ≥ 8 s × 2.7 MB/s ≈ 22 MB in that window.
     let (tissue, _producer, reader, control) =
         running_tissue(AnalyticTissue::positions([48, 48, 16]));
-    let frame_bytes = 113 + 12 * tissue.scene.rest_positions.len();
+    let frame_bytes = 145 + 12 * tissue.scene.rest_positions.len();
     assert!(frame_bytes > 80_000, "frames of {frame_bytes} bytes");
     let config = StreamConfig {
         send_stall_timeout: Duration::from_secs(8),
@@ -210,8 +210,29 @@ async fn closing_error(client: &mut Client) -> (ErrorCode, String) {
     }
 }
 
+/// Reads until the server answers a control message and returns the answer.
+async fn control_status(client: &mut Client) -> wire::ControlStatus {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert!(Instant::now() < deadline, "no control status within 10 s");
+        if let palpa_client::Event::ControlStatus(s) = client.next_event().await.unwrap() {
+            return s;
+        }
+    }
+}
+
+/// Frames keep arriving on `client`: `count` more, with increasing sequence numbers.
+async fn frames_keep_arriving(client: &mut Client, count: usize) {
+    let mut last = client.next_frame().await.unwrap().sequence;
+    for _ in 0..count {
+        let next = client.next_frame().await.unwrap().sequence;
+        assert!(next > last, "frame {next} after {last}");
+        last = next;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn garbage_oversized_and_unauthorised_messages_close_only_the_offender() {
+async fn garbage_and_oversized_messages_close_only_the_offender_a_wrong_token_is_read_only() {
     let (tissue, _producer, reader, control) = running_tissue(AnalyticTissue::modal([6, 6, 2], 8));
     let server = StreamServer::start(
         loopback_config(),
@@ -239,15 +260,31 @@ async fn garbage_oversized_and_unauthorised_messages_close_only_the_offender() {
     let (code, message) = closing_error(&mut oversized).await;
     assert_eq!(code, ErrorCode::TooLarge, "{message}");
 
+    // A wrong token is refused, the command dropped, and the stream goes on read-only;
+    // the right token is granted.
     let mut intruder = Client::connect(&url).await.unwrap();
     intruder
-        .send_control("not the token", ControlCommand::ResetTissue)
+        .send_control(
+            "not the token",
+            ControlCommand::MoveProbe {
+                position: [0.05, 0.05, 0.0],
+            },
+        )
         .await
         .unwrap();
-    assert_eq!(
-        closing_error(&mut intruder).await.0,
-        ErrorCode::Unauthorized
+    let refused = control_status(&mut intruder).await;
+    assert!(!refused.granted, "{refused:?}");
+    assert!(
+        refused.message.contains("read-only") && !refused.message.contains("not the token"),
+        "{refused:?}"
     );
+    frames_keep_arriving(&mut intruder, 10).await;
+    let mut checker = Client::connect(&url).await.unwrap();
+    checker
+        .send_control(&token, ControlCommand::CheckToken)
+        .await
+        .unwrap();
+    assert!(control_status(&mut checker).await.granted);
 
     let (mut texter, _) = tokio_tungstenite::connect_async(url.as_str())
         .await
@@ -306,7 +343,11 @@ async fn garbage_oversized_and_unauthorised_messages_close_only_the_offender() {
         assert!(f.sequence > last);
         last = f.sequence;
     }
-    assert_eq!(server.client_count(), 2, "observer and operator remain");
+    assert_eq!(
+        server.client_count(),
+        4,
+        "observer, operator, and the read-only intruder and checker remain"
+    );
     server.shutdown().await;
 }
 
@@ -338,7 +379,7 @@ async fn late_joiners_get_the_newest_frame_at_once_and_limits_hold() {
     loop {
         match early.next_event().await.unwrap() {
             palpa_client::Event::HapticStats(s) => break assert_eq!(s, stats),
-            palpa_client::Event::Frame(_) => continue,
+            palpa_client::Event::Frame(_) | palpa_client::Event::ControlStatus(_) => continue,
         }
     }
     for _ in 0..30 {
@@ -364,7 +405,12 @@ async fn late_joiners_get_the_newest_frame_at_once_and_limits_hold() {
     late.send_control("anything", ControlCommand::ReleaseProbe)
         .await
         .unwrap();
-    assert_eq!(closing_error(&mut late).await.0, ErrorCode::Unauthorized);
+    let refused = control_status(&mut late).await;
+    assert!(
+        !refused.granted && refused.message.contains("disabled"),
+        "{refused:?}"
+    );
+    frames_keep_arriving(&mut late, 5).await;
 
     server.shutdown().await;
     let (code, _) = closing_error(&mut early).await;

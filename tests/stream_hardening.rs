@@ -421,7 +421,7 @@ async fn twenty_thousand_surplus_control_messages_log_a_bounded_number_of_lines(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn many_connections_sending_bad_control_messages_log_a_bounded_number_of_lines() {
+async fn many_connections_sending_malformed_messages_log_a_bounded_number_of_lines() {
     let _one_at_a_time = LOG_TESTS.lock().await;
     let lines = log_lines();
     let tissue = AnalyticTissue::modal([2, 2, 1], 2);
@@ -435,7 +435,7 @@ async fn many_connections_sending_bad_control_messages_log_a_bounded_number_of_l
     let url = format!("ws://{}/ws", server.local_addr());
     lines.lock().unwrap().clear();
     let start = Instant::now();
-    // 2,000 connections, 50 at a time, each closed for a wrong token.
+    // 2,000 connections, 50 at a time, each closed for a malformed message.
     const CONNECTIONS: usize = 2_000;
     for _ in 0..CONNECTIONS / 50 {
         let batch: Vec<_> = (0..50)
@@ -443,28 +443,25 @@ async fn many_connections_sending_bad_control_messages_log_a_bounded_number_of_l
                 let url = url.clone();
                 tokio::spawn(async move {
                     let mut client = Client::connect(&url).await.unwrap();
-                    client
-                        .send_control("wrong", ControlCommand::ResetTissue)
-                        .await
-                        .unwrap();
+                    client.send_raw(vec![9, 9, 9]).await.unwrap();
                     loop {
                         match client.next_event().await {
                             Ok(_) => continue,
                             Err(ClientError::Server { code, .. }) => break code,
-                            Err(e) => panic!("expected Unauthorized, got {e}"),
+                            Err(e) => panic!("expected Malformed, got {e}"),
                         }
                     }
                 })
             })
             .collect();
         for client in batch {
-            assert_eq!(client.await.unwrap(), ErrorCode::Unauthorized);
+            assert_eq!(client.await.unwrap(), ErrorCode::Malformed);
         }
     }
     let elapsed = start.elapsed().as_secs_f64();
     server.shutdown().await;
     let logged = lines.lock().unwrap().len() as u64;
-    println!("{CONNECTIONS} bad control messages in {elapsed:.2} s: {logged} log lines");
+    println!("{CONNECTIONS} malformed messages in {elapsed:.2} s: {logged} log lines");
     assert!(logged > 0, "closing a client is logged at all");
     let bound = per_second * (elapsed.ceil() as u64 + 1) + 4;
     assert!(

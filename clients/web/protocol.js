@@ -6,16 +6,16 @@
 // Bulk arrays are typed arrays for speed: Vec<[f32; 3]> becomes a flat Float32Array of
 // 3·n values, Vec<[u32; 3]> a flat Uint32Array, Vec<f32> a Float32Array.
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 export const MAX_SERVER_MESSAGE_BYTES = 64 * 1024 * 1024;
 export const MAX_CLIENT_MESSAGE_BYTES = 4096;
 
-const SERVER_TAGS = ["Hello", "SceneInit", "Frame", "HapticStats", "Error"];
+const SERVER_TAGS = ["Hello", "SceneInit", "Frame", "HapticStats", "Error", "ControlStatus"];
 const ERROR_CODES = [
   "Malformed", "TooLarge", "Unauthorized", "ServerFull", "IdleTimeout", "UnexpectedText",
   "ShuttingDown",
 ];
-const COMMANDS = ["MoveProbe", "ReleaseProbe", "ResetTissue"];
+const COMMANDS = ["MoveProbe", "ReleaseProbe", "ResetTissue", "CheckToken"];
 
 /** Thrown for bytes that are not a valid message; `message` says what and where. */
 export class DecodeError extends Error {}
@@ -109,7 +109,18 @@ function readSceneInit(r) {
   } else if (hasBasis !== 0) {
     throw new DecodeError(`modal_basis: option byte ${hasBasis} at offset ${r.pos - 1}`);
   }
-  return { triangles, rest_positions, modal_basis };
+  const up = [r.f32("up"), r.f32("up"), r.f32("up")];
+  const regionCount = r.len("regions", 8 + 4 + 8 + 8);
+  const regions = [];
+  for (let i = 0; i < regionCount; i++) {
+    regions.push({
+      name: r.string("region.name"),
+      young_pa: r.f32("region.young_pa"),
+      triangles: r.vecTriangles("region.triangles"),
+      rest_positions: r.vecVec3F32("region.rest_positions"),
+    });
+  }
+  return { triangles, rest_positions, modal_basis, up, regions };
 }
 
 function readFrame(r) {
@@ -121,6 +132,8 @@ function readFrame(r) {
     proxy: r.vec3f64("proxy"),
     force: r.vec3f64("force"),
     in_contact: r.bool("in_contact"),
+    depth: r.f64("depth"),
+    normal: r.vec3f64("normal"),
   };
   const kind = r.tag("deformation", ["Modal", "Positions"]);
   if (kind === "Modal") {
@@ -169,6 +182,10 @@ export function decodeServerMessage(bytes) {
     case "SceneInit": return finish(r, { SceneInit: readSceneInit(r) });
     case "Frame": return finish(r, { Frame: readFrame(r) });
     case "HapticStats": return finish(r, { HapticStats: readStats(r) });
+    case "ControlStatus": {
+      const granted = r.bool("granted");
+      return finish(r, { ControlStatus: { granted, message: r.string("message") } });
+    }
     default: {
       const code = r.tag("ErrorCode", ERROR_CODES);
       return finish(r, { Error: { code, message: r.string("message") } });
@@ -189,7 +206,7 @@ export function decodeClientMessage(bytes) {
 /**
  * Encodes a client → server message given in the JSON shape, e.g.
  * {Control: {token, command: {MoveProbe: {position: [x, y, z]}}}} or
- * {Control: {token, command: "ResetTissue"}}.
+ * {Control: {token, command: "ResetTissue"}} (or "ReleaseProbe", "CheckToken").
  */
 export function encodeClientMessage(message) {
   const { token, command } = message.Control;

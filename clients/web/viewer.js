@@ -1,18 +1,31 @@
 // palpa browser viewer: WebGL2, no dependencies. Receives the visual stream
 // (protocol.js), rebuilds the surface from modal coordinates, shades it with normals
-// recomputed every frame, and draws the probe, the proxy and the force arrow. With
-// ?token=… in the URL, dragging on the surface pushes the virtual probe into the tissue.
+// recomputed every frame, and draws the probe, its target, the proxy, the force arrow
+// (logarithmic length), the ground grid and, in x-ray, the regions of other materials.
+// With ?token=… in the URL, a drag presses the virtual probe into the tissue along the
+// surface normal where the drag began; plots.js draws force and depth.
 
 import { decodeServerMessage, encodeClientMessage, reconstructPositions, PROTOCOL_VERSION } from "./protocol.js";
+import { StripChart, ForceDepthCurve, arrowFraction, drawArrowLegend, drawScaleBar } from "./plots.js";
 
 const $ = (id) => document.getElementById(id);
 const token = new URLSearchParams(location.search).get("token");
 
+/** Depth per pixel of vertical drag (m): 60 px press 6 mm. */
+const DEPTH_PER_PIXEL = 1e-4;
+/** Depth per key press (m). */
+const DEPTH_STEP = 5e-4;
+/** Reconnection delays (ms): doubled from the first to the last after each failure. */
+const RETRY_FIRST_MS = 250, RETRY_LAST_MS = 2000;
+
 // State visible to tests and to the browser console: the newest frame, the frame drawn
-// last and the surface positions reconstructed for it.
+// last and the surface positions reconstructed for it; whether control is granted
+// (null until the server answered), the current press, the x-ray toggle, and how many
+// times the stream connected.
 const state = {
   hello: null, scene: null, frame: null, frames: 0, lost: 0, drawnSequence: -1, error: null,
-  renderedFrames: 0, drawnFrame: null, positions: null,
+  renderedFrames: 0, drawnFrame: null, positions: null, control: null, press: null,
+  xray: false, connections: 0, notice: null, curvePoints: 0,
 };
 window.palpaViewer = state;
 
@@ -77,7 +90,7 @@ const program = (() => {
   const fs = `#version 300 es
     precision highp float;
     in vec3 vNormal; in vec3 vWorld;
-    uniform vec3 color; uniform vec3 eye;
+    uniform vec3 color; uniform vec3 eye; uniform float alpha;
     out vec4 outColor;
     void main() {
       vec3 n = normalize(vNormal);
@@ -86,7 +99,7 @@ const program = (() => {
       vec3 l = normalize(v + vec3(0.3, 0.2, 0.6));
       float diffuse = max(dot(n, l), 0.0);
       float spec = pow(max(dot(n, normalize(l + v)), 0.0), 40.0);
-      outColor = vec4(color * (0.28 + 0.72 * diffuse) + vec3(0.25) * spec, 1.0);
+      outColor = vec4(color * (0.28 + 0.72 * diffuse) + vec3(0.25) * spec, alpha);
     }`;
   const compile = (type, src) => {
     const s = gl.createShader(type);
@@ -105,7 +118,10 @@ const program = (() => {
   return p;
 })();
 const uniform = (name) => gl.getUniformLocation(program, name);
-const u = { viewProj: uniform("viewProj"), model: uniform("model"), color: uniform("color"), eye: uniform("eye") };
+const u = {
+  viewProj: uniform("viewProj"), model: uniform("model"), color: uniform("color"), eye: uniform("eye"),
+  alpha: uniform("alpha"),
+};
 
 function makeMesh(positions, normals, indices, usage) {
   const vao = gl.createVertexArray();
@@ -168,8 +184,39 @@ const sphere = sphereMesh();
 const arrow = arrowMesh();
 
 // ---------- scene state ----------
-let tissue = null; // { mesh, positions, normals, triangles, rest, center, size }
+let tissue = null; // { mesh, positions, normals, triangles, rest, center, size, up, e1, e2, grid, regions }
 const camera = { yaw: -0.6, pitch: 0.55, distance: 1, target: [0, 0, 0] };
+
+// Two unit vectors spanning the plane perpendicular to `up`.
+function planeBasis(up) {
+  const helper = Math.abs(up[0]) < 0.9 ? [1, 0, 0] : [0, 1, 0];
+  const e1 = unit(cross(helper, up));
+  return [e1, cross(up, e1)];
+}
+
+// A square grid of lines in the plane through `at` perpendicular to `up`, `step` m apart,
+// `count` steps each way.
+function gridMesh(at, up, step, count) {
+  const [e1, e2] = planeBasis(up);
+  const p = [], n = [], idx = [];
+  const half = step * count;
+  for (let i = -count; i <= count; i++) {
+    for (const [a, b] of [[e1, e2], [e2, e1]]) {
+      for (const end of [-half, half]) {
+        p.push(...add(at, add(scale(a, i * step), scale(b, end))));
+        n.push(...up);
+      }
+      idx.push(p.length / 3 - 2, p.length / 3 - 1);
+    }
+  }
+  return makeMesh(new Float32Array(p), new Float32Array(n), new Uint32Array(idx), gl.STATIC_DRAW);
+}
+
+// A round step (1, 2 or 5 × 10ⁿ m) near a tenth of `size`.
+function gridStep(size) {
+  const target = size / 10, p = Math.pow(10, Math.floor(Math.log10(target)));
+  return [1, 2, 5, 10].map((m) => m * p).reduce((best, m) => (Math.abs(m - target) < Math.abs(best - target) ? m : best));
+}
 
 function loadScene(scene) {
   const rest = scene.rest_positions;
@@ -183,16 +230,32 @@ function loadScene(scene) {
   }
   const center = scale(add(lo, hi), 0.5);
   const size = norm(sub(hi, lo)) || 1;
+  const up = unit(Array.from(scene.up));
+  const [e1, e2] = planeBasis(up);
+  // The ground: the plane below the lowest point along `up`.
+  let lowest = Infinity;
+  for (let v = 0; v < n; v++) lowest = Math.min(lowest, dot([rest[3 * v], rest[3 * v + 1], rest[3 * v + 2]], up));
+  const ground = add(center, scale(up, lowest - dot(center, up) - 1e-4));
+  const step = gridStep(size);
   const positions = new Float32Array(rest);
   const normals = new Float32Array(rest.length);
   computeNormals(positions, scene.triangles, normals);
+  const regions = scene.regions.map((r) => {
+    const rn = new Float32Array(r.rest_positions.length);
+    computeNormals(r.rest_positions, r.triangles, rn);
+    return { name: r.name, young: r.young_pa, mesh: makeMesh(r.rest_positions, rn, r.triangles, gl.STATIC_DRAW) };
+  });
   tissue = {
     mesh: makeMesh(positions, normals, scene.triangles, gl.DYNAMIC_DRAW),
-    positions, normals, triangles: scene.triangles, rest, center, size,
+    positions, normals, triangles: scene.triangles, rest, center, size, up, e1, e2,
+    grid: gridMesh(ground, up, step, Math.ceil(0.8 * size / step)), gridStep: step, regions,
   };
   camera.target = center;
   camera.distance = 1.8 * size;
   state.scene = scene;
+  $("xray-button").hidden = regions.length === 0;
+  $("regions").textContent = regions.map((r) => `${r.name} (E = ${(r.young / 1e3).toFixed(0)} kPa)`).join(", ");
+  $("grid").textContent = `${+(step * 100).toFixed(2)} cm`;
 }
 
 // Area-weighted vertex normals of the deformed surface.
@@ -211,18 +274,59 @@ function computeNormals(p, tris, out) {
   }
 }
 
+// ---------- plots ----------
+const strip = new StripChart($("strip"), 10);
+const curve = new ForceDepthCurve($("curve"));
+let wasInContact = false;
+
+// Depth (m, ≥ 0) and normal force (N, along the contact normal, out of the tissue).
+function contactOf(f) {
+  if (!f.in_contact) return { depth: 0, normal: 0 };
+  return { depth: Math.max(0, f.depth), normal: dot(f.force, f.normal) };
+}
+
+function plotFrame(f) {
+  const c = contactOf(f);
+  strip.push(f.scene_time, norm(f.force), c.normal, c.depth * 1e3);
+  if (f.in_contact && !wasInContact) curve.reset();
+  if (f.in_contact) curve.push(c.depth * 1e3, c.normal);
+  wasInContact = f.in_contact;
+  state.curvePoints = curve.points.length;
+}
+
 // ---------- stream ----------
 const rate = { count: 0, rendered: 0, since: performance.now(), hz: 0, latencies: [] };
 let socket = null;
+let retryMs = RETRY_FIRST_MS;
+
+function showStatus(text) { $("status").textContent = text; }
+
+function updateHelp() {
+  const control = token && state.hello?.control_allowed && state.control !== false;
+  $("help").textContent = control
+    ? "drag: press in along the normal (down = deeper) · alt/ctrl-drag: slide · ↓/+ ↑/−: depth ±0.5 mm · esc: release · shift-drag: orbit · wheel: zoom · R: reset · X: x-ray"
+    : "drag: orbit · wheel: zoom · right-drag: pan · X: x-ray (read-only" + (token ? ")" : ": add ?token=… to control)");
+}
 
 function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   socket = new WebSocket(`${scheme}://${location.host}/ws`);
   socket.binaryType = "arraybuffer";
-  socket.onopen = () => { $("status").textContent = "connected"; };
+  socket.onopen = () => {
+    retryMs = RETRY_FIRST_MS;
+    state.connections++;
+    state.control = null;
+    showStatus("connected");
+  };
   socket.onclose = () => {
-    $("status").textContent = state.error ? `closed: ${state.error}` : "disconnected; retrying…";
-    if (!state.error) setTimeout(connect, 1000);
+    if (state.error) {
+      showStatus(`closed: ${state.error}`);
+      return;
+    }
+    // A server restart or a network hiccup: try again, sooner at first.
+    showStatus(`${state.notice ?? "disconnected"}; reconnecting…`);
+    setTimeout(connect, retryMs);
+    retryMs = Math.min(RETRY_LAST_MS, 2 * retryMs);
   };
   socket.onmessage = (event) => {
     let message;
@@ -235,50 +339,71 @@ function connect() {
     }
     if (message.Hello) {
       state.hello = message.Hello;
+      state.notice = null;
       if (message.Hello.protocol_version !== PROTOCOL_VERSION) {
         state.error = `server protocol ${message.Hello.protocol_version}, viewer ${PROTOCOL_VERSION}`;
         socket.close();
+        return;
       }
       $("scene").textContent = message.Hello.scene_name;
-      $("help").textContent = token && message.Hello.control_allowed
-        ? "drag on the tissue: press the probe in (drag down = deeper) · shift-drag: orbit · wheel: zoom · R: reset tissue"
-        : "drag: orbit · wheel: zoom · right-drag: pan (read-only: add ?token=… to control)";
+      // Ask at once whether the token (perhaps from a previous server) still grants control.
+      if (token && message.Hello.control_allowed) sendNow("CheckToken");
+      updateHelp();
     } else if (message.SceneInit) {
       loadScene(message.SceneInit);
     } else if (message.Frame) {
       const f = message.Frame;
-      if (state.frame) state.lost += Math.max(0, f.sequence - state.frame.sequence - 1);
+      if (state.frame && f.sequence > state.frame.sequence) state.lost += f.sequence - state.frame.sequence - 1;
       state.frame = f;
       state.frames++;
       rate.count++;
       rate.latencies.push(Date.now() - f.sent_unix_us / 1000);
+      plotFrame(f);
     } else if (message.HapticStats) {
       const s = message.HapticStats;
       $("haptic").textContent = `${(s.period_p50_s * 1e3).toFixed(3)} / ${(s.period_p99_s * 1e3).toFixed(3)} / ${(s.period_max_s * 1e3).toFixed(2)} ms`;
       $("missed").textContent = `${s.missed_deadlines} of ${s.ticks}`;
+    } else if (message.ControlStatus) {
+      state.control = message.ControlStatus.granted;
+      if (!state.control) {
+        state.press = null;
+        showStatus(message.ControlStatus.message);
+      } else {
+        showStatus("connected, in control");
+      }
+      updateHelp();
     } else if (message.Error) {
-      state.error = `${message.Error.code}: ${message.Error.message}`;
-      $("status").textContent = state.error;
+      // The server is going away: reconnect (a restart); any other error is final.
+      const text = `${message.Error.code}: ${message.Error.message}`;
+      if (message.Error.code === "ShuttingDown") state.notice = "server stopped"; else state.error = text;
+      showStatus(text);
     }
   };
 }
 
-function send(command) {
+function sendNow(command) {
   if (!token || !socket || socket.readyState !== WebSocket.OPEN) return;
   socket.send(encodeClientMessage({ Control: { token, command } }));
 }
 
-// ---------- input: orbit, zoom, pan, probe drag ----------
+function send(command) {
+  if (state.control !== false) sendNow(command);
+}
+
+// ---------- input: press, slide, orbit, zoom, pan, keys ----------
 function eyePosition() {
   const { yaw, pitch, distance, target } = camera;
-  return add(target, scale([Math.cos(pitch) * Math.cos(yaw), Math.cos(pitch) * Math.sin(yaw), Math.sin(pitch)], distance));
+  const { up, e1, e2 } = tissue ?? { up: [0, 0, 1], e1: [1, 0, 0], e2: [0, 1, 0] };
+  const dir = add(scale(e1, Math.cos(pitch) * Math.cos(yaw)), add(scale(e2, Math.cos(pitch) * Math.sin(yaw)), scale(up, Math.sin(pitch))));
+  return add(target, scale(dir, distance));
 }
+const sceneUp = () => tissue?.up ?? [0, 0, 1];
 
 // Ray from the camera through canvas pixel (x, y).
 function pickRay(x, y) {
   const eye = eyePosition();
   const forward = unit(sub(camera.target, eye));
-  const right = unit(cross(forward, [0, 0, 1]));
+  const right = unit(cross(forward, sceneUp()));
   const up = cross(right, forward);
   const t = Math.tan(FOVY / 2), aspect = canvas.clientWidth / canvas.clientHeight;
   const sx = (2 * x / canvas.clientWidth - 1) * t * aspect, sy = (1 - 2 * y / canvas.clientHeight) * t;
@@ -308,26 +433,55 @@ function pickSurface(ray) {
   return best;
 }
 
+const canControl = () => !!token && !!state.hello?.control_allowed && state.control !== false;
+
+// The press: the surface point grabbed and its outward normal, and the depth (m) the
+// probe's target lies under it along the normal. The target never moves sideways
+// unless the press slides.
+function pressAt(hit, depth) {
+  state.press = { grab: hit.point, normal: hit.normal, depth: Math.max(0, depth) };
+  aimProbe();
+}
+function aimProbe() {
+  const p = state.press;
+  p.target = sub(p.grab, scale(p.normal, p.depth));
+  pendingProbe = p.target;
+  $("target").textContent = `${(p.depth * 1e3).toFixed(1)} mm`;
+}
+function release() {
+  if (state.press) send("ReleaseProbe");
+  state.press = null;
+  $("target").textContent = "–";
+}
+
 let drag = null;
 let pendingProbe = null;
+let pointer = null; // last pointer position over the canvas (px)
 canvas.addEventListener("contextmenu", (e) => e.preventDefault());
 canvas.addEventListener("pointerdown", (e) => {
   canvas.setPointerCapture(e.pointerId);
-  const controlling = token && state.hello?.control_allowed && e.button === 0 && !e.shiftKey;
+  const controlling = canControl() && e.button === 0 && !e.shiftKey;
   const hit = controlling ? pickSurface(pickRay(e.offsetX, e.offsetY)) : null;
-  drag = { x: e.offsetX, y: e.offsetY, startY: e.offsetY, button: e.button, probe: !!hit };
-  if (hit) probeTo(hit, 0);
+  drag = { x: e.offsetX, y: e.offsetY, button: e.button, probe: !!hit };
+  if (hit) pressAt(hit, 0);
 });
 canvas.addEventListener("pointermove", (e) => {
+  pointer = [e.offsetX, e.offsetY];
   if (!drag) return;
   const dx = e.offsetX - drag.x, dy = e.offsetY - drag.y;
   drag.x = e.offsetX; drag.y = e.offsetY;
-  if (drag.probe) {
-    const hit = pickSurface(pickRay(e.offsetX, e.offsetY));
-    if (hit) probeTo(hit, e.offsetY - drag.startY);
+  if (drag.probe && state.press) {
+    if (e.altKey || e.ctrlKey) {
+      // Slide: the grab point follows the pointer over the surface at the same depth.
+      const hit = pickSurface(pickRay(e.offsetX, e.offsetY));
+      if (hit) pressAt(hit, state.press.depth);
+    } else {
+      state.press.depth = Math.max(0, state.press.depth + dy * DEPTH_PER_PIXEL);
+      aimProbe();
+    }
   } else if (drag.button === 2) {
     const eye = eyePosition(), forward = unit(sub(camera.target, eye));
-    const right = unit(cross(forward, [0, 0, 1])), up = cross(right, forward);
+    const right = unit(cross(forward, sceneUp())), up = cross(right, forward);
     const k = camera.distance / canvas.clientHeight;
     camera.target = add(camera.target, add(scale(right, -dx * k), scale(up, dy * k)));
   } else {
@@ -336,7 +490,7 @@ canvas.addEventListener("pointermove", (e) => {
   }
 });
 const endDrag = () => {
-  if (drag?.probe) send("ReleaseProbe");
+  if (drag?.probe) release();
   drag = null;
 };
 canvas.addEventListener("pointerup", endDrag);
@@ -345,23 +499,45 @@ canvas.addEventListener("wheel", (e) => {
   e.preventDefault();
   camera.distance *= Math.exp(e.deltaY * 0.001);
 }, { passive: false });
-addEventListener("keydown", (e) => { if (e.key === "r" || e.key === "R") send("ResetTissue"); });
 
-// Probe target below the picked surface point: 2 % of the scene size, deeper as the
-// pointer is dragged down (1 ‰ of the scene size per pixel).
-function probeTo(hit, dragDownPx) {
-  const depth = tissue.size * (0.02 + 0.001 * Math.max(0, dragDownPx));
-  pendingProbe = sub(hit.point, scale(hit.normal, depth));
+function toggleXray() {
+  state.xray = !state.xray && (tissue?.regions.length ?? 0) > 0;
+  $("xray-button").classList.toggle("on", state.xray);
 }
+$("xray-button").addEventListener("click", toggleXray);
+
+// Depth keys: deepen or lift the current press, or start one under the pointer (else
+// under the centre of the view).
+function stepDepth(step) {
+  if (!canControl() || !tissue) return;
+  if (!state.press) {
+    const [x, y] = pointer ?? [canvas.clientWidth / 2, canvas.clientHeight / 2];
+    const hit = pickSurface(pickRay(x, y));
+    if (!hit || step < 0) return;
+    pressAt(hit, 0);
+  }
+  state.press.depth = Math.max(0, state.press.depth + step);
+  aimProbe();
+}
+addEventListener("keydown", (e) => {
+  if (e.key === "r" || e.key === "R") send("ResetTissue");
+  else if (e.key === "x" || e.key === "X") toggleXray();
+  else if (e.key === "ArrowDown" || e.key === "+" || e.key === "=") stepDepth(DEPTH_STEP);
+  else if (e.key === "ArrowUp" || e.key === "-") stepDepth(-DEPTH_STEP);
+  else if (e.key === "Escape") release();
+  else return;
+  e.preventDefault();
+});
 
 // ---------- rendering ----------
 const FOVY = 0.8;
 
-function drawMesh(mesh, model, color) {
+function drawMesh(mesh, model, color, alpha = 1, mode = gl.TRIANGLES) {
   gl.uniformMatrix4fv(u.model, false, model);
   gl.uniform3fv(u.color, color);
+  gl.uniform1f(u.alpha, alpha);
   gl.bindVertexArray(mesh.vao);
-  gl.drawElements(gl.TRIANGLES, mesh.count, gl.UNSIGNED_INT, 0);
+  gl.drawElements(mode, mesh.count, gl.UNSIGNED_INT, 0);
 }
 
 function updatePanel(now) {
@@ -378,10 +554,24 @@ function updatePanel(now) {
   }
   const f = state.frame;
   if (f) {
-    $("force").textContent = `${Math.hypot(...f.force).toFixed(3)} N`;
-    $("contact").textContent = f.in_contact ? "yes" : "no";
+    const c = contactOf(f);
+    $("force").textContent = `${norm(f.force).toFixed(3)} N`;
+    $("contact").textContent = f.in_contact ? `${(c.depth * 1e3).toFixed(1)} mm, f·n ${c.normal.toFixed(2)} N` : "no";
     $("lost").textContent = String(state.lost);
   }
+}
+
+// The page pixel (CSS px) a scene point (m) is drawn at, with the last frame's camera.
+let viewProj = null;
+state.project = (p) => {
+  const m = viewProj, c = [0, 1, 2, 3].map((r) => m[r] * p[0] + m[4 + r] * p[1] + m[8 + r] * p[2] + m[12 + r]);
+  const box = canvas.getBoundingClientRect();
+  return [box.left + (c[0] / c[3] + 1) / 2 * box.width, box.top + (1 - c[1] / c[3]) / 2 * box.height];
+};
+
+// Pixels per metre at the camera target (for the scale bar and the arrow legend).
+function pixelsPerMetre() {
+  return canvas.clientHeight / (2 * camera.distance * Math.tan(FOVY / 2));
 }
 
 function render(now) {
@@ -397,6 +587,8 @@ function render(now) {
   gl.clear(gl.COLOR_BUFFER_BIT | gl.DEPTH_BUFFER_BIT);
   gl.enable(gl.DEPTH_TEST);
   updatePanel(now);
+  strip.draw();
+  curve.draw();
   if (!tissue) return;
 
   const f = state.frame;
@@ -413,25 +605,42 @@ function render(now) {
   }
 
   const eye = eyePosition();
-  const view = lookAt(eye, camera.target, [0, 0, 1]);
+  const view = lookAt(eye, camera.target, tissue.up);
   const proj = perspective(FOVY, w / h, camera.distance * 0.01, camera.distance * 10);
+  viewProj = multiply(proj, view);
   gl.useProgram(program);
-  gl.uniformMatrix4fv(u.viewProj, false, multiply(proj, view));
+  gl.uniformMatrix4fv(u.viewProj, false, viewProj);
   gl.uniform3fv(u.eye, eye);
   const identity = [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1];
-  drawMesh(tissue.mesh, identity, [0.86, 0.45, 0.45]);
+  const at = (p, s) => [s, 0, 0, 0, 0, s, 0, 0, 0, 0, s, 0, p[0], p[1], p[2], 1];
+  const r = tissue.size * 0.012;
+  drawMesh(tissue.grid, identity, [0.32, 0.36, 0.42], 1, gl.LINES);
   if (f) {
-    const r = tissue.size * 0.012;
-    const at = (p, s) => [s, 0, 0, 0, 0, s, 0, 0, 0, 0, s, 0, p[0], p[1], p[2], 1];
     drawMesh(sphere, at(f.probe, r), [0.35, 0.75, 0.95]);
     if (f.in_contact) drawMesh(sphere, at(f.proxy, r * 0.8), [0.98, 0.85, 0.3]);
     const magnitude = norm(f.force);
     if (magnitude > 1e-6) {
-      // Arrow from the proxy along the force; 1 N ≈ 15 % of the scene size, capped.
-      const length = Math.min(tissue.size * 0.15 * magnitude, tissue.size * 0.6);
-      drawMesh(arrow, orient(f.proxy, scale(f.force, length / magnitude), length * 0.5), [0.4, 0.95, 0.5]);
+      // Arrow from the proxy along the force, its length logarithmic in the force.
+      const length = tissue.size * arrowFraction(magnitude);
+      drawMesh(arrow, orient(f.proxy, scale(f.force, length / magnitude), tissue.size * 0.15), [0.4, 0.95, 0.5]);
     }
   }
+  if (state.press?.target) drawMesh(sphere, at(state.press.target, r * 0.6), [0.95, 0.95, 0.95]);
+  if (state.xray) {
+    // The other materials' regions opaque, the tissue over them translucent.
+    for (const region of tissue.regions) drawMesh(region.mesh, identity, [0.6, 0.4, 1.0]);
+    gl.enable(gl.BLEND);
+    gl.blendFunc(gl.SRC_ALPHA, gl.ONE_MINUS_SRC_ALPHA);
+    gl.depthMask(false);
+    drawMesh(tissue.mesh, identity, [0.86, 0.45, 0.45], 0.3);
+    gl.depthMask(true);
+    gl.disable(gl.BLEND);
+  } else {
+    drawMesh(tissue.mesh, identity, [0.86, 0.45, 0.45]);
+  }
+  const ppm = pixelsPerMetre();
+  drawScaleBar($("scalebar"), ppm);
+  drawArrowLegend($("legend"), ppm, tissue.size);
   state.renderedFrames++;
 }
 

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Version of the wire format; a client refuses a [`ServerHello`] with another version.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Largest server → client message a decoder accepts (bytes). A scene init for a
 /// 100k-vertex surface with 40 modes is about 50 MB; anything larger is refused.
@@ -53,6 +53,9 @@ pub enum ServerMessage {
     HapticStats(HapticStats),
     /// Tag 4. The server is closing this connection, and why.
     Error(ErrorMessage),
+    /// Tag 5. The answer to a [`Control`] whose token was refused (the connection stays
+    /// open, read-only) or to a [`ControlCommand::CheckToken`].
+    ControlStatus(ControlStatus),
 }
 
 /// A message from a viewer to the server.
@@ -114,6 +117,26 @@ pub struct SceneInit {
     /// Modal basis restricted to the surface, for scenes whose frames carry modal
     /// coordinates; `None` when frames carry vertex positions.
     pub modal_basis: Option<ModalBasis>,
+    /// Unit vector pointing up in the scene (the viewer's vertical; the scene's
+    /// `[view] up`).
+    pub up: [f32; 3],
+    /// Regions of materials other than the default one, as closed surfaces at rest
+    /// (m), for an x-ray view; empty for a uniform scene.
+    pub regions: Vec<MaterialRegion>,
+}
+
+/// The region of one material inside the tissue, drawn at rest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MaterialRegion {
+    /// The material's name in the scene (e.g. `"inclusion"`).
+    pub name: String,
+    /// The material's Young's modulus (Pa).
+    pub young_pa: f32,
+    /// Boundary triangles as indices into `rest_positions`, counter-clockwise seen from
+    /// outside the region.
+    pub triangles: Vec<[u32; 3]>,
+    /// Vertices of the region's boundary at rest (m).
+    pub rest_positions: Vec<[f32; 3]>,
 }
 
 /// Per-vertex modal displacement vectors: vertex `v` moves by
@@ -145,6 +168,12 @@ pub struct Frame {
     pub force: [f64; 3],
     /// Whether the probe touches the tissue.
     pub in_contact: bool,
+    /// Indentation of the probe (m): how far the tip lies below where the rest-surface
+    /// proxy holds it, along the contact normal; 0 without contact.
+    pub depth: f64,
+    /// Unit direction of the normal contact force on the probe (out of the tissue); zero
+    /// without contact.
+    pub normal: [f64; 3],
     /// The deformed surface.
     pub deformation: Deformation,
 }
@@ -202,7 +231,8 @@ pub enum ErrorCode {
     Malformed,
     /// Tag 1. The message exceeded the size limit.
     TooLarge,
-    /// Tag 2. Control without the right token, or control disabled.
+    /// Tag 2. Not sent since protocol version 2 (a refused token gets a
+    /// [`ControlStatus`] and the connection stays open); kept so the tags stay stable.
     Unauthorized,
     /// Tag 3. The server already serves its maximum number of clients.
     ServerFull,
@@ -220,6 +250,15 @@ pub struct ErrorMessage {
     /// Machine-readable reason.
     pub code: ErrorCode,
     /// Human-readable detail.
+    pub message: String,
+}
+
+/// Whether this connection may control the probe.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ControlStatus {
+    /// `true`: the token is right; `false`: the connection is read-only.
+    pub granted: bool,
+    /// Human-readable detail (never the token).
     pub message: String,
 }
 
@@ -244,6 +283,9 @@ pub enum ControlCommand {
     ReleaseProbe,
     /// Tag 2. Put the tissue back to rest.
     ResetTissue,
+    /// Tag 3. Changes nothing; the server answers with a [`ControlStatus`] saying
+    /// whether the token grants control.
+    CheckToken,
 }
 
 /// A message that could not be decoded.

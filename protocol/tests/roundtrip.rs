@@ -44,19 +44,23 @@ fn frame() -> impl Strategy<Value = Frame> {
         v3f64(),
         v3f64(),
         v3f64(),
-        any::<bool>(),
+        (any::<bool>(), 0.0f64..0.1, v3f64()),
         deformation(),
     )
         .prop_map(
-            |(sequence, t, us, probe, proxy, force, in_contact, deformation)| Frame {
-                sequence,
-                scene_time: if t.is_nan() { 0.0 } else { t },
-                sent_unix_us: us,
-                probe,
-                proxy,
-                force,
-                in_contact,
-                deformation,
+            |(sequence, t, us, probe, proxy, force, (in_contact, depth, normal), deformation)| {
+                Frame {
+                    sequence,
+                    scene_time: if t.is_nan() { 0.0 } else { t },
+                    sent_unix_us: us,
+                    probe,
+                    proxy,
+                    force,
+                    in_contact,
+                    depth,
+                    normal,
+                    deformation,
+                }
             },
         )
 }
@@ -77,9 +81,19 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
         (
             vec([any::<u32>(); 3].prop_map(|t| t), 0..32),
             vec(v3f32(), 0..32),
-            proptest::option::of((0u32..4, vec(v3f32(), 0..32)))
+            proptest::option::of((0u32..4, vec(v3f32(), 0..32))),
+            v3f32(),
+            vec(
+                (
+                    ".{0,20}",
+                    0.0f32..1e7,
+                    vec([any::<u32>(); 3].prop_map(|t| t), 0..8),
+                    vec(v3f32(), 0..8)
+                ),
+                0..3
+            )
         )
-            .prop_map(|(triangles, rest_positions, basis)| {
+            .prop_map(|(triangles, rest_positions, basis, up, regions)| {
                 ServerMessage::SceneInit(SceneInit {
                     triangles,
                     rest_positions,
@@ -87,8 +101,23 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
                         mode_count,
                         vectors,
                     }),
+                    up,
+                    regions: regions
+                        .into_iter()
+                        .map(
+                            |(name, young_pa, triangles, rest_positions)| MaterialRegion {
+                                name,
+                                young_pa,
+                                triangles,
+                                rest_positions,
+                            },
+                        )
+                        .collect(),
                 })
             }),
+        (any::<bool>(), ".{0,80}").prop_map(|(granted, message)| {
+            ServerMessage::ControlStatus(ControlStatus { granted, message })
+        }),
         frame().prop_map(ServerMessage::Frame),
         (any::<u64>(), 0.0f64..1.0, any::<u64>()).prop_map(|(ticks, p, missed)| {
             ServerMessage::HapticStats(HapticStats {
@@ -121,6 +150,7 @@ fn client_message() -> impl Strategy<Value = ClientMessage> {
         v3f64().prop_map(|position| ControlCommand::MoveProbe { position }),
         Just(ControlCommand::ReleaseProbe),
         Just(ControlCommand::ResetTissue),
+        Just(ControlCommand::CheckToken),
     ];
     ("[a-f0-9]{0,64}", command)
         .prop_map(|(token, command)| ClientMessage::Control(Control { token, command }))

@@ -32,6 +32,18 @@ fn scene_modal() -> SceneInit {
                 [-0.125, 0.0, 0.0],
             ],
         }),
+        up: [0.0, 0.0, 1.0],
+        regions: vec![MaterialRegion {
+            name: "lump".into(),
+            young_pa: 240e3,
+            triangles: vec![[0, 1, 2], [0, 3, 1], [0, 2, 3], [1, 3, 2]],
+            rest_positions: vec![
+                [0.05, 0.05, -0.02],
+                [0.06, 0.05, -0.02],
+                [0.05, 0.06, -0.02],
+                [0.05, 0.05, -0.01],
+            ],
+        }],
     }
 }
 
@@ -44,6 +56,8 @@ fn frame_modal() -> Frame {
         proxy: [0.05, 0.05, -0.0015],
         force: [0.0, 0.0, 1.5],
         in_contact: true,
+        depth: 0.0005,
+        normal: [0.0, 0.0, 1.0],
         deformation: Deformation::Modal {
             coordinates: vec![-0.002, 0.000_25],
             corrections: vec![VertexCorrection {
@@ -79,6 +93,8 @@ fn messages() -> Vec<(&'static str, Message)> {
                 triangles: vec![[0, 1, 2]],
                 rest_positions: vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
                 modal_basis: None,
+                up: [0.0, 1.0, 0.0],
+                regions: vec![],
             })),
         ),
         (
@@ -95,6 +111,8 @@ fn messages() -> Vec<(&'static str, Message)> {
                 proxy: [0.0, 0.0, 0.25],
                 force: [0.0, 0.0, 0.0],
                 in_contact: false,
+                depth: 0.0,
+                normal: [0.0, 0.0, 0.0],
                 deformation: Deformation::Positions {
                     positions: vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, -0.0625]],
                 },
@@ -117,6 +135,20 @@ fn messages() -> Vec<(&'static str, Message)> {
             Message::Server(ServerMessage::Error(ErrorMessage {
                 code: ErrorCode::Unauthorized,
                 message: "wrong control token".into(),
+            })),
+        ),
+        (
+            "server_control_status",
+            Message::Server(ServerMessage::ControlStatus(ControlStatus {
+                granted: false,
+                message: "wrong control token: this viewer is read-only".into(),
+            })),
+        ),
+        (
+            "client_control_check",
+            Message::Client(ClientMessage::Control(Control {
+                token: "stale".into(),
+                command: ControlCommand::CheckToken,
             })),
         ),
         (

@@ -225,6 +225,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let (mut stream_scene, visual) = SceneVisual::new(&name, &built.mesh.mesh, &built.model);
     stream_scene.model_rate_hz = built.scene.rates.model;
     stream_scene.haptic_rate_hz = built.scene.rates.haptic;
+    stream_scene.up = built.scene.view.up.vector();
+    stream_scene.regions = built.material_regions().map_err(|e| e.to_string())?;
     println!(
         "model: {} nodes, {} tetrahedra, {} surface vertices, {}",
         built.mesh.mesh.nodes.len(),

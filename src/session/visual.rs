@@ -77,7 +77,10 @@ impl SceneVisual {
         snapshot.probe = probe;
         snapshot.proxy = model.proxy_position().unwrap_or(probe);
         snapshot.force = force;
-        snapshot.in_contact = model.contact().is_some();
+        let contact = model.contact();
+        snapshot.in_contact = contact.is_some();
+        snapshot.depth = contact.map_or(0.0, |c| c.depth);
+        snapshot.normal = contact.map_or(Vec3::zeros(), |c| c.normal);
         match model {
             SceneModel::Modal(sim) => {
                 let k = self.mode_count.unwrap_or(0);

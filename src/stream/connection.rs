@@ -1,5 +1,7 @@
 //! One client connection: a writer that sends the newest frame whenever it changes
 //! (losing frames rather than queueing them) and a reader that checks control messages.
+//! A control message with a wrong token is refused with a `ControlStatus` and the
+//! connection stays open, read-only; the token is never logged.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +11,7 @@ use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use palpa_protocol as wire;
+use tokio::sync::watch;
 use wire::ErrorCode;
 
 use super::log_limit::{limited_warn, Admit, LogBudget};
@@ -36,9 +39,11 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
         return;
     };
     let log = LogBudget::new(shared.config.log_lines_per_second);
+    // The reader's answers to control messages, for the writer; only the newest counts.
+    let (status_tx, status_rx) = watch::channel(None);
     let closed = tokio::select! {
-        closed = write_loop(&mut sink, &shared) => closed,
-        closed = read_loop(stream, &shared, &log) => closed,
+        closed = write_loop(&mut sink, &shared, status_rx) => closed,
+        closed = read_loop(stream, &shared, &log, &status_tx) => closed,
     };
     match closed {
         Closed::Gone => {}
@@ -69,10 +74,14 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
     }
 }
 
-/// Sends hello, scene init and the newest frame, then every new frame and stats
-/// message, and a ping every third of the idle timeout. A send that does not complete
-/// within the stall timeout drops the client.
-async fn write_loop(sink: &mut SplitSink<WebSocket, Message>, shared: &Shared) -> Closed {
+/// Sends hello, scene init and the newest frame, then every new frame, stats and
+/// control-status message, and a ping every third of the idle timeout. A send that does
+/// not complete within the stall timeout drops the client.
+async fn write_loop(
+    sink: &mut SplitSink<WebSocket, Message>,
+    shared: &Shared,
+    mut status: watch::Receiver<Option<Bytes>>,
+) -> Closed {
     let stall = shared.config.send_stall_timeout;
     let mut frames = shared.frames.clone();
     let mut stats = shared.stats.clone();
@@ -108,6 +117,11 @@ async fn write_loop(sink: &mut SplitSink<WebSocket, Message>, shared: &Shared) -
                 (Ok(()), None) => continue,
                 (Err(_), _) => return Closed::Error(ErrorCode::ShuttingDown, "stream ended".into()),
             },
+            changed = status.changed() => match (changed, status.borrow_and_update().clone()) {
+                (Ok(()), Some(bytes)) => Message::Binary(bytes),
+                (Ok(()), None) => continue,
+                (Err(_), _) => return Closed::Gone,
+            },
             _ = ping.tick() => Message::Ping(Bytes::new()),
         };
         if let Err(closed) = send(sink, message, stall).await {
@@ -129,8 +143,13 @@ async fn send(
 }
 
 /// Reads client messages until the client goes, misbehaves, or stays silent (no pong)
-/// for the idle timeout.
-async fn read_loop(mut stream: SplitStream<WebSocket>, shared: &Shared, log: &LogBudget) -> Closed {
+/// for the idle timeout; answers to control messages go to `status`.
+async fn read_loop(
+    mut stream: SplitStream<WebSocket>,
+    shared: &Shared,
+    log: &LogBudget,
+    status: &watch::Sender<Option<Bytes>>,
+) -> Closed {
     let idle = shared.config.idle_timeout;
     loop {
         let message = match tokio::time::timeout(idle, stream.next()).await {
@@ -145,11 +164,14 @@ async fn read_loop(mut stream: SplitStream<WebSocket>, shared: &Shared, log: &Lo
             Ok(Some(Ok(message))) => message,
         };
         match message {
-            Message::Binary(bytes) => {
-                if let Err((code, why)) = handle_client_message(&bytes, shared, log) {
-                    return Closed::Error(code, why);
+            Message::Binary(bytes) => match handle_client_message(&bytes, shared, log) {
+                Ok(None) => {}
+                Ok(Some(answer)) => {
+                    let answer = wire::encode_server(&wire::ServerMessage::ControlStatus(answer));
+                    status.send_replace(Some(Bytes::from(answer)));
                 }
-            }
+                Err((code, why)) => return Closed::Error(code, why),
+            },
             Message::Text(_) => {
                 let why = "text message; the palpa protocol is binary only".into();
                 return Closed::Error(ErrorCode::UnexpectedText, why);
@@ -161,12 +183,14 @@ async fn read_loop(mut stream: SplitStream<WebSocket>, shared: &Shared, log: &Lo
 }
 
 /// Checks size, decoding and token of one client message and forwards its command; a
-/// `MoveProbe` target outside the probe workspace is clamped to it.
+/// `MoveProbe` target outside the probe workspace is clamped to it. Returns the answer
+/// to send: a refusal for a wrong token or a disabled control (the command is dropped,
+/// the connection stays open), the grant for a `CheckToken` with the right token.
 fn handle_client_message(
     bytes: &[u8],
     shared: &Shared,
     log: &LogBudget,
-) -> Result<(), (ErrorCode, String)> {
+) -> Result<Option<wire::ControlStatus>, (ErrorCode, String)> {
     let limit = shared.config.max_message_bytes;
     if bytes.len() > limit {
         let why = format!(
@@ -177,14 +201,20 @@ fn handle_client_message(
     }
     let wire::ClientMessage::Control(control) =
         wire::decode_client(bytes).map_err(|e| (ErrorCode::Malformed, e.to_string()))?;
+    let refuse = |why: &str| {
+        if let Admit::Log { suppressed } = shared.log.admit() {
+            tracing::debug!(suppressed, "stream client stays read-only: {why}");
+        }
+        Ok(Some(wire::ControlStatus {
+            granted: false,
+            message: format!("{why}: this viewer is read-only"),
+        }))
+    };
     let Some((token, sender)) = &shared.control else {
-        return Err((
-            ErrorCode::Unauthorized,
-            "control is disabled on this server".into(),
-        ));
+        return refuse("control is disabled on this server");
     };
     if !constant_time_eq(control.token.as_bytes(), token.as_bytes()) {
-        return Err((ErrorCode::Unauthorized, "wrong control token".into()));
+        return refuse("wrong control token");
     }
     let command = match control.command {
         wire::ControlCommand::MoveProbe { position } => {
@@ -196,6 +226,12 @@ fn handle_client_message(
         }
         wire::ControlCommand::ReleaseProbe => ProbeControl::Release,
         wire::ControlCommand::ResetTissue => ProbeControl::ResetTissue,
+        wire::ControlCommand::CheckToken => {
+            return Ok(Some(wire::ControlStatus {
+                granted: true,
+                message: "control granted".into(),
+            }))
+        }
     };
     if sender.try_send(command).is_err() {
         limited_warn!(
@@ -204,7 +240,7 @@ fn handle_client_message(
             "probe control channel full or closed; command dropped"
         );
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Token comparison whose time does not depend on where the first difference is.

@@ -23,7 +23,9 @@ pub use config::{
 };
 pub use listener::raise_open_file_limit;
 pub use publisher::FrameEncoder;
-pub use scene::{fill_frame, unix_now_us, MeshSurface, StreamScene, SurfaceModalBasis};
+pub use scene::{
+    fill_frame, unix_now_us, MeshSurface, StreamRegion, StreamScene, SurfaceModalBasis,
+};
 pub use server::StreamServer;
 pub use snapshot::{
     control_channel, snapshot_slot, ControlReceiver, ControlSender, ProbeControl,

@@ -35,6 +35,8 @@ impl FrameEncoder {
                 proxy: [0.0; 3],
                 force: [0.0; 3],
                 in_contact: false,
+                depth: 0.0,
+                normal: [0.0; 3],
                 deformation: wire::Deformation::Modal {
                     coordinates: Vec::new(),
                     corrections: Vec::new(),

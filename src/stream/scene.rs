@@ -1,6 +1,7 @@
 //! The scene as the stream describes it to clients (surface, rest positions, modal
 //! basis), and the conversion of snapshots into wire frames.
 
+use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use palpa_protocol as wire;
@@ -24,6 +25,68 @@ pub struct StreamScene {
     pub model_rate_hz: f64,
     /// Haptic loop rate (Hz), told to clients.
     pub haptic_rate_hz: f64,
+    /// Unit vector pointing up in the scene (viewers draw it vertical).
+    pub up: Vec3,
+    /// Regions of the materials other than the default one, at rest (x-ray view).
+    pub regions: Vec<StreamRegion>,
+}
+
+/// The region of one material inside the tissue: its closed boundary at rest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamRegion {
+    /// The material's name in the scene.
+    pub name: String,
+    /// The material's Young's modulus (Pa).
+    pub young: f64,
+    /// Boundary triangles as indices into `rest_positions`, counter-clockwise seen from
+    /// outside the region.
+    pub triangles: Vec<[u32; 3]>,
+    /// The boundary's vertices at rest (m).
+    pub rest_positions: Vec<Vec3>,
+}
+
+impl StreamRegion {
+    /// The boundary of the tetrahedra `tets` of `mesh` (the faces that only one of them
+    /// has), as the region of material `name` with Young's modulus `young` (Pa).
+    pub fn of_tetrahedra(name: &str, young: f64, mesh: &TetMesh, tets: &[usize]) -> Self {
+        // Outward faces of a positively oriented tetrahedron (0, 1, 2, 3), as in
+        // `TetMesh::boundary`, which covers the whole mesh only.
+        const FACES: [[usize; 3]; 4] = [[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]];
+        let mut faces: HashMap<[usize; 3], ([usize; 3], u32)> = HashMap::new();
+        for &t in tets {
+            for f in FACES {
+                let tri = f.map(|i| mesh.tets[t][i]);
+                let mut key = tri;
+                key.sort_unstable();
+                faces.entry(key).or_insert((tri, 0)).1 += 1;
+            }
+        }
+        let mut outer: Vec<[usize; 3]> = faces
+            .into_values()
+            .filter(|(_, n)| *n == 1)
+            .map(|(tri, _)| tri)
+            .collect();
+        outer.sort_unstable();
+        let mut index: HashMap<usize, u32> = HashMap::new();
+        let mut rest_positions = Vec::new();
+        let triangles = outer
+            .iter()
+            .map(|tri| {
+                tri.map(|node| {
+                    *index.entry(node).or_insert_with(|| {
+                        rest_positions.push(mesh.nodes[node]);
+                        (rest_positions.len() - 1) as u32
+                    })
+                })
+            })
+            .collect();
+        Self {
+            name: name.to_owned(),
+            young,
+            triangles,
+            rest_positions,
+        }
+    }
 }
 
 /// Modal displacement vectors of the surface vertices: vertex `v` moves by
@@ -69,6 +132,8 @@ impl StreamScene {
                 modal_basis: None,
                 model_rate_hz: 200.0,
                 haptic_rate_hz: 1000.0,
+                up: Vec3::z(),
+                regions: Vec::new(),
             },
             mesh_nodes: boundary.nodes,
         }
@@ -157,6 +222,17 @@ impl StreamScene {
                 mode_count: b.mode_count as u32,
                 vectors: b.vectors.iter().map(f32x3).collect(),
             }),
+            up: f32x3(&self.up),
+            regions: self
+                .regions
+                .iter()
+                .map(|r| wire::MaterialRegion {
+                    name: r.name.clone(),
+                    young_pa: r.young as f32,
+                    triangles: r.triangles.clone(),
+                    rest_positions: r.rest_positions.iter().map(f32x3).collect(),
+                })
+                .collect(),
         })
     }
 
@@ -222,6 +298,8 @@ pub fn fill_frame(frame: &mut wire::Frame, sequence: u64, snapshot: &VisualSnaps
     frame.proxy = f64x3(&snapshot.proxy);
     frame.force = f64x3(&snapshot.force);
     frame.in_contact = snapshot.in_contact;
+    frame.depth = snapshot.depth;
+    frame.normal = f64x3(&snapshot.normal);
     match (&snapshot.deformation, &mut frame.deformation) {
         (
             SnapshotDeformation::Modal {

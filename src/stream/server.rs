@@ -107,8 +107,9 @@ impl StreamServer {
         ));
         let app = Router::new()
             .route("/", get(index))
-            .route("/viewer.js", get(viewer_js))
-            .route("/protocol.js", get(protocol_js))
+            .route("/viewer.js", get(|| async { javascript(VIEWER_JS) }))
+            .route("/protocol.js", get(|| async { javascript(PROTOCOL_JS) }))
+            .route("/plots.js", get(|| async { javascript(PLOTS_JS) }))
             .route("/ws", get(websocket))
             .with_state(shared);
         let caps = Arc::new(ConnectionCaps::new(ConnectionLimits {
@@ -138,10 +139,9 @@ impl StreamServer {
             caps,
         };
         match &server.token {
-            Some(token) => tracing::info!(
-                "visual stream on http://{addr}/ (WebSocket /ws); control token {token}; \
-                 viewer with control: {}",
-                server.viewer_url()
+            // The token itself is never logged: logs travel further than the terminal.
+            Some(_) => tracing::info!(
+                "visual stream on http://{addr}/ (WebSocket /ws), control with the token"
             ),
             None => tracing::info!("visual stream on http://{addr}/ (WebSocket /ws), read-only"),
         }
@@ -264,6 +264,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 const INDEX_HTML: &str = include_str!("../../clients/web/index.html");
 const VIEWER_JS: &str = include_str!("../../clients/web/viewer.js");
 const PROTOCOL_JS: &str = include_str!("../../clients/web/protocol.js");
+const PLOTS_JS: &str = include_str!("../../clients/web/plots.js");
 
 async fn index() -> impl IntoResponse {
     (
@@ -272,17 +273,10 @@ async fn index() -> impl IntoResponse {
     )
 }
 
-async fn viewer_js() -> impl IntoResponse {
+fn javascript(source: &'static str) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        VIEWER_JS,
-    )
-}
-
-async fn protocol_js() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        PROTOCOL_JS,
+        source,
     )
 }
 

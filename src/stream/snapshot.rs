@@ -16,6 +16,10 @@ pub struct VisualSnapshot {
     pub force: Vec3,
     /// Whether the probe touches the tissue.
     pub in_contact: bool,
+    /// Indentation of the probe along `normal` (m); 0 without contact.
+    pub depth: f64,
+    /// Unit direction of the normal contact force on the probe; zero without contact.
+    pub normal: Vec3,
     /// The deformed surface.
     pub deformation: SnapshotDeformation,
 }
@@ -52,6 +56,8 @@ impl VisualSnapshot {
             proxy: probe,
             force: Vec3::zeros(),
             in_contact: false,
+            depth: 0.0,
+            normal: Vec3::zeros(),
             deformation,
         }
     }

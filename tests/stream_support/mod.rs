@@ -130,6 +130,8 @@ impl AnalyticTissue {
             proxy: probe,
             force: Vec3::new(0.0, 0.0, if in_contact { STIFFNESS * depth } else { 0.0 }),
             in_contact,
+            depth: if in_contact { depth } else { 0.0 },
+            normal: if in_contact { Vec3::z() } else { Vec3::zeros() },
             deformation,
         }
     }

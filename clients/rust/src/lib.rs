@@ -58,6 +58,9 @@ pub enum Event {
     Frame(wire::Frame),
     /// Haptic loop statistics.
     HapticStats(wire::HapticStats),
+    /// Whether this connection may control the probe (the answer to a refused token or
+    /// to `CheckToken`).
+    ControlStatus(wire::ControlStatus),
 }
 
 /// A connected stream client that has received the hello and the scene.
@@ -113,7 +116,8 @@ impl Client {
         })
     }
 
-    /// Waits for the next frame or statistics message, updating [`Client::stats`].
+    /// Waits for the next frame, statistics or control-status message, updating
+    /// [`Client::stats`].
     pub async fn next_event(&mut self) -> Result<Event, ClientError> {
         match next_message(&mut self.socket, &mut self.stats, &mut self.recorder).await? {
             wire::ServerMessage::Frame(frame) => {
@@ -121,11 +125,12 @@ impl Client {
                 Ok(Event::Frame(frame))
             }
             wire::ServerMessage::HapticStats(s) => Ok(Event::HapticStats(s)),
-            other => Err(unexpected("Frame or HapticStats", &other)),
+            wire::ServerMessage::ControlStatus(s) => Ok(Event::ControlStatus(s)),
+            other => Err(unexpected("Frame, HapticStats or ControlStatus", &other)),
         }
     }
 
-    /// Waits for the next frame, skipping statistics messages.
+    /// Waits for the next frame, skipping statistics and control-status messages.
     pub async fn next_frame(&mut self) -> Result<wire::Frame, ClientError> {
         loop {
             if let Event::Frame(frame) = self.next_event().await? {
@@ -183,6 +188,7 @@ fn unexpected(wanted: &str, got: &wire::ServerMessage) -> ClientError {
         wire::ServerMessage::Frame(_) => "Frame",
         wire::ServerMessage::HapticStats(_) => "HapticStats",
         wire::ServerMessage::Error(_) => "Error",
+        wire::ServerMessage::ControlStatus(_) => "ControlStatus",
     };
     ClientError::Protocol(format!("expected {wanted}, got {kind}"))
 }

@@ -102,7 +102,7 @@ pub async fn run(args: &WatchArgs) -> Result<ExitCode, ClientError> {
                 s.period_max_s * 1e3,
                 s.missed_deadlines
             ),
-            Event::HapticStats(_) => {}
+            Event::HapticStats(_) | Event::ControlStatus(_) => {}
         }
         if !args.quiet && Instant::now() >= next_report {
             next_report += Duration::from_secs(1);

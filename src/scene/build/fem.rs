@@ -169,7 +169,12 @@ fn fixes(scene: &Scene, mesh: &TetMesh) -> Result<Vec<Fix>, SceneError> {
 
 /// The region id `r` names in `mesh` (an id must occur; a name must be a physical name
 /// of the mesh file); `key` names the scene key in the error.
-fn region_id(scene: &Scene, mesh: &TetMesh, r: &RegionRef, key: &str) -> Result<i32, SceneError> {
+pub(super) fn region_id(
+    scene: &Scene,
+    mesh: &TetMesh,
+    r: &RegionRef,
+    key: &str,
+) -> Result<i32, SceneError> {
     let id = match r {
         RegionRef::Id(id) => *id,
         RegionRef::Name(name) => {

@@ -6,6 +6,7 @@
 mod cache;
 mod fem;
 mod mesh;
+mod regions;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -12,6 +12,7 @@ mod haptic;
 mod materials;
 mod mesh;
 mod stream;
+mod view;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -29,6 +30,7 @@ pub use haptic::{ForceSpec, Rates, SafetySpec};
 pub use materials::{AabbSpec, MaterialSpec, RegionRef, SphereSpec, DEFAULT_MATERIAL};
 pub use mesh::{BoxSpec, LatticeSpec, MeshSpec, Split};
 pub use stream::StreamSpec;
+pub use view::{UpAxis, ViewSpec};
 
 use crate::device::choice::DeviceChoice;
 use crate::stream::{ProbeWorkspace, StreamConfig};
@@ -108,6 +110,8 @@ pub struct Scene {
     pub device: DeviceSpec,
     /// Visual stream server.
     pub stream: StreamSpec,
+    /// How viewers show the scene.
+    pub view: ViewSpec,
     /// Directory relative paths are resolved against (the scene file's directory).
     #[serde(skip)]
     pub base_dir: PathBuf,
