@@ -13,7 +13,8 @@ use super::progress::progress_bar;
 use crate::device::mapped::MappedDevice;
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::HapticDevice;
-use crate::haptic::LockStep;
+use crate::haptic::review::TickReview;
+use crate::haptic::{LockStep, TickRecord};
 use crate::scene::{self, BuiltScene};
 
 /// Header of the replay output.
@@ -52,28 +53,50 @@ pub struct ReplayRow {
     pub contact: bool,
 }
 
+impl ReplayRow {
+    /// The row of one haptic tick's record.
+    pub fn of(r: &TickRecord) -> Self {
+        Self {
+            t: r.t,
+            probe: r.probe,
+            force: r.force,
+            depth: r.depth,
+            contact: r.model_in_contact,
+        }
+    }
+}
+
+/// A replay's rows and what its ticks tell the user ([`TickReview::notes`]).
+pub struct Replay {
+    /// One row per haptic tick.
+    pub rows: Vec<ReplayRow>,
+    /// The review of every tick.
+    pub review: TickReview,
+}
+
 /// Replays `trajectory` through the built scene in lock-step: one row per haptic tick
 /// from t = 0 to the trajectory's last sample.
-pub fn replay(mut built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
+pub fn replay(built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
+    replay_reviewed(built, trajectory).rows
+}
+
+/// [`replay`], with the review of its ticks: contact during the start-up ramp, the
+/// clamp, no contact at all.
+pub fn replay_reviewed(mut built: BuiltScene, trajectory: Trajectory) -> Replay {
     let map = built.scene.device.given_mapping();
     let device = MappedDevice::new(ReplayDevice::new(trajectory.clone()), map);
     let config = built.attach_device(device.rating());
     let ticks = (trajectory.duration() / config.tick_period).floor() as usize + 1;
+    let mut review = TickReview::new(&config.limits);
     let mut lock = LockStep::new(device, built.model, config);
     let mut rows = Vec::with_capacity(ticks);
     for _ in 0..ticks {
         let r = lock.step();
-        let depth = lock.model_mut().indentation(&r.probe);
-        rows.push(ReplayRow {
-            t: r.t,
-            probe: r.probe,
-            force: r.force,
-            depth,
-            contact: r.model_in_contact,
-        });
+        review.add(&r);
+        rows.push(ReplayRow::of(&r));
     }
     lock.finish();
-    rows
+    Replay { rows, review }
 }
 
 /// Writes rows as CSV with [`HEADER`]; floats in shortest round-trip form, so reading
@@ -123,7 +146,7 @@ pub fn run(args: &ReplayArgs) -> Result<(), String> {
         args.trajectory.display(),
         built.scene.name.as_deref().unwrap_or(&built.scene.source)
     );
-    let rows = replay(built, trajectory);
+    let Replay { rows, review } = replay_reviewed(built, trajectory);
     write_file(&args.out, |w| write_csv(&rows, w))?;
     let peak = rows.iter().map(|r| r.force.norm()).fold(0.0, f64::max);
     let deepest = rows.iter().map(|r| r.depth).fold(0.0, f64::max);
@@ -133,6 +156,9 @@ pub fn run(args: &ReplayArgs) -> Result<(), String> {
         args.out.display(),
         deepest * 1e3
     );
+    for note in review.notes() {
+        eprintln!("note: {note}");
+    }
     if let Some(path) = &args.plot {
         let t: Vec<f64> = rows.iter().map(|r| r.t).collect();
         let series = [
