@@ -14,11 +14,10 @@ use crate::device::mapped::MappedDevice;
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::HapticDevice;
 use crate::haptic::review::TickReview;
-use crate::haptic::{LockStep, TickRecord};
+use crate::haptic::LockStep;
 use crate::scene::{self, BuiltScene};
 
-/// Header of the replay output.
-pub const HEADER: &str = "t,x,y,z,fx,fy,fz,depth,contact";
+pub use crate::session::tick_csv::{write_csv, TickRow as ReplayRow, HEADER};
 
 /// Arguments of `palpa replay`.
 #[derive(Args, Debug, Clone)]
@@ -36,34 +35,6 @@ pub struct ReplayArgs {
     /// Also plot force and depth over time to this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
-}
-
-/// One row of the replay output.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ReplayRow {
-    /// Virtual time (s).
-    pub t: f64,
-    /// Probe tip (m, scene frame).
-    pub probe: crate::Vec3,
-    /// Force on the user's hand (N, scene frame).
-    pub force: crate::Vec3,
-    /// Indentation (m) below the undeformed surface at the contact.
-    pub depth: f64,
-    /// Whether the model in use reported contact.
-    pub contact: bool,
-}
-
-impl ReplayRow {
-    /// The row of one haptic tick's record.
-    pub fn of(r: &TickRecord) -> Self {
-        Self {
-            t: r.t,
-            probe: r.probe,
-            force: r.force,
-            depth: r.depth,
-            contact: r.model_in_contact,
-        }
-    }
 }
 
 /// A replay's rows and what its ticks tell the user ([`TickReview::notes`]).
@@ -97,28 +68,6 @@ pub fn replay_reviewed(mut built: BuiltScene, trajectory: Trajectory) -> Replay 
     }
     lock.finish();
     Replay { rows, review }
-}
-
-/// Writes rows as CSV with [`HEADER`]; floats in shortest round-trip form, so reading
-/// the file back gives the same numbers bit for bit.
-pub fn write_csv(rows: &[ReplayRow], w: &mut impl Write) -> std::io::Result<()> {
-    writeln!(w, "{HEADER}")?;
-    for r in rows {
-        writeln!(
-            w,
-            "{},{},{},{},{},{},{},{},{}",
-            r.t,
-            r.probe.x,
-            r.probe.y,
-            r.probe.z,
-            r.force.x,
-            r.force.y,
-            r.force.z,
-            r.depth,
-            u8::from(r.contact)
-        )?;
-    }
-    Ok(())
 }
 
 fn write_file(

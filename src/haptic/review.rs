@@ -27,6 +27,9 @@ pub struct TickReview {
     peak_tissue: f64,
     /// Ticks whose tissue force was above the clamp.
     clamped: u64,
+    /// Ticks faded or zeroed by the watchdog: stalled model, stale sample, device fault
+    /// or non-finite input.
+    faded: [u64; 3],
     ticks: u64,
 }
 
@@ -42,6 +45,7 @@ impl TickReview {
             peak_commanded: 0.0,
             peak_tissue: 0.0,
             clamped: 0,
+            faded: [0; 3],
             ticks: 0,
         }
     }
@@ -55,7 +59,19 @@ impl TickReview {
         if r.model_in_contact && self.first_contact.is_none() {
             self.first_contact = Some(r.t);
         }
-        if r.model_in_contact && r.state == SafetyState::Ramping && self.contact_in_ramp.is_none() {
+        match r.state {
+            SafetyState::StalledModel => self.faded[0] += 1,
+            SafetyState::StaleSample => self.faded[1] += 1,
+            SafetyState::DeviceFault | SafetyState::NotFinite => self.faded[2] += 1,
+            SafetyState::Normal | SafetyState::Ramping => {}
+        }
+        // The start-up ramp: ramping before any fault (a fault ramps in again after).
+        let start_up = self.faded == [0; 3];
+        if r.model_in_contact
+            && r.state == SafetyState::Ramping
+            && start_up
+            && self.contact_in_ramp.is_none()
+        {
             let since = self.ramp_start.map_or(0.0, |s| r.t - s);
             self.contact_in_ramp = Some((r.t, (since / self.ramp_time).clamp(0.0, 1.0)));
         }
@@ -96,16 +112,17 @@ impl TickReview {
         self.clamped
     }
 
-    /// What the user should be told: the probe never touched the tissue; it touched it
-    /// during the start-up ramp (with the time); the clamp cut the force (which clamp,
-    /// and the tissue's own peak). Empty when there is nothing to say.
-    pub fn notes(&self) -> Vec<String> {
-        let mut notes = Vec::new();
-        if self.ticks > 0 && self.first_contact.is_none() {
-            notes.push("the probe never touched the tissue".into());
-        }
-        if let Some((t, gain)) = self.contact_in_ramp {
-            notes.push(format!(
+    /// "the probe never touched the tissue", when it did not in any reviewed tick.
+    pub fn never_touched_note(&self) -> Option<String> {
+        (self.ticks > 0 && self.first_contact.is_none())
+            .then(|| "the probe never touched the tissue".into())
+    }
+
+    /// The warning that the probe touched the tissue during the start-up force ramp,
+    /// naming the time and the gain then.
+    pub fn ramp_note(&self) -> Option<String> {
+        self.contact_in_ramp.map(|(t, gain)| {
+            format!(
                 "the probe touches the tissue at t = {t:.3} s, during the {:.2} s start-up \
                  force ramp: the force there is scaled to {:.0} % of the tissue's, and to \
                  less than 100 % until the ramp ends (start the trajectory at least {:.2} s \
@@ -113,17 +130,49 @@ impl TickReview {
                 self.ramp_time,
                 gain * 100.0,
                 self.ramp_time
-            ));
-        }
-        if self.clamped > 0 {
-            notes.push(format!(
+            )
+        })
+    }
+
+    /// Which clamp cut the force, in how many ticks, and the tissue's own peak, when
+    /// the clamp cut it at all.
+    pub fn clamp_note(&self) -> Option<String> {
+        (self.clamped > 0).then(|| {
+            format!(
                 "the device's force clamp of {:.3} N (its rated force, or the scene's \
                  [safety] max_force if lower) cut the force in {} ticks: the tissue pushed \
                  up to {:.3} N, the device was commanded at most {:.3} N",
                 self.max_force, self.clamped, self.peak_tissue, self.peak_commanded
-            ));
-        }
-        notes
+            )
+        })
+    }
+
+    /// How many ticks the watchdog faded or zeroed the force in, and why, when it did.
+    pub fn fade_note(&self) -> Option<String> {
+        let [stalled, stale, fault] = self.faded;
+        (stalled + stale + fault > 0).then(|| {
+            format!(
+                "the safety watchdog faded or zeroed the force in {} ticks (model thread \
+                 stalled: {stalled}, device sample stale: {stale}, device fault or \
+                 non-finite value: {fault}), ramping it in again after each",
+                stalled + stale + fault
+            )
+        })
+    }
+
+    /// Everything the user should be told: [`TickReview::never_touched_note`],
+    /// [`TickReview::ramp_note`], [`TickReview::clamp_note`],
+    /// [`TickReview::fade_note`], those that apply.
+    pub fn notes(&self) -> Vec<String> {
+        [
+            self.never_touched_note(),
+            self.ramp_note(),
+            self.clamp_note(),
+            self.fade_note(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 }
 
