@@ -137,11 +137,10 @@ impl StreamServer {
             max_clients: config.max_clients,
             caps,
         };
+        // The token is never logged: whoever starts the server prints it once.
         match &server.token {
-            Some(token) => tracing::info!(
-                "visual stream on http://{addr}/ (WebSocket /ws); control token {token}; \
-                 viewer with control: {}",
-                server.viewer_url()
+            Some(_) => tracing::info!(
+                "visual stream on http://{addr}/ (WebSocket /ws), control with the token"
             ),
             None => tracing::info!("visual stream on http://{addr}/ (WebSocket /ws), read-only"),
         }
