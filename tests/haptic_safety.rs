@@ -83,6 +83,7 @@ impl ModelStep for SpringWall {
             stiffness: Mat3::from_diagonal(&Vec3::new(0.0, 0.0, -self.k)),
             contact_point: Vec3::new(probe.x, probe.y, 0.0),
             normal: Vec3::z(),
+            entry: None,
         }
     }
 }

@@ -13,11 +13,11 @@ use super::progress::progress_bar;
 use crate::device::mapped::MappedDevice;
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::HapticDevice;
+use crate::haptic::review::TickReview;
 use crate::haptic::LockStep;
 use crate::scene::{self, BuiltScene};
 
-/// Header of the replay output.
-pub const HEADER: &str = "t,x,y,z,fx,fy,fz,depth,contact";
+pub use crate::session::tick_csv::{write_csv, TickRow as ReplayRow, HEADER};
 
 /// Arguments of `palpa replay`.
 #[derive(Args, Debug, Clone)]
@@ -37,65 +37,37 @@ pub struct ReplayArgs {
     pub plot: Option<PathBuf>,
 }
 
-/// One row of the replay output.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ReplayRow {
-    /// Virtual time (s).
-    pub t: f64,
-    /// Probe tip (m, scene frame).
-    pub probe: crate::Vec3,
-    /// Force on the user's hand (N, scene frame).
-    pub force: crate::Vec3,
-    /// Indentation (m) below the undeformed surface at the contact.
-    pub depth: f64,
-    /// Whether the model in use reported contact.
-    pub contact: bool,
+/// A replay's rows and what its ticks tell the user ([`TickReview::notes`]).
+pub struct Replay {
+    /// One row per haptic tick.
+    pub rows: Vec<ReplayRow>,
+    /// The review of every tick.
+    pub review: TickReview,
 }
 
 /// Replays `trajectory` through the built scene in lock-step: one row per haptic tick
 /// from t = 0 to the trajectory's last sample.
-pub fn replay(mut built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
+pub fn replay(built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
+    replay_reviewed(built, trajectory).rows
+}
+
+/// [`replay`], with the review of its ticks: contact during the start-up ramp, the
+/// clamp, no contact at all.
+pub fn replay_reviewed(mut built: BuiltScene, trajectory: Trajectory) -> Replay {
     let map = built.scene.device.given_mapping();
     let device = MappedDevice::new(ReplayDevice::new(trajectory.clone()), map);
     let config = built.attach_device(device.rating());
     let ticks = (trajectory.duration() / config.tick_period).floor() as usize + 1;
+    let mut review = TickReview::new(&config.limits);
     let mut lock = LockStep::new(device, built.model, config);
     let mut rows = Vec::with_capacity(ticks);
     for _ in 0..ticks {
         let r = lock.step();
-        let depth = lock.model_mut().indentation(&r.probe);
-        rows.push(ReplayRow {
-            t: r.t,
-            probe: r.probe,
-            force: r.force,
-            depth,
-            contact: r.model_in_contact,
-        });
+        review.add(&r);
+        rows.push(ReplayRow::of(&r));
     }
     lock.finish();
-    rows
-}
-
-/// Writes rows as CSV with [`HEADER`]; floats in shortest round-trip form, so reading
-/// the file back gives the same numbers bit for bit.
-pub fn write_csv(rows: &[ReplayRow], w: &mut impl Write) -> std::io::Result<()> {
-    writeln!(w, "{HEADER}")?;
-    for r in rows {
-        writeln!(
-            w,
-            "{},{},{},{},{},{},{},{},{}",
-            r.t,
-            r.probe.x,
-            r.probe.y,
-            r.probe.z,
-            r.force.x,
-            r.force.y,
-            r.force.z,
-            r.depth,
-            u8::from(r.contact)
-        )?;
-    }
-    Ok(())
+    Replay { rows, review }
 }
 
 fn write_file(
@@ -123,7 +95,7 @@ pub fn run(args: &ReplayArgs) -> Result<(), String> {
         .name
         .clone()
         .unwrap_or(built.scene.source.clone());
-    let rows = replay(built, trajectory);
+    let Replay { rows, review } = replay_reviewed(built, trajectory);
     write_file(&args.out, |w| write_csv(&rows, w))?;
     let peak = rows.iter().map(|r| r.force.norm()).fold(0.0, f64::max);
     let deepest = rows.iter().map(|r| r.depth).fold(0.0, f64::max);
@@ -133,6 +105,9 @@ pub fn run(args: &ReplayArgs) -> Result<(), String> {
         args.out.display(),
         deepest * 1e3
     );
+    for note in review.notes() {
+        eprintln!("note: {note}");
+    }
     if let Some(path) = &args.plot {
         plot::plot_csv(&args.out, path, &title)?;
         eprintln!("plot written to {}", path.display());

@@ -16,7 +16,8 @@
 //!  haptic statistics: this thread reads the runtime's atomics once a second → viewers
 //! ```
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -29,10 +30,13 @@ use crate::device::choice::{DeviceChoice, OpenedDevice};
 use crate::device::force_log::ForceLog;
 use crate::device::mapped::MappedDevice;
 use crate::device::{CalibrationRequest, HapticDevice};
+use crate::haptic::review::TickReview;
 use crate::haptic::runtime::{HapticRuntime, RuntimeConfig, RuntimeShared};
 use crate::haptic::tick::HapticLoop;
+use crate::haptic::tick_ring::{tick_ring, TickSink};
 use crate::rt::{self, RealtimeMode, RealtimePolicy};
-use crate::scene;
+use crate::scene::{self, FORCE_CAP_MARGIN};
+use crate::session::recording::{SessionDir, TickFile};
 use crate::session::{ProbeFollower, ProbeSlots, SceneVisual, ServeStep, Stylus, ViewerLink};
 use crate::stream::{control_channel, snapshot_slot, ProbeWorkspace, StreamServer};
 
@@ -40,6 +44,10 @@ use crate::stream::{control_channel, snapshot_slot, ProbeWorkspace, StreamServer
 const IDLE_HEIGHT: f64 = 0.01;
 /// Control commands buffered between the server and the model thread.
 const CONTROL_CAPACITY: usize = 256;
+/// Seconds of haptic ticks a recording's ring holds while its writer catches up.
+const RECORDING_RING_SECONDS: f64 = 4.0;
+/// Name of the visual stream's recording in a session directory.
+const STREAM_RECORDING: &str = "stream.palparec";
 
 /// Arguments of `palpa serve`.
 #[derive(Args, Debug, Clone, Default)]
@@ -72,18 +80,27 @@ pub struct ServeArgs {
         value_parser = str::parse::<RealtimeMode>
     )]
     pub realtime: RealtimeMode,
+    /// Record the session into this directory (created; it must not hold a recording):
+    /// `ticks.csv` (one row per haptic tick: t,x,y,z,fx,fy,fz,depth,contact,safety — the force
+    /// commanded to the device after safety, N; the probe, m), `stream.palparec` (every
+    /// message of the visual stream as a viewer receives it), and copies of the scene
+    /// (`scene.toml`) and of the device's description and profile (`device.txt`,
+    /// `device-profile.toml` for HID devices). Complete after Ctrl-C, ending on the zero
+    /// force the device got last; `palpa replay DIR/ticks.csv` replays it.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
 }
 
 /// The device as the haptic thread drives it: scene coordinates, force logged.
 type ServeDevice = ForceLog<MappedDevice<Box<dyn HapticDevice>>>;
 
-/// Drains a haptic thread's telemetry: how many ticks had their force clamped, and the
-/// largest force (N) commanded is raised into `peak`.
-fn drain_telemetry(shared: &RuntimeShared, peak: &mut f64) -> u64 {
+/// Drains a haptic thread's telemetry into `review`: returns how many ticks had their
+/// force clamped.
+fn drain_telemetry(shared: &RuntimeShared, review: &mut TickReview) -> u64 {
     let mut clamped = 0;
     while let Some(r) = shared.telemetry.pop() {
         clamped += u64::from(r.force != r.desired);
-        *peak = peak.max(r.force.norm());
+        review.add(&r);
     }
     clamped
 }
@@ -92,12 +109,12 @@ fn drain_telemetry(shared: &RuntimeShared, peak: &mut f64) -> u64 {
 fn haptic_stats(
     shared: &RuntimeShared,
     previous: &mut crate::haptic::stats::StatsSnapshot,
-    peak: &mut f64,
+    review: &mut TickReview,
 ) -> wire::HapticStats {
     let now = shared.stats.snapshot();
     let window = now.since(previous);
     *previous = now;
-    let clamped = drain_telemetry(shared, peak);
+    let clamped = drain_telemetry(shared, review);
     let s = |ns: u64| ns as f64 * 1e-9;
     wire::HapticStats {
         ticks: window.ticks,
@@ -162,6 +179,48 @@ impl Runtime {
 struct Hand {
     runtime: Runtime,
     label: String,
+    /// The review of its ticks (from the telemetry queue).
+    review: TickReview,
+    /// Its recorded ticks, with `--record`.
+    ticks: Option<TickFile>,
+}
+
+/// The scene file's text as given (the embedded default's without one), for the copy
+/// in a recorded session.
+fn scene_text(args: &ServeArgs) -> Result<String, String> {
+    match &args.scene.scene {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display())),
+        None => Ok(scene::DEFAULT_SCENE.into()),
+    }
+}
+
+/// The address a local viewer reaches the server at (loopback for a wildcard bind).
+fn local_address(addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        let loopback = match addr.ip() {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        };
+        SocketAddr::new(loopback, addr.port())
+    } else {
+        addr
+    }
+}
+
+/// Records the visual stream as a viewer receives it into `path` until the server
+/// shuts down; returns the number of frames.
+async fn record_stream(url: String, path: PathBuf) -> Result<u64, String> {
+    let recorder =
+        palpa_client::Recorder::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut client = palpa_client::Client::connect_recording(&url, Some(recorder))
+        .await
+        .map_err(|e| format!("recording the stream from {url}: {e}"))?;
+    let mut frames = 0;
+    // The stream ends with the server's shutdown message (an error to the client).
+    while client.next_frame().await.is_ok() {
+        frames += 1;
+    }
+    Ok(frames)
 }
 
 /// Opens every device (a wrong one fails before a long precompute) and makes sure none
@@ -201,6 +260,10 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let bind = args.bind.unwrap_or_else(|| scene.stream.bind_addr());
     let scene_profile = scene.device.profile.as_deref().map(|p| scene.resolve(p));
     let opened = open_devices(&choices, scene_profile.as_deref())?;
+    let session = args.record.as_deref().map(SessionDir::create).transpose()?;
+    if let Some(dir) = &session {
+        dir.write("scene.toml", &scene_text(args)?)?;
+    }
 
     let name = scene.name.clone().unwrap_or_else(|| scene.source.clone());
     println!("palpa serve: scene \"{name}\" ({})", scene.source);
@@ -265,9 +328,40 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let rating = hand.device.rating();
         let (map, how) = built.device_mapping(&rating);
         println!("workspace: {how}");
+        let haptic = built.attach_device(rating);
+        let clamp = format!(
+            "force: at most {:.3} N on the hand (the device is rated {:.3} N{}); the \
+             tissue model is held below {:.3} N, so the model's force may exceed what the \
+             hand gets",
+            haptic.limits.max_force,
+            rating.max_force,
+            if haptic.limits.max_force < rating.max_force {
+                ", lowered by the scene's [safety] max_force"
+            } else {
+                ""
+            },
+            FORCE_CAP_MARGIN * haptic.limits.max_force
+        );
+        println!("{clamp}");
+        if let Some(dir) = &session {
+            let suffix = if i == 0 {
+                String::new()
+            } else {
+                format!("-{}", i + 1)
+            };
+            dir.write(
+                &format!("device{suffix}.txt"),
+                &format!(
+                    "device: {}\nworkspace: {how}\n{clamp}\nsafety: {:?}\n",
+                    hand.description, haptic.limits
+                ),
+            )?;
+            if let Some(toml) = &hand.profile_toml {
+                dir.write(&format!("device{suffix}-profile.toml"), toml)?;
+            }
+        }
         let device: ServeDevice = ForceLog::new(MappedDevice::new(hand.device, map));
         let stylus = hand.stylus.map(|input| Stylus::new(input, map, idle));
-        let haptic = built.attach_device(rating);
         let runtime_config = RuntimeConfig {
             haptic,
             realtime: RealtimePolicy {
@@ -284,6 +378,20 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let rates = built.scene.rates.clone();
     let mut model = Some(built.model);
     for (i, (mut device, stylus, runtime_config, label)) in configured.into_iter().enumerate() {
+        let (sink, ticks) = match &session {
+            Some(dir) => {
+                let (sink, source) =
+                    tick_ring((RECORDING_RING_SECONDS * rates.haptic).ceil() as usize);
+                let path = dir.ticks_path(i);
+                let file = TickFile::create(&path, source)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                (Some(sink), Some(file))
+            }
+            None => (None, None),
+        };
+        let start = |device, step, sink: Option<TickSink>| {
+            HapticRuntime::start_recording(device, step, runtime_config, sink)
+        };
         let runtime = match (model.take(), link.take()) {
             (Some(model), Some((snapshots, control, visual))) => {
                 let link = ViewerLink {
@@ -293,13 +401,18 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
                 };
                 let step = ServeStep::new(model, visual, link, stylus, rates.visual, idle)
                     .with_probes(probes.clone());
-                HapticRuntime::start(device, step, runtime_config).map(Runtime::Tissue)
+                start(device, step, sink).map(Runtime::Tissue)
             }
-            _ => HapticRuntime::start(device, probes.follower(i), runtime_config)
+            _ => HapticRuntime::start_recording(device, probes.follower(i), runtime_config, sink)
                 .map(Runtime::Follower),
         }
         .map_err(|e| format!("cannot start the haptic and model threads: {e}"))?;
-        hands.push(Hand { runtime, label });
+        hands.push(Hand {
+            runtime,
+            label,
+            review: TickReview::new(&runtime_config.haptic.limits),
+            ticks,
+        });
     }
 
     let tokio = tokio::runtime::Builder::new_multi_thread()
@@ -324,18 +437,25 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
                 return Err(format!("cannot serve the viewer on {bind}: {e}"));
             }
         };
-        println!("viewer: {}", server.viewer_url());
+        // The token appears once: in the address that gives control.
+        let viewer = server.viewer_url();
+        println!("viewer: {viewer}");
         println!(
-            "control token: {}",
-            server.control_token().expect("control is enabled")
+            "        (this address moves the probe; without its ?token=… it is read-only and \
+             can be shared)"
         );
+        let stream_recording = session.as_ref().map(|dir| {
+            let url = format!("ws://{}/ws", local_address(server.local_addr()));
+            let path = dir.path().join(STREAM_RECORDING);
+            (path.clone(), tokio::spawn(record_stream(url, path)))
+        });
         println!("press Ctrl-C to stop (the force goes to zero first)");
 
         let shared: Vec<_> = hands.iter().map(|h| h.runtime.shared().clone()).collect();
         let mut previous = shared[0].stats.snapshot();
         let mut poll = tokio::time::interval(Duration::from_millis(50));
         let mut polls = 0u32;
-        let mut peaks = vec![0.0; shared.len()];
+        let mut warned_ramp = vec![false; hands.len()];
         let failure = |shared: &[std::sync::Arc<RuntimeShared>]| {
             shared.iter().find_map(|s| s.failure().map(str::to_owned))
         };
@@ -346,10 +466,16 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             poll.tick().await;
             polls += 1;
             if polls % 20 == 0 {
-                for (other, peak) in shared[1..].iter().zip(&mut peaks[1..]) {
-                    drain_telemetry(other, peak);
+                for (other, hand) in shared[1..].iter().zip(&mut hands[1..]) {
+                    drain_telemetry(other, &mut hand.review);
                 }
-                let stats = haptic_stats(&shared[0], &mut previous, &mut peaks[0]);
+                let stats = haptic_stats(&shared[0], &mut previous, &mut hands[0].review);
+                for (hand, warned) in hands.iter().zip(&mut warned_ramp) {
+                    if let (Some(note), false) = (hand.review.ramp_note(), *warned) {
+                        *warned = true;
+                        tracing::warn!("{}: {note}", hand.label);
+                    }
+                }
                 if polls % 200 == 0 {
                     tracing::info!(
                         "haptic loop: {} ticks/s, period p99 {:.0} µs, missed {}; {} viewers",
@@ -367,30 +493,82 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let mut stopped = Vec::with_capacity(hands.len());
         for hand in hands {
             let (haptic, step) = hand.runtime.stop();
-            stopped.push((hand.label, haptic, step));
+            stopped.push((hand.label, haptic, step, hand.review, hand.ticks));
         }
         eprintln!("stopping: haptic and model threads stopped, force on the device zeroed");
-        if let Some(failure) = failure(&shared).or(server.failure().map(str::to_owned)) {
-            server.shutdown().await;
-            drop(stopped);
-            return Err(format!(
-                "{failure}; palpa stopped with zero force on the device"
-            ));
-        }
         let mut last_forces = Vec::with_capacity(stopped.len());
-        for (label, haptic, step) in stopped {
+        let mut recorded = Vec::new();
+        for (i, (label, haptic, step, mut review, ticks)) in stopped.into_iter().enumerate() {
             let last = haptic.device().last_force();
             if let Some(mut step) = step {
                 step.publish_final(last);
             }
             drop(haptic);
-            last_forces.push((label, last));
+            drain_telemetry(&shared[i], &mut review);
+            if let Some(ticks) = ticks {
+                let path = ticks.path().to_path_buf();
+                recorded.push((
+                    path.clone(),
+                    ticks
+                        .finish()
+                        .map_err(|e| format!("{}: {e}", path.display())),
+                ));
+            }
+            last_forces.push((label, last, review));
         }
+        let failed = failure(&shared).or(server.failure().map(str::to_owned));
         server.shutdown().await;
-        for (i, (label, last)) in last_forces.into_iter().enumerate() {
+        if let Some((path, task)) = stream_recording {
+            match tokio::time::timeout(Duration::from_secs(5), task).await {
+                Ok(Ok(Ok(frames))) => println!("recorded: {} ({frames} frames)", path.display()),
+                Ok(Ok(Err(e))) => eprintln!("warning: {e}"),
+                _ => eprintln!(
+                    "warning: {}: the stream recording did not end",
+                    path.display()
+                ),
+            }
+        }
+        for (path, summary) in recorded {
+            match summary {
+                Ok(s) => {
+                    let span = s.span.map_or(String::new(), |(a, b)| {
+                        format!(
+                            ", t = {a:.3} to {b:.3} s, {:.0} rows/s",
+                            (s.rows.max(1) - 1) as f64 / (b - a).max(1e-9)
+                        )
+                    });
+                    println!(
+                        "recorded: {} ({} rows{span}; {} ticks dropped)",
+                        path.display(),
+                        s.rows,
+                        s.dropped
+                    );
+                }
+                Err(e) => eprintln!("error: recording not completed: {e}"),
+            }
+        }
+        if let Some(failure) = failed {
+            return Err(format!(
+                "{failure}; palpa stopped with zero force on the device"
+            ));
+        }
+        for (label, last, review) in last_forces {
             if several {
-                drain_telemetry(&shared[i], &mut peaks[i]);
-                println!("{label}: largest force commanded {:.3} N", peaks[i]);
+                println!(
+                    "{label}: largest force commanded {:.3} N",
+                    review.peak_commanded()
+                );
+            }
+            // The ramp was warned about as it happened.
+            for note in [
+                review.never_touched_note(),
+                review.clamp_note(),
+                review.fade_note(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                println!("{label}: {note}");
             }
             println!(
                 "stopped: last force commanded to {label}: {} {} {} N",

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::haply::{HaplyDevice, DEFAULT_URL, OPEN_TIMEOUT};
 use super::hid::{HidDevice, HidapiTransport};
-use super::profile::DeviceProfile;
+use super::profile::{DeviceProfile, REFERENCE_PROFILE_TOML, SHIPPED_PROFILES};
 use super::replay::{ReplayDevice, Trajectory};
 use super::sdk::dhd::DhdDevice;
 use super::sdk::openhaptics::OpenHapticsDevice;
@@ -83,6 +83,9 @@ pub struct OpenedDevice {
     pub description: String,
     /// When the device's motion ends by itself (s; a replay's duration).
     pub motion_end: Option<f64>,
+    /// The TOML of the HID profile that describes the device (a recorded session keeps
+    /// a copy); `None` for devices without a profile.
+    pub profile_toml: Option<String>,
 }
 
 impl DeviceChoice {
@@ -114,7 +117,11 @@ impl DeviceChoice {
     /// Opens the device. `scene_profile` is the profile a scene names for HID devices
     /// (`hid` and `auto` try it before the shipped reference profile).
     pub fn open(&self, scene_profile: Option<&Path>) -> Result<OpenedDevice, String> {
-        let load = |p: &Path| DeviceProfile::load(p).map_err(|e| e.to_string());
+        let load = |p: &Path| -> Result<(DeviceProfile, String), String> {
+            let profile = DeviceProfile::load(p).map_err(|e| e.to_string())?;
+            let toml = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            Ok((profile, toml))
+        };
         match self {
             DeviceChoice::Sim(None) => Ok(virtual_stylus("device sim")),
             DeviceChoice::Sim(Some(motion)) => Ok(OpenedDevice {
@@ -122,6 +129,7 @@ impl DeviceChoice {
                 stylus: None,
                 description: format!("virtual stylus, scripted: {motion:?}").to_lowercase(),
                 motion_end: None,
+                profile_toml: None,
             }),
             DeviceChoice::Replay(path) => {
                 let trajectory = Trajectory::load(path).map_err(|e| e.to_string())?;
@@ -134,6 +142,7 @@ impl DeviceChoice {
                         path.display()
                     ),
                     motion_end: Some(end),
+                    profile_toml: None,
                 })
             }
             DeviceChoice::Haply(url) => {
@@ -143,14 +152,15 @@ impl DeviceChoice {
                     device: Box::new(device),
                     stylus: None,
                     motion_end: None,
+                    profile_toml: None,
                 })
             }
             DeviceChoice::Hid(path) => {
-                let profile = match path.as_deref().or(scene_profile) {
+                let (profile, toml) = match path.as_deref().or(scene_profile) {
                     Some(p) => load(p)?,
-                    None => DeviceProfile::reference(),
+                    None => (DeviceProfile::reference(), REFERENCE_PROFILE_TOML.into()),
                 };
-                open_hid(&profile)
+                open_hid(&profile, &toml)
                     .map_err(|e| format!("HID device with profile `{}`: {e}", profile.name))
             }
             DeviceChoice::OpenHaptics(config) => {
@@ -165,13 +175,16 @@ impl DeviceChoice {
                 Ok(sdk_device(Box::new(device), "polled by the haptic thread"))
             }
             DeviceChoice::Auto => {
-                let mut profiles = DeviceProfile::shipped();
+                let mut profiles: Vec<(DeviceProfile, String)> = DeviceProfile::shipped()
+                    .into_iter()
+                    .zip(SHIPPED_PROFILES.iter().map(|(_, toml)| toml.to_string()))
+                    .collect();
                 if let Some(p) = scene_profile {
                     profiles.insert(0, load(p)?);
                 }
                 let mut misses = Vec::new();
-                for profile in &profiles {
-                    match open_hid(profile) {
+                for (profile, toml) in &profiles {
+                    match open_hid(profile, toml) {
                         Ok(opened) => return Ok(opened),
                         Err(e) => misses.push(format!("{}: {e}", profile.name)),
                     }
@@ -183,7 +196,7 @@ impl DeviceChoice {
     }
 }
 
-fn open_hid(profile: &DeviceProfile) -> Result<OpenedDevice, DeviceError> {
+fn open_hid(profile: &DeviceProfile, toml: &str) -> Result<OpenedDevice, DeviceError> {
     let transport = HidapiTransport::open(profile)?;
     let device = HidDevice::new(transport, profile.clone());
     let description = format!("HID device `{}` (profile {})", device.name(), profile.name);
@@ -192,6 +205,7 @@ fn open_hid(profile: &DeviceProfile) -> Result<OpenedDevice, DeviceError> {
         stylus: None,
         description,
         motion_end: None,
+        profile_toml: Some(toml.into()),
     })
 }
 
@@ -215,6 +229,7 @@ fn sdk_device(device: Box<dyn HapticDevice>, pacing: &str) -> OpenedDevice {
         device,
         stylus: None,
         motion_end: None,
+        profile_toml: None,
     }
 }
 
@@ -225,6 +240,7 @@ fn virtual_stylus(why: &str) -> OpenedDevice {
         stylus: Some(input),
         description: format!("virtual stylus, moved from the viewer ({why})"),
         motion_end: None,
+        profile_toml: None,
     }
 }
 

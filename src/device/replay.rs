@@ -1,6 +1,6 @@
-//! Trajectory files (CSV `t,x,y,z,buttons` in s and m, optional `fx,fy,fz` in N; blank
-//! lines and lines starting with `#` are skipped) and the `replay` device that plays one
-//! back. Times run from 0 to at most [`MAX_TRAJECTORY_TIME`].
+//! Trajectory files (CSV `t,x,y,z,buttons` in s and m, optional `fx,fy,fz` in N, or a
+//! session's per-tick CSV `t,x,y,z,fx,fy,fz,depth,contact[,safety]`; blank lines and lines
+//! starting with `#` are skipped) and the `replay` device that plays one back. Times run from 0 to at most [`MAX_TRAJECTORY_TIME`].
 
 use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
 use crate::Vec3;
@@ -11,6 +11,54 @@ use std::path::Path;
 pub const HEADER: &str = "t,x,y,z,buttons";
 /// Header of a trajectory with forces.
 pub const HEADER_WITH_FORCE: &str = "t,x,y,z,buttons,fx,fy,fz";
+/// Header of a per-tick session CSV (`palpa replay`'s output, a recorded session's
+/// `ticks.csv`), which reads as a trajectory with forces and no buttons: t (s), probe
+/// x,y,z (m), force fx,fy,fz (N), depth (m), contact (0/1).
+pub const TICKS_HEADER: &str = "t,x,y,z,fx,fy,fz,depth,contact";
+/// Header of a recorded session's `ticks.csv`: [`TICKS_HEADER`] and the safety state
+/// of each tick (a name: `normal`, `ramping`, …), also read as a trajectory.
+pub const SESSION_TICKS_HEADER: &str = "t,x,y,z,fx,fy,fz,depth,contact,safety";
+
+/// Which column of a trajectory file holds what (the others are checked as numbers:
+/// a session CSV's depth and contact; its safety state is a name, not checked).
+struct Columns {
+    count: usize,
+    buttons: Option<usize>,
+    force: Option<usize>,
+    name: Option<usize>,
+}
+
+impl Columns {
+    fn of(header: &str) -> Option<Self> {
+        Some(match header {
+            HEADER => Self {
+                count: 5,
+                buttons: Some(4),
+                force: None,
+                name: None,
+            },
+            HEADER_WITH_FORCE => Self {
+                count: 8,
+                buttons: Some(4),
+                force: Some(5),
+                name: None,
+            },
+            TICKS_HEADER => Self {
+                count: 9,
+                buttons: None,
+                force: Some(4),
+                name: None,
+            },
+            SESSION_TICKS_HEADER => Self {
+                count: 10,
+                buttons: None,
+                force: Some(4),
+                name: Some(9),
+            },
+            _ => return None,
+        })
+    }
+}
 
 /// One row of a trajectory.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -120,30 +168,29 @@ impl Trajectory {
             .next()
             .map(|(n, l)| (n, l.replace(' ', "")))
             .ok_or_else(|| err(1, "empty file".into()))?;
-        let with_force = match header.as_str() {
-            HEADER => false,
-            HEADER_WITH_FORCE => true,
-            other => {
-                return Err(err(
-                    header_line,
-                    format!("header `{other}`, expected `{HEADER}` or `{HEADER_WITH_FORCE}`"),
-                ))
-            }
-        };
-        let columns = if with_force { 8 } else { 5 };
-        let names: Vec<&str> = HEADER_WITH_FORCE.split(',').collect();
+        let columns = Columns::of(&header).ok_or_else(|| {
+            err(
+                header_line,
+                format!(
+                    "header `{header}`, expected `{HEADER}`, `{HEADER_WITH_FORCE}`, \
+                     `{TICKS_HEADER}` or `{SESSION_TICKS_HEADER}`"
+                ),
+            )
+        })?;
+        let names: Vec<&str> = header.split(',').collect();
         let mut samples: Vec<TrajectorySample> = Vec::new();
         for (line_no, line) in lines {
             let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            if fields.len() != columns {
+            if fields.len() != columns.count {
                 return Err(err(
                     line_no,
-                    format!("{} fields, expected {columns}", fields.len()),
+                    format!("{} fields, expected {}", fields.len(), columns.count),
                 ));
             }
-            let mut v = [0.0; 8];
+            // Numbers left to right, then the button mask: the first bad field is named.
+            let mut v = [0.0; 10];
             for (j, f) in fields.iter().enumerate() {
-                if j == 4 {
+                if Some(j) == columns.buttons || Some(j) == columns.name {
                     continue;
                 }
                 v[j] = f
@@ -157,17 +204,20 @@ impl Trajectory {
                         )
                     })?;
             }
-            let buttons = fields[4].parse::<u32>().map_err(|_| {
-                err(
-                    line_no,
-                    format!("buttons: `{}` is not a bit mask", fields[4]),
-                )
-            })?;
+            let buttons = match columns.buttons {
+                Some(j) => fields[j].parse::<u32>().map_err(|_| {
+                    err(
+                        line_no,
+                        format!("buttons: `{}` is not a bit mask", fields[j]),
+                    )
+                })?,
+                None => 0,
+            };
             let sample = TrajectorySample {
                 t: v[0],
                 position: Vec3::new(v[1], v[2], v[3]),
                 buttons,
-                force: with_force.then(|| Vec3::new(v[5], v[6], v[7])),
+                force: columns.force.map(|j| Vec3::new(v[j], v[j + 1], v[j + 2])),
             };
             if let Some(problem) = sample_problem(samples.last(), &sample) {
                 return Err(err(line_no, problem));

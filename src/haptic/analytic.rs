@@ -10,7 +10,7 @@
 //! only over the block's top face (|x − cx| ≤ hx, |y − cy| ≤ hy); past its edge the
 //! probe has left the tissue.
 
-use crate::model::{LocalForceModel, ModelStep};
+use crate::model::{LocalForceModel, ModelStep, SurfaceEntry};
 use crate::{Mat3, Vec3};
 
 /// Hertz indentation of an elastic half-space bounded laterally by a block's top face.
@@ -118,6 +118,10 @@ impl ModelStep for HertzHalfSpace {
             stiffness,
             contact_point: Vec3::new(probe.x, probe.y, self.top_z),
             normal: Vec3::z(),
+            entry: in_contact.then(|| SurfaceEntry {
+                proxy: Vec3::new(probe.x, probe.y, self.top_z),
+                normal: Vec3::z(),
+            }),
         }
     }
 }

@@ -108,6 +108,7 @@ mod tests {
             stiffness,
             contact_point: Vec3::zeros(),
             normal: n,
+            entry: None,
         }
     }
 

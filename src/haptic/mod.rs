@@ -1,7 +1,8 @@
 //! Haptic runtime (DESIGN §1, §2.5, §2.6): the 1 kHz haptic thread, the 200 Hz model
 //! thread, the wait-free hand-offs between them, force extrapolation between model
 //! updates, safety, tick statistics, the deterministic lock-step mode and the fidelity
-//! harness.
+//! harness, the hand-off of every tick's record to a recording ([`tick_ring`]) and the
+//! review of a run's ticks for the user ([`review`]).
 //!
 //! Data flow of one tick ([`tick::HapticLoop`]): device sample → probe (scene frame) →
 //! newest local force model → [`extrapolate::force_at`] → [`safety::SafetyFilter`] →
@@ -12,10 +13,12 @@ pub mod analytic;
 pub mod extrapolate;
 pub mod fidelity;
 pub mod lockstep;
+pub mod review;
 pub mod runtime;
 pub mod safety;
 pub mod stats;
 pub mod tick;
+pub mod tick_ring;
 
 pub use extrapolate::ForceStrategy;
 pub use lockstep::LockStep;

@@ -4,6 +4,7 @@
 
 use super::stats::TickStats;
 use super::tick::{HapticConfig, HapticLoop, ProbeSample, TickRecord, ZeroForceGuard};
+use super::tick_ring::TickSink;
 use crate::device::HapticDevice;
 use crate::model::{LocalForceModel, ModelStep};
 use crate::rt::{
@@ -91,6 +92,19 @@ pub struct HapticRuntime<D: HapticDevice + 'static, M: ModelStep + 'static> {
 impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
     /// Starts the threads; the force ramps in once the first model step arrives.
     pub fn start(device: D, model: M, config: RuntimeConfig) -> std::io::Result<Self> {
+        Self::start_recording(device, model, config, None)
+    }
+
+    /// Starts the threads as [`HapticRuntime::start`] does; with a `recording`, the
+    /// haptic thread also pushes every tick's record into it (wait-free, dropped and
+    /// counted when full) and, as it stops, one last record of the zero force it
+    /// commanded then.
+    pub fn start_recording(
+        device: D,
+        model: M,
+        config: RuntimeConfig,
+        recording: Option<TickSink>,
+    ) -> std::io::Result<Self> {
         let shared = Arc::new(RuntimeShared {
             stats: TickStats::new(),
             telemetry: ArrayQueue::new(config.telemetry_capacity.max(1)),
@@ -112,7 +126,12 @@ impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
             .name("palpa-haptic".into())
             .stack_size(HAPTIC_STACK_BYTES)
             .spawn(move || {
-                haptic_thread(haptic_loop, probe_w, model_r, &s, epoch, config, ready_tx)
+                let ports = Ports {
+                    probe_out: probe_w,
+                    model_in: model_r,
+                    recording,
+                };
+                haptic_thread(haptic_loop, ports, &s, epoch, config, ready_tx)
             })?;
         // The prologue reports whether the thread may run (`Required` without SCHED_FIFO
         // may not); the loop starts only after that.
@@ -190,10 +209,16 @@ fn seconds(ns: u64) -> f64 {
     ns as f64 * 1e-9
 }
 
-fn haptic_thread<D: HapticDevice>(
-    mut haptic: HapticLoop<D>,
+/// What the haptic thread hands on and takes in every tick.
+struct Ports {
     probe_out: SlotWriter<ProbeSample>,
     model_in: SlotReader<LocalForceModel>,
+    recording: Option<TickSink>,
+}
+
+fn haptic_thread<D: HapticDevice>(
+    mut haptic: HapticLoop<D>,
+    mut ports: Ports,
     shared: &RuntimeShared,
     epoch: u64,
     config: RuntimeConfig,
@@ -204,8 +229,8 @@ fn haptic_thread<D: HapticDevice>(
     let mut resident = ResidentSet::new();
     let stack = resident.add_current_stack(HAPTIC_STACK_HEADROOM);
     resident.add_value(shared);
-    resident.add(probe_out.storage());
-    resident.add(model_in.storage());
+    resident.add(ports.probe_out.storage());
+    resident.add(ports.model_in.storage());
     haptic.device().resident_memory(&mut resident);
     let _locked = match rt::set_up_current_thread(config.realtime, &resident) {
         Ok(mut setup) => {
@@ -228,6 +253,7 @@ fn haptic_thread<D: HapticDevice>(
         }
     };
     let period = (config.haptic.tick_period * 1e9).round() as u64;
+    let mut last_record = None;
     // A panic unwinds through the guard, which zeroes the force, and stops the runtime.
     let run = catch_unwind(AssertUnwindSafe(|| {
         let mut guard = ZeroForceGuard(&mut haptic);
@@ -237,8 +263,8 @@ fn haptic_thread<D: HapticDevice>(
             deadline: epoch + period,
             previous_wake: None,
             last_reconnect: f64::NEG_INFINITY,
+            last_record: &mut last_record,
         };
-        let mut ports = (probe_out, model_in);
         match guard.device_mut().external_pacer() {
             None => {
                 while !shared.stop.load(Ordering::Relaxed) {
@@ -264,16 +290,25 @@ fn haptic_thread<D: HapticDevice>(
     if let Err(payload) = run {
         shared.fail("haptic", payload.as_ref());
     }
+    // The guard has zeroed the force: the recording ends on that command.
+    if let (Some(sink), Some(last)) = (ports.recording.as_mut(), last_record) {
+        sink.push(TickRecord {
+            t: seconds(rt::now_ns() - epoch),
+            force: Vec3::zeros(),
+            ..last
+        });
+    }
     haptic
 }
 
-/// The haptic thread's clock between ticks.
-struct Pacing {
+/// The haptic thread's clock between ticks, and its last tick's record.
+struct Pacing<'a> {
     epoch: u64,
     period: u64,
     deadline: u64,
     previous_wake: Option<u64>,
     last_reconnect: f64,
+    last_record: &'a mut Option<TickRecord>,
 }
 
 /// One haptic tick at its deadline: sense, hand the probe down, actuate with the newest
@@ -281,20 +316,24 @@ struct Pacing {
 /// failed device. The self-paced loop and a device's own servo clock both run this.
 fn haptic_tick<D: HapticDevice>(
     haptic: &mut HapticLoop<D>,
-    (probe_out, model_in): &mut (SlotWriter<ProbeSample>, SlotReader<LocalForceModel>),
+    ports: &mut Ports,
     shared: &RuntimeShared,
     pacing: &mut Pacing,
 ) {
     let wake = rt::now_ns();
     let t = seconds(wake - pacing.epoch);
     if let Some(p) = haptic.sense(t) {
-        probe_out.write(p);
+        ports.probe_out.write(p);
     }
-    let (model, version) = model_in.read();
+    let (model, version) = ports.model_in.read();
     let record = haptic.actuate(t, &model, version);
     if shared.telemetry.push(record).is_err() {
         shared.telemetry_dropped.add();
     }
+    if let Some(sink) = ports.recording.as_mut() {
+        sink.push(record);
+    }
+    *pacing.last_record = Some(record);
     let done = rt::now_ns();
     // The first tick has no period (the thread started at an arbitrary time).
     if let Some(previous) = pacing.previous_wake {

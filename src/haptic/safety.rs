@@ -98,6 +98,21 @@ pub struct SafetyFilter {
     energy: f64,
 }
 
+impl SafetyState {
+    /// The state's name in files and messages: `normal`, `ramping`, `stale-sample`,
+    /// `stalled-model`, `device-fault`, `not-finite`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SafetyState::Normal => "normal",
+            SafetyState::Ramping => "ramping",
+            SafetyState::StaleSample => "stale-sample",
+            SafetyState::StalledModel => "stalled-model",
+            SafetyState::DeviceFault => "device-fault",
+            SafetyState::NotFinite => "not-finite",
+        }
+    }
+}
+
 impl SafetyFilter {
     /// A filter at zero gain (it ramps in).
     pub fn new(limits: SafetyLimits) -> Self {

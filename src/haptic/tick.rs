@@ -68,6 +68,9 @@ pub struct TickRecord {
     pub state: SafetyState,
     /// Whether the local model in use reported contact.
     pub model_in_contact: bool,
+    /// Indentation of the probe (m): how far it lies below the undeformed surface where
+    /// it entered, by the model in use; 0 out of contact.
+    pub depth: f64,
     /// Time since the device last sent a new sample (s).
     pub sample_age: f64,
     /// Time since the model thread last published (s); infinite before the first model.
@@ -249,6 +252,7 @@ impl<D: HapticDevice> HapticLoop<D> {
             force,
             state: self.safety.state(),
             model_in_contact: self.model.in_contact,
+            depth: self.model.entry.map_or(0.0, |e| e.depth(&self.probe)),
             sample_age: health.sample_age,
             model_age: health.model_age,
         }

@@ -25,6 +25,27 @@ pub struct LocalForceModel {
     pub contact_point: Vec3,
     /// Outward surface normal at the contact point (unit).
     pub normal: Vec3,
+    /// Where the probe entered the undeformed surface at the model step, which the
+    /// indentation is measured from; `None` out of contact.
+    pub entry: Option<SurfaceEntry>,
+}
+
+/// Where a probe is pressed into the undeformed (rest) surface: the god-object proxy on
+/// it and the surface's outward normal there.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SurfaceEntry {
+    /// The rest-surface proxy (m, scene frame).
+    pub proxy: Vec3,
+    /// Outward normal of the rest surface at the proxy (unit).
+    pub normal: Vec3,
+}
+
+impl SurfaceEntry {
+    /// Indentation (m) of a probe at `x` (m): how far it lies below the proxy along the
+    /// normal; 0 above it.
+    pub fn depth(&self, x: &Vec3) -> f64 {
+        self.normal.dot(&(self.proxy - x)).max(0.0)
+    }
 }
 
 impl LocalForceModel {
@@ -38,6 +59,7 @@ impl LocalForceModel {
         stiffness: Mat3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
         contact_point: Vec3::new(0.0, 0.0, 0.0),
         normal: Vec3::new(0.0, 0.0, 1.0),
+        entry: None,
     };
 }
 

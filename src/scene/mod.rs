@@ -13,6 +13,6 @@ mod schema;
 pub use build::{
     build, build_mesh, cache_dir, cache_path, modal_precompute, precompute_params, BuildError,
     BuiltScene, FemInputs, PrecomputeOutcome, RenderSurface, SceneMesh, CACHE_DIR_ENV,
-    MAX_CONSTRAINT_ROWS,
+    FORCE_CAP_MARGIN, MAX_CONSTRAINT_ROWS,
 };
 pub use schema::*;

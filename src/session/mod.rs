@@ -8,12 +8,17 @@
 //! * [`ServeStep`] — what `palpa serve` runs on the model thread: viewers' commands,
 //!   the model step, and the snapshots at the visual rate;
 //! * [`ProbeSlots`] — several devices on one tissue: the first device's model thread
-//!   steps every probe, the others hand their probe in ([`ProbeFollower`]).
+//!   steps every probe, the others hand their probe in ([`ProbeFollower`]);
+//! * [`tick_csv`] — one row per haptic tick, as `palpa replay` writes it and a recorded
+//!   session's `ticks.csv` holds it;
+//! * [`recording`] — a recorded session's directory and its `ticks.csv` writer thread.
 
+pub mod recording;
 mod scene_model;
 mod serve_step;
 mod shared_probes;
 mod simulation;
+pub mod tick_csv;
 mod visual;
 
 pub use scene_model::SceneModel;

@@ -3,7 +3,7 @@
 
 use crate::condensed::CondensedModel;
 use crate::modal::ModalRuntime;
-use crate::model::{LocalForceModel, ModelStep, TissueModel};
+use crate::model::{LocalForceModel, ModelStep, SurfaceEntry, TissueModel};
 use crate::Vec3;
 
 use super::{ProbeContact, Simulation};
@@ -87,9 +87,13 @@ impl SceneModel {
     /// tip) into the surface it pressed at the last step: how far it lies below where
     /// the rest-surface proxy holds it, along that surface's normal; 0 out of contact.
     pub fn indentation(&self, probe: &Vec3) -> f64 {
-        self.contact()
-            .and_then(|c| c.entry)
-            .map_or(0.0, |e| e.normal.dot(&(e.proxy - probe)).max(0.0))
+        self.contact().and_then(|c| c.entry).map_or(0.0, |e| {
+            SurfaceEntry {
+                proxy: e.proxy,
+                normal: e.normal,
+            }
+            .depth(probe)
+        })
     }
 }
 

@@ -10,7 +10,8 @@ use crate::contact::{
 };
 use crate::fem::Support;
 use crate::model::{
-    DenseConstraintSolver, LocalForceModel, ModelStep, PointConstraint, PointLoad, TissueModel,
+    DenseConstraintSolver, LocalForceModel, ModelStep, PointConstraint, PointLoad, SurfaceEntry,
+    TissueModel,
 };
 use crate::{Mat3, Vec3};
 
@@ -595,6 +596,10 @@ impl<M: TissueModel> Simulation<M> {
             stiffness,
             contact_point: point,
             normal: n,
+            entry: state_entry.map(|c| SurfaceEntry {
+                proxy: c.proxy,
+                normal: c.normal,
+            }),
             ..LocalForceModel::NONE
         };
         if dt > 0.0 && dt.is_finite() {

@@ -138,8 +138,8 @@ impl StreamServer {
             max_clients: config.max_clients,
             caps,
         };
+        // The token is never logged: whoever starts the server prints it once.
         match &server.token {
-            // The token itself is never logged: logs travel further than the terminal.
             Some(_) => tracing::info!(
                 "visual stream on http://{addr}/ (WebSocket /ws), control with the token"
             ),

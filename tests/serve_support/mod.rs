@@ -25,7 +25,7 @@ pub struct Ready {
     pub viewer: String,
     /// The WebSocket URL.
     pub websocket: String,
-    /// The control token.
+    /// The control token (from the viewer URL, the one place serve prints it).
     pub token: String,
 }
 
@@ -94,7 +94,7 @@ impl Served {
         self.child.id()
     }
 
-    /// Waits (up to `timeout`) for the line with the control token; panics with
+    /// Waits (up to `timeout`) for the viewer line (its URL has the token); panics with
     /// everything printed if the server exits or stays silent.
     pub fn ready(&mut self, timeout: Duration) -> Ready {
         let deadline = Instant::now() + timeout;
@@ -102,7 +102,7 @@ impl Served {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(line) => {
-                    let done = line.starts_with("control token: ");
+                    let done = line.starts_with("viewer: ");
                     self.stdout.push(line);
                     if done {
                         break;
@@ -131,7 +131,10 @@ impl Served {
                 .to_owned()
         };
         let viewer = field("viewer: ");
-        let token = field("control token: ");
+        let token = viewer
+            .split_once("?token=")
+            .map(|(_, token)| token.to_owned())
+            .unwrap_or_else(|| panic!("no token in the viewer URL {viewer}"));
         let host = viewer
             .strip_prefix("http://")
             .and_then(|r| r.split('/').next())
