@@ -37,6 +37,10 @@ fn ctrl_c_during_record_leaves_a_complete_csv_that_replay_accepts() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("wrote"), "{stderr}");
+    assert!(
+        stderr.contains("motion only") && stderr.contains("palpa serve --record"),
+        "record says it records motion only, and what records forces: {stderr}"
+    );
 
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.ends_with('\n'), "last row complete");

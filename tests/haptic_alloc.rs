@@ -1,8 +1,9 @@
 //! The haptic tick allocates nothing: a counting global allocator over 10,000 ticks of
 //! the real-time tick body (HID device over the in-memory transport, probe and model
 //! slots, local-stiffness extrapolation, safety, force write, telemetry queue, stats),
-//! and over the real haptic thread of `HapticRuntime` with real-time set-up (its
-//! prologue locks memory and may allocate; from the first device read on, nothing).
+//! and over the real haptic thread of `HapticRuntime` with real-time set-up and a
+//! recording's tick ring (its prologue locks memory and may allocate; from the first
+//! device read on, nothing).
 //! The model thread's tissue step allocates nothing either once the K⁻¹ columns it
 //! needs are complete: both backends under a contact patch and changing point loads.
 
@@ -15,6 +16,7 @@ use palpa::haptic::analytic::HertzHalfSpace;
 use palpa::haptic::runtime::{HapticRuntime, RuntimeConfig};
 use palpa::haptic::stats::TickStats;
 use palpa::haptic::tick::ProbeSample;
+use palpa::haptic::tick_ring::tick_ring;
 use palpa::haptic::{HapticConfig, HapticLoop, SafetyLimits, TickRecord};
 use palpa::model::{LocalForceModel, ModelStep};
 use palpa::rt::{slot, RealtimePolicy};
@@ -184,11 +186,39 @@ fn the_real_time_haptic_thread_allocates_nothing_once_its_loop_runs() {
         telemetry_capacity: 64,
         log_stats: false,
     };
-    let runtime = HapticRuntime::start(device, HertzHalfSpace::default_scene(), config)
-        .expect("auto never refuses to start");
+    // Recording too: every tick's record into a ring of 300, read here for a while, then
+    // not (the haptic thread drops records while it is full), then again before the stop.
+    let (sink, mut source) = tick_ring(300);
+    let runtime =
+        HapticRuntime::start_recording(device, HertzHalfSpace::default_scene(), config, Some(sink))
+            .expect("auto never refuses to start");
     let shared = runtime.shared().clone();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let mut recorded = 0;
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        while source.pop().is_some() {
+            recorded += 1;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // Room again for the last ticks and the stop's record.
+    while source.pop().is_some() {
+        recorded += 1;
+    }
     let (haptic, _) = runtime.stop();
+    let mut last = None;
+    while let Some(r) = source.pop() {
+        recorded += 1;
+        last = Some(r);
+    }
+    assert!(recorded > 300, "{recorded} ticks recorded");
+    assert!(source.dropped() > 0, "the full ring dropped records");
+    assert!(source.writer_gone());
+    assert_eq!(
+        last.map(|r| r.force),
+        Some(Vec3::zeros()),
+        "the recording ends on the zero force of the stop"
+    );
     assert_eq!(
         HAPTIC_THREAD_ALLOCATIONS.load(Ordering::Relaxed),
         0,

@@ -1,4 +1,6 @@
-//! `palpa record`: a device's trajectory to CSV; Ctrl-C leaves a complete file.
+//! `palpa record`: a device's motion to CSV; Ctrl-C leaves a complete file. No tissue
+//! runs, so the device gets zero force and the file's `fx,fy,fz` are zero: it records
+//! motion only, and says so (`palpa serve --record DIR` records a session with forces).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,7 +19,8 @@ pub struct RecordArgs {
     /// `hid` (reference profile), `hid:PROFILE.toml` or `auto` (a connected HID device).
     #[arg(long, default_value = "sim:circle", value_parser = DeviceChoice::parse)]
     pub device: DeviceChoice,
-    /// Trajectory CSV to write (`t,x,y,z,buttons,fx,fy,fz`).
+    /// Trajectory CSV to write (`t,x,y,z,buttons,fx,fy,fz`; motion only: no tissue runs,
+    /// the forces are zero; `palpa serve --record DIR` records forces).
     #[arg(long, short)]
     pub out: PathBuf,
     /// Stop after this many seconds (default: until Ctrl-C, or the end of a replay).
@@ -25,7 +28,7 @@ pub struct RecordArgs {
     pub duration: Option<f64>,
 }
 
-/// `palpa record`: polls the device at 1 kHz with zero force and writes what it sees;
+/// `palpa record`: polls the device at 1 kHz with zero force and writes its motion;
 /// Ctrl-C stops it cleanly with the file complete.
 pub fn run(args: &RecordArgs) -> ExitCode {
     match run_record(args) {
@@ -60,7 +63,9 @@ fn run_record(args: &RecordArgs) -> Result<(), String> {
         Recorder::create(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let mut device = recorder.wrap(device);
     eprintln!(
-        "recording {} to {} (Ctrl-C to stop)",
+        "recording the motion of {} to {} (Ctrl-C to stop); motion only: no tissue runs, \
+         so the device gets zero force and fx,fy,fz are zero (`palpa serve --record DIR` \
+         records a session with the tissue's forces)",
         device.name(),
         args.out.display()
     );

@@ -1,6 +1,6 @@
 //! Haptic runtime (DESIGN §1, §2.5, §2.6): the 1 kHz haptic thread, the 200 Hz model
 //! thread, the wait-free hand-offs between them, force extrapolation between model
-//! updates, safety, tick statistics, the deterministic lock-step mode and the fidelity
+//! updates, safety, tick statistics, the deterministic lock-step mode, the fidelity
 //! harness, the hand-off of every tick's record to a recording ([`tick_ring`]) and the
 //! review of a run's ticks for the user ([`review`]).
 //!
