@@ -55,12 +55,17 @@ fn bunny_scene(modal: bool) -> StreamScene {
 /// A snapshot of `scene` in contact, with `corrections` residual corrections.
 fn snapshot(scene: &StreamScene, corrections: usize) -> VisualSnapshot {
     let deformation = match scene.mode_count() {
-        Some(k) => SnapshotDeformation::Modal {
-            coordinates: (0..k).map(|j| 1e-3 / (j + 1) as f64).collect(),
-            corrections: (0..corrections as u32)
-                .map(|v| (v, Vec3::new(0.0, 0.0, -1e-4)))
-                .collect(),
-        },
+        Some(k) => {
+            let mut field = vec![Vec3::zeros(); scene.rest_positions.len()];
+            for d in field.iter_mut().take(corrections) {
+                *d = Vec3::new(0.0, 0.0, -1e-4);
+            }
+            SnapshotDeformation::Superposed {
+                coordinates: (0..k).map(|j| 1e-3 / (j + 1) as f64).collect(),
+                loads: Vec::new(),
+                field,
+            }
+        }
         None => SnapshotDeformation::Positions(scene.rest_positions.clone()),
     };
     VisualSnapshot {
@@ -94,8 +99,8 @@ fn frame_size_and_encode(c: &mut Criterion) {
     for (name, scene) in &scenes {
         let (mut writer, mut reader) = snapshot_slot(snapshot(scene, 0));
         writer.publish(&snapshot(scene, 32));
-        let mut encoder = FrameEncoder::new();
-        let bytes = encoder.encode_next(scene, &mut reader).unwrap();
+        let mut encoder = FrameEncoder::new(None);
+        let bytes = encoder.encode_next(scene, &mut reader).unwrap().frame;
         let init = wire::encode_server(&scene.scene_init()).len();
         println!(
             "{name}: {} surface vertices, frame {} bytes (with 32 corrections), scene init {} bytes",

@@ -1,13 +1,15 @@
-//! The visual stream's view of a running scene model: snapshots reconstruct the
-//! model's own displaced surface (modal coordinates plus visible residual corrections,
-//! or positions), and a reset returns it to rest.
+//! The visual stream's view of a running scene model: the frames a client decodes,
+//! with the residual columns streamed to it, rebuild the model's own displaced surface
+//! (modal coordinates, nodal loads times columns, corrections), and a reset returns it
+//! to rest.
 
 use palpa::model::{ModelStep, TissueModel};
 use palpa::scene::build;
 use palpa::scene::Scene;
-use palpa::session::{SceneModel, SceneVisual, VISIBLE_DISPLACEMENT};
-use palpa::stream::{SnapshotDeformation, StreamScene, VisualSnapshot};
+use palpa::session::{SceneModel, SceneVisual};
+use palpa::stream::{snapshot_slot, FrameEncoder, StreamScene};
 use palpa::Vec3;
+use palpa_client::palpa_protocol as wire;
 
 const BLOCK: &str = r#"
     [mesh.box]
@@ -62,46 +64,82 @@ fn snapshots_reconstruct_the_models_surface_and_reset_returns_to_rest() {
         assert_eq!(stream.mode_count().is_some(), backend == "modal");
         let nodes = StreamScene::from_mesh_surface("", &built.mesh.mesh).mesh_nodes;
         let rest = stream.rest_positions.clone();
+        let feed = visual.column_feed();
         let probe = press(&mut built.model);
         let mut snapshot = visual.at_rest(probe);
+        let (mut writer, mut reader) = snapshot_slot(snapshot.clone());
+        let mut encoder = FrameEncoder::new(Some(feed));
+        let init = match stream.scene_init() {
+            wire::ServerMessage::SceneInit(init) => init,
+            _ => unreachable!(),
+        };
+        let mut columns = wire::ColumnCache::default();
         let force = Vec3::new(0.0, 0.0, 1.0);
-        visual.fill(&mut built.model, 0.1, probe, force, &mut snapshot);
-        stream.check(&snapshot).unwrap();
+        // Hold the press while the columns of the contacted nodes complete, streaming
+        // every step as a client would see it.
+        let mut last = None;
+        for i in 21..60 {
+            built.model.step(i as f64 * 5e-3, 5e-3, probe);
+            visual.fill(
+                &mut built.model,
+                i as f64 * 5e-3,
+                probe,
+                force,
+                &mut snapshot,
+            );
+            stream.check(&snapshot).unwrap();
+            writer.publish(&snapshot);
+            let published = encoder.encode_next(&stream, &mut reader).unwrap();
+            for bytes in published.columns.iter().map(|(_, b)| b) {
+                match wire::decode_server(bytes).unwrap() {
+                    wire::ServerMessage::ResidualColumn(c) => columns.insert(c),
+                    other => panic!("a column message, got {other:?}"),
+                }
+            }
+            let wire::ServerMessage::Frame(frame) = wire::decode_server(&published.frame).unwrap()
+            else {
+                panic!("a frame")
+            };
+            let got = wire::reconstruct_positions(&init, &columns, &frame).unwrap();
+            let truth = model_positions(&mut built.model, &nodes);
+            let gap = truth
+                .iter()
+                .zip(&got)
+                .map(|(t, g)| (t - Vec3::new(g[0] as f64, g[1] as f64, g[2] as f64)).norm())
+                .fold(0.0, f64::max);
+            assert!(gap <= 1e-5, "{backend}, step {i}: client off by {gap} m");
+            // The stream's own f64 reference is the model's surface.
+            let reference = largest_gap(&stream.positions(&snapshot), &truth);
+            assert!(
+                reference < 1e-12,
+                "{backend}: reference off by {reference} m"
+            );
+            last = Some((frame, truth));
+        }
         assert!(snapshot.in_contact && snapshot.force == force);
-
-        let truth = model_positions(&mut built.model, &nodes);
+        let (frame, truth) = last.unwrap();
         let dent = largest_gap(&truth, &rest);
         assert!(
             dent > 1e-3,
             "{backend}: the probe dents the surface ({dent} m)"
         );
-        let streamed = stream.positions(&snapshot);
-        let gap = largest_gap(&streamed, &truth);
-        if let SnapshotDeformation::Modal {
-            coordinates,
-            corrections,
-        } = &snapshot.deformation
-        {
-            // Corrections below VISIBLE_DISPLACEMENT are dropped, nothing else.
-            assert!(gap <= VISIBLE_DISPLACEMENT, "{backend}: {gap} m");
-            assert!(!corrections.is_empty(), "residual flexibility shows");
-            let modal_only = SnapshotDeformation::Modal {
-                coordinates: coordinates.clone(),
-                corrections: Vec::new(),
-            };
-            let without = VisualSnapshot {
-                deformation: modal_only,
-                ..snapshot.clone()
-            };
-            let gap_without = largest_gap(&stream.positions(&without), &truth);
-            assert!(gap_without > 10.0 * VISIBLE_DISPLACEMENT, "{gap_without} m");
-        } else {
-            assert_eq!(gap, 0.0, "{backend}: positions are streamed exactly");
-        }
+        let wire::Deformation::Superposed {
+            loads, corrections, ..
+        } = &frame.deformation
+        else {
+            panic!("{backend}: a superposed frame")
+        };
+        // Once the contacted nodes' columns are complete, the loads carry the field.
+        assert!(!loads.is_empty(), "{backend}: loads");
+        assert!(
+            corrections.is_empty(),
+            "{backend}: {} corrections once the columns are complete",
+            corrections.len()
+        );
 
         built.model.reset();
         assert!(built.model.contact().is_none());
-        visual.fill(&mut built.model, 0.2, probe, Vec3::zeros(), &mut snapshot);
+        visual.fill(&mut built.model, 0.4, probe, Vec3::zeros(), &mut snapshot);
         assert_eq!(stream.positions(&snapshot), rest, "{backend}: at rest");
     }
 }

@@ -318,7 +318,7 @@ async fn garbage_and_oversized_messages_close_only_the_offender_a_wrong_token_is
         if frame.probe == target {
             assert!(frame.in_contact);
             assert!((frame.force[2] - stream_support::STIFFNESS * 0.004).abs() < 1e-9);
-            let wire::Deformation::Modal { corrections, .. } = &frame.deformation else {
+            let wire::Deformation::Superposed { corrections, .. } = &frame.deformation else {
                 panic!("modal scene streams modal frames")
             };
             assert!(

@@ -2,15 +2,18 @@
 // encode and decode client messages. No dependencies; runs in browsers and in Node.
 //
 // Decoded objects have the shape of the Rust types' serde JSON (the files in
-// protocol/vectors/*.json): {Frame: {sequence, ..., deformation: {Modal: {...}}}}.
+// protocol/vectors/*.json): {Frame: {sequence, ..., deformation: {Superposed: {...}}}}.
 // Bulk arrays are typed arrays for speed: Vec<[f32; 3]> becomes a flat Float32Array of
 // 3·n values, Vec<[u32; 3]> a flat Uint32Array, Vec<f32> a Float32Array.
 
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 export const MAX_SERVER_MESSAGE_BYTES = 64 * 1024 * 1024;
 export const MAX_CLIENT_MESSAGE_BYTES = 4096;
 
-const SERVER_TAGS = ["Hello", "SceneInit", "Frame", "HapticStats", "Error", "ControlStatus"];
+const SERVER_TAGS = [
+  "Hello", "SceneInit", "Frame", "HapticStats", "Error", "ControlStatus", "ResidualColumn",
+  "ForgetColumns",
+];
 const ERROR_CODES = [
   "Malformed", "TooLarge", "Unauthorized", "ServerFull", "IdleTimeout", "UnexpectedText",
   "ShuttingDown",
@@ -120,7 +123,8 @@ function readSceneInit(r) {
       rest_positions: r.vecVec3F32("region.rest_positions"),
     });
   }
-  return { triangles, rest_positions, modal_basis, up, regions };
+  const column_capacity = r.u32("column_capacity");
+  return { triangles, rest_positions, modal_basis, up, regions, column_capacity };
 }
 
 function readFrame(r) {
@@ -135,9 +139,14 @@ function readFrame(r) {
     depth: r.f64("depth"),
     normal: r.vec3f64("normal"),
   };
-  const kind = r.tag("deformation", ["Modal", "Positions"]);
-  if (kind === "Modal") {
+  const kind = r.tag("deformation", ["Superposed", "Positions"]);
+  if (kind === "Superposed") {
     const coordinates = r.vecF32("coordinates");
+    const loadCount = r.len("loads", 16);
+    const loads = [];
+    for (let i = 0; i < loadCount; i++) {
+      loads.push({ node: r.u32("load.node"), force: [r.f32("load.force"), r.f32("load.force"), r.f32("load.force")] });
+    }
     const n = r.len("corrections", 16);
     const corrections = [];
     for (let i = 0; i < n; i++) {
@@ -146,11 +155,28 @@ function readFrame(r) {
         displacement: [r.f32("correction"), r.f32("correction"), r.f32("correction")],
       });
     }
-    frame.deformation = { Modal: { coordinates, corrections } };
+    frame.deformation = { Superposed: { coordinates, loads, corrections } };
   } else {
     frame.deformation = { Positions: { positions: r.vecVec3F32("positions") } };
   }
   return frame;
+}
+
+function readColumn(r) {
+  const node = r.u32("column.node");
+  const n = r.len("column.entries", 40);
+  const entries = [];
+  for (let i = 0; i < n; i++) {
+    entries.push({ vertex: r.u32("column.vertex"), compliance: r.f32array("column.compliance", 9) });
+  }
+  return { node, entries };
+}
+
+function readForget(r) {
+  const n = r.len("forget.nodes", 4);
+  const nodes = [];
+  for (let i = 0; i < n; i++) nodes.push(r.u32("forget.node"));
+  return { nodes };
 }
 
 function readStats(r) {
@@ -182,6 +208,8 @@ export function decodeServerMessage(bytes) {
     case "SceneInit": return finish(r, { SceneInit: readSceneInit(r) });
     case "Frame": return finish(r, { Frame: readFrame(r) });
     case "HapticStats": return finish(r, { HapticStats: readStats(r) });
+    case "ResidualColumn": return finish(r, { ResidualColumn: readColumn(r) });
+    case "ForgetColumns": return finish(r, { ForgetColumns: readForget(r) });
     case "ControlStatus": {
       const granted = r.bool("granted");
       return finish(r, { ControlStatus: { granted, message: r.string("message") } });
@@ -231,25 +259,48 @@ export function encodeClientMessage(message) {
 }
 
 /**
- * Surface positions (flat Float32Array, 3 per vertex) from a decoded SceneInit and
- * Frame: rest + Σ q_k φ_k + corrections, or the frame's positions. Writes into `out`
- * when given (length 3·n) to avoid allocation per frame.
+ * The residual columns a client holds, by mesh node id: `ResidualColumn` messages add
+ * one, `ForgetColumns` drop some. Kept flat: vertex indices and 9 compliances (m/N,
+ * row-major 3×3) per entry.
  */
-export function reconstructPositions(scene, frame, out) {
+export class ColumnCache {
+  constructor() { this.columns = new Map(); }
+  /** Keeps a decoded ResidualColumn ({node, entries}). */
+  insert(column) {
+    const n = column.entries.length;
+    const vertices = new Uint32Array(n);
+    const compliance = new Float32Array(9 * n);
+    column.entries.forEach((e, i) => { vertices[i] = e.vertex; compliance.set(e.compliance, 9 * i); });
+    this.columns.set(column.node, { vertices, compliance });
+  }
+  /** Drops the columns a decoded ForgetColumns ({nodes}) names. */
+  forget(message) { for (const node of message.nodes) this.columns.delete(node); }
+  get size() { return this.columns.size; }
+}
+
+/**
+ * Surface positions (flat Float32Array, 3 per vertex) from a decoded SceneInit, the
+ * ColumnCache and a Frame: rest + Σ q_j φ_j + Σ column(load.node)·load.force +
+ * corrections, or the frame's positions. Writes into `out` when given (length 3·n) to
+ * avoid allocation per frame. Throws an Error naming what does not fit.
+ */
+export function reconstructPositions(scene, columns, frame, out) {
   const rest = scene.rest_positions;
   const n = rest.length / 3;
   const result = out ?? new Float32Array(rest.length);
   const d = frame.deformation;
   if (d.Positions) {
-    if (d.Positions.positions.length !== rest.length) throw new Error("frame vertex count != scene");
+    if (d.Positions.positions.length !== rest.length) {
+      throw new Error(`frame has ${d.Positions.positions.length / 3} positions, the scene ${n} vertices`);
+    }
     result.set(d.Positions.positions);
     return result;
   }
+  const { coordinates: q, loads, corrections } = d.Superposed;
   const basis = scene.modal_basis;
-  const q = d.Modal.coordinates;
-  const k = basis.mode_count;
+  const k = basis ? basis.mode_count : 0;
   if (q.length !== k) throw new Error(`frame has ${q.length} modal coordinates, scene ${k} modes`);
-  const phi = basis.vectors;
+  const phi = basis ? basis.vectors : null;
   for (let v = 0; v < n; v++) {
     let x = rest[3 * v], y = rest[3 * v + 1], z = rest[3 * v + 2];
     const row = 3 * v * k;
@@ -261,7 +312,21 @@ export function reconstructPositions(scene, frame, out) {
     }
     result[3 * v] = x; result[3 * v + 1] = y; result[3 * v + 2] = z;
   }
-  for (const c of d.Modal.corrections) {
+  for (const load of loads) {
+    const column = columns.columns.get(load.node);
+    if (!column) throw new Error(`frame loads mesh node ${load.node}, whose residual column was never sent or was forgotten`);
+    const [fx, fy, fz] = load.force;
+    const { vertices, compliance: c } = column;
+    for (let i = 0; i < vertices.length; i++) {
+      const v = vertices[i];
+      if (v >= n) throw new Error(`the column of node ${load.node} names vertex ${v} of ${n}`);
+      const b = 9 * i;
+      result[3 * v] += c[b] * fx + c[b + 1] * fy + c[b + 2] * fz;
+      result[3 * v + 1] += c[b + 3] * fx + c[b + 4] * fy + c[b + 5] * fz;
+      result[3 * v + 2] += c[b + 6] * fx + c[b + 7] * fy + c[b + 8] * fz;
+    }
+  }
+  for (const c of corrections) {
     if (c.vertex >= n) throw new Error(`correction for vertex ${c.vertex} of ${n}`);
     result[3 * c.vertex] += c.displacement[0];
     result[3 * c.vertex + 1] += c.displacement[1];

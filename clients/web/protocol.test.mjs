@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 import {
   decodeServerMessage, decodeClientMessage, encodeClientMessage, reconstructPositions, DecodeError,
+  ColumnCache,
 } from "./protocol.js";
 
 const vectors = join(dirname(fileURLToPath(import.meta.url)), "../../protocol/vectors");
@@ -61,11 +62,20 @@ test("truncated and padded messages are DecodeErrors", () => {
   assert.throws(() => decodeServerMessage(padded), DecodeError);
 });
 
-test("modal reconstruction matches the hand computation of the Rust test", () => {
-  const scene = decodeServerMessage(readFileSync(join(vectors, "server_scene_init_modal.bin"))).SceneInit;
-  const frame = decodeServerMessage(readFileSync(join(vectors, "server_frame_modal.bin"))).Frame;
-  const p = reconstructPositions(scene, frame);
-  const z = Math.fround(-0.002) * 0.75 + Math.fround(0.00025) * 0.5 + Math.fround(-0.0005);
-  assert.ok(Math.abs(p[3 * 2 + 2] - z) < 1e-9);
-  assert.ok(Math.abs(p[3 * 1] - (0.1 + Math.fround(0.00025) * 0.125)) < 1e-8);
+test("reconstruction matches the hand computation of the Rust test", () => {
+  const read = (name) => decodeServerMessage(readFileSync(join(vectors, `${name}.bin`)));
+  const scene = read("server_scene_init_modal").SceneInit;
+  const frame = read("server_frame_modal").Frame;
+  const columns = new ColumnCache();
+  assert.throws(() => reconstructPositions(scene, columns, frame), /mesh node 17/);
+  columns.insert(read("server_residual_column").ResidualColumn);
+  const p = reconstructPositions(scene, columns, frame);
+  const f = Math.fround;
+  const z = f(-0.002) * 0.75 + f(0.00025) * 0.5 + f(0.001) * -1.5 + f(-0.0005);
+  assert.ok(Math.abs(p[3 * 2 + 2] - z) < 1e-9, `${p[3 * 2 + 2]} vs ${z}`);
+  assert.ok(Math.abs(p[3 * 2] - (0.1 + f(0.00025) * 0.5)) < 1e-8);
+  assert.ok(Math.abs(p[3 * 1] - (0.1 + f(0.00025) * 0.125)) < 1e-8);
+  assert.ok(Math.abs(p[3 * 1 + 2] - (-0.002 + f(0.0005) * -1.5)) < 1e-8);
+  columns.forget(read("server_forget_columns").ForgetColumns);
+  assert.equal(columns.size, 0);
 });

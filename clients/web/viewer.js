@@ -5,7 +5,9 @@
 // With ?token=… in the URL, a drag presses the virtual probe into the tissue along the
 // surface normal where the drag began; plots.js draws force and depth.
 
-import { decodeServerMessage, encodeClientMessage, reconstructPositions, PROTOCOL_VERSION } from "./protocol.js";
+import {
+  ColumnCache, decodeServerMessage, encodeClientMessage, reconstructPositions, PROTOCOL_VERSION,
+} from "./protocol.js";
 import { StripChart, ForceDepthCurve, arrowFraction, drawArrowLegend, drawScaleBar } from "./plots.js";
 
 const $ = (id) => document.getElementById(id);
@@ -26,6 +28,11 @@ const state = {
   hello: null, scene: null, frame: null, frames: 0, lost: 0, drawnSequence: -1, error: null,
   renderedFrames: 0, drawnFrame: null, positions: null, control: null, press: null,
   xray: false, connections: 0, notice: null, curvePoints: 0,
+  // The residual columns the server sent this connection, the newest frame's surface
+  // rebuilt on arrival (the columns may change before it is drawn), and the bandwidth of
+  // the last second (bytes/s: frames, one-off columns; the newest frame's size, bytes).
+  columns: new ColumnCache(), framePositions: null,
+  bandwidth: { frames: 0, oneOff: 0, lastFrame: 0 },
 };
 window.palpaViewer = state;
 
@@ -295,7 +302,9 @@ function plotFrame(f) {
 }
 
 // ---------- stream ----------
-const rate = { count: 0, rendered: 0, since: performance.now(), hz: 0, latencies: [] };
+const rate = {
+  count: 0, rendered: 0, since: performance.now(), hz: 0, latencies: [], frameBytes: 0, oneOffBytes: 0,
+};
 let socket = null;
 let retryMs = RETRY_FIRST_MS;
 
@@ -350,9 +359,26 @@ function connect() {
       if (token && message.Hello.control_allowed) sendNow("CheckToken");
       updateHelp();
     } else if (message.SceneInit) {
+      state.columns = new ColumnCache();
+      state.framePositions = new Float32Array(message.SceneInit.rest_positions.length);
       loadScene(message.SceneInit);
+    } else if (message.ResidualColumn) {
+      rate.oneOffBytes += event.data.byteLength;
+      state.columns.insert(message.ResidualColumn);
+    } else if (message.ForgetColumns) {
+      rate.oneOffBytes += event.data.byteLength;
+      state.columns.forget(message.ForgetColumns);
     } else if (message.Frame) {
       const f = message.Frame;
+      rate.frameBytes += event.data.byteLength;
+      state.bandwidth.lastFrame = event.data.byteLength;
+      try {
+        reconstructPositions(state.scene, state.columns, f, state.framePositions);
+      } catch (e) {
+        state.error = `frame ${f.sequence}: ${e.message}`;
+        socket.close();
+        return;
+      }
       if (state.frame && f.sequence > state.frame.sequence) state.lost += f.sequence - state.frame.sequence - 1;
       state.frame = f;
       state.frames++;
@@ -546,11 +572,20 @@ function updatePanel(now) {
     $("fps").textContent = `${((state.renderedFrames - rate.rendered) * 1000 / (now - rate.since)).toFixed(0)} fps`;
     rate.rendered = state.renderedFrames;
     rate.count = 0;
-    rate.since = now;
     const l = rate.latencies.sort((a, b) => a - b);
     $("latency").textContent = l.length ? `${l[Math.floor(l.length / 2)].toFixed(1)} ms` : "–";
     rate.latencies = [];
     $("rate").textContent = `${rate.hz.toFixed(1)} Hz`;
+    const seconds = (now - rate.since) / 1000 || 1;
+    state.bandwidth.frames = rate.frameBytes / seconds;
+    state.bandwidth.oneOff = rate.oneOffBytes / seconds;
+    rate.frameBytes = 0;
+    rate.oneOffBytes = 0;
+    rate.since = now;
+    const b = state.bandwidth;
+    $("bandwidth").textContent = `${((b.frames + b.oneOff) / 1e3).toFixed(1)} kB/s`;
+    $("bandwidth-detail").textContent =
+      `${b.lastFrame} B, ${(b.frames / 1e3).toFixed(1)} kB/s + columns ${(b.oneOff / 1e3).toFixed(1)} kB/s`;
   }
   const f = state.frame;
   if (f) {
@@ -593,7 +628,7 @@ function render(now) {
 
   const f = state.frame;
   if (f && f.sequence !== state.drawnSequence) {
-    reconstructPositions(state.scene, f, tissue.positions);
+    tissue.positions.set(state.framePositions);
     computeNormals(tissue.positions, tissue.triangles, tissue.normals);
     gl.bindBuffer(gl.ARRAY_BUFFER, tissue.mesh.pos);
     gl.bufferSubData(gl.ARRAY_BUFFER, 0, tissue.positions);

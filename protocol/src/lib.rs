@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Version of the wire format; a client refuses a [`ServerHello`] with another version.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Largest server → client message a decoder accepts (bytes). A scene init for a
 /// 100k-vertex surface with 40 modes is about 50 MB; anything larger is refused.
@@ -56,6 +56,12 @@ pub enum ServerMessage {
     /// Tag 5. The answer to a [`Control`] whose token was refused (the connection stays
     /// open, read-only) or to a [`ControlCommand::CheckToken`].
     ControlStatus(ControlStatus),
+    /// Tag 6. One node's compliance column over the surface, sent once before the first
+    /// frame whose loads name that node; the client keeps it until told to forget it.
+    ResidualColumn(ResidualColumn),
+    /// Tag 7. Columns the client may drop: no later frame names these nodes until their
+    /// column is sent again.
+    ForgetColumns(ForgetColumns),
 }
 
 /// A message from a viewer to the server.
@@ -123,6 +129,8 @@ pub struct SceneInit {
     /// Regions of materials other than the default one, as closed surfaces at rest
     /// (m), for an x-ray view; empty for a uniform scene.
     pub regions: Vec<MaterialRegion>,
+    /// Most [`ResidualColumn`]s the server asks this client to hold at once.
+    pub column_capacity: u32,
 }
 
 /// The region of one material inside the tissue, drawn at rest.
@@ -181,12 +189,15 @@ pub struct Frame {
 /// How a frame carries the deformed surface.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Deformation {
-    /// Tag 0. Modal coordinates (one per mode of the scene's basis) plus sparse
-    /// corrections where the residual (non-modal) displacement is visible.
-    Modal {
-        /// Modal coordinates q (m per unit of the basis vectors' scale).
+    /// Tag 0. Vertex `v` is at rest + Σ_j `coordinates[j]` · basis(v, j) + Σ over
+    /// `loads` of column(load.node)[v] · load.force + the corrections at `v`.
+    Superposed {
+        /// Modal coordinates q, one per mode of the scene's basis (none without one).
         coordinates: Vec<f32>,
-        /// Extra displacements added after the modal reconstruction.
+        /// Nodal forces whose response the client adds from its residual columns.
+        loads: Vec<NodalLoad>,
+        /// Displacements added last, where the columns and modes miss the surface by
+        /// more than the server's tolerance.
         corrections: Vec<VertexCorrection>,
     },
     /// Tag 1. The position of every surface vertex (m).
@@ -196,6 +207,16 @@ pub enum Deformation {
     },
 }
 
+/// A force on one mesh node, whose surface response is its [`ResidualColumn`] times the
+/// force.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodalLoad {
+    /// Mesh node id (the key of a column the client holds).
+    pub node: u32,
+    /// Force (N).
+    pub force: [f32; 3],
+}
+
 /// A displacement added to one surface vertex on top of its modal reconstruction.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VertexCorrection {
@@ -203,6 +224,33 @@ pub struct VertexCorrection {
     pub vertex: u32,
     /// Displacement (m).
     pub displacement: [f32; 3],
+}
+
+/// How every surface vertex moves per unit force at one mesh node; vertices not listed
+/// do not move.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResidualColumn {
+    /// Mesh node id the column belongs to.
+    pub node: u32,
+    /// The vertices that move, each with its 3×3 compliance block.
+    pub entries: Vec<ColumnEntry>,
+}
+
+/// One surface vertex's row of a [`ResidualColumn`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ColumnEntry {
+    /// Surface vertex index.
+    pub vertex: u32,
+    /// Row-major 3×3 block (m/N): `compliance[3a + b]` is the vertex's displacement
+    /// along axis a per unit force along axis b at the column's node.
+    pub compliance: [f32; 9],
+}
+
+/// Columns a client may drop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ForgetColumns {
+    /// Mesh node ids of the columns to drop.
+    pub nodes: Vec<u32>,
 }
 
 /// Timing statistics of the haptic loop over the last reporting window.
@@ -361,38 +409,158 @@ fn decode_exact<T: serde::de::DeserializeOwned, const LIMIT: usize>(
     Ok(message)
 }
 
-/// Surface vertex positions from a scene init and a frame: rest + modal displacement +
-/// corrections, or the frame's positions. Returns `None` when the frame does not fit
-/// the scene (wrong mode or vertex count, correction index out of range).
-pub fn reconstruct_positions(scene: &SceneInit, frame: &Frame) -> Option<Vec<[f32; 3]>> {
-    let n = scene.rest_positions.len();
-    match &frame.deformation {
-        Deformation::Positions { positions } => (positions.len() == n).then(|| positions.clone()),
-        Deformation::Modal {
-            coordinates,
-            corrections,
-        } => {
-            let basis = scene.modal_basis.as_ref()?;
-            let k = basis.mode_count as usize;
-            if coordinates.len() != k || basis.vectors.len() != n * k {
-                return None;
-            }
-            let mut out = scene.rest_positions.clone();
-            for (v, p) in out.iter_mut().enumerate() {
-                let row = &basis.vectors[v * k..(v + 1) * k];
-                for (phi, &q) in row.iter().zip(coordinates) {
-                    for (x, d) in p.iter_mut().zip(phi) {
-                        *x += q * d;
-                    }
-                }
-            }
-            for corr in corrections {
-                let p = out.get_mut(corr.vertex as usize)?;
-                for (x, d) in p.iter_mut().zip(corr.displacement) {
-                    *x += d;
-                }
-            }
-            Some(out)
+/// The residual columns a client holds, keyed by mesh node id: what
+/// [`ServerMessage::ResidualColumn`] adds and [`ServerMessage::ForgetColumns`] removes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ColumnCache {
+    columns: std::collections::HashMap<u32, Vec<ColumnEntry>>,
+}
+
+impl ColumnCache {
+    /// Keeps `column` (replacing an older one of the same node).
+    pub fn insert(&mut self, column: ResidualColumn) {
+        self.columns.insert(column.node, column.entries);
+    }
+
+    /// Drops the columns of `forget`.
+    pub fn forget(&mut self, forget: &ForgetColumns) {
+        for node in &forget.nodes {
+            self.columns.remove(node);
         }
     }
+
+    /// Number of columns held.
+    pub fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// Whether no column is held.
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
+    }
+
+    /// The column of mesh node `node`, if held.
+    pub fn get(&self, node: u32) -> Option<&[ColumnEntry]> {
+        self.columns.get(&node).map(Vec::as_slice)
+    }
+}
+
+/// Why a frame does not fit the scene and the columns a client holds.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ReconstructError {
+    /// A positions frame with another vertex count than the scene's.
+    #[error("frame has {got} positions, the scene has {expected} surface vertices")]
+    VertexCount {
+        /// Positions in the frame.
+        got: usize,
+        /// Surface vertices in the scene.
+        expected: usize,
+    },
+    /// Modal coordinates that do not match the scene's basis.
+    #[error("frame has {got} modal coordinates, the scene's basis has {expected} modes")]
+    ModeCount {
+        /// Coordinates in the frame.
+        got: usize,
+        /// Modes of the scene (0 without a basis).
+        expected: usize,
+    },
+    /// A load on a node whose column the client does not hold.
+    #[error("frame loads mesh node {0}, whose residual column was never sent or was forgotten")]
+    MissingColumn(u32),
+    /// A correction or column entry for a vertex the scene does not have.
+    #[error("{what} names surface vertex {vertex}, the scene has {count}")]
+    VertexOutOfRange {
+        /// What named it ("a correction", "the column of node N").
+        what: String,
+        /// The vertex index.
+        vertex: u32,
+        /// Surface vertices in the scene.
+        count: usize,
+    },
+}
+
+/// Surface vertex positions (m) from a scene init, the columns the client holds and a
+/// frame: rest + modal displacement + the loads' column responses + corrections, or the
+/// frame's positions.
+pub fn reconstruct_positions(
+    scene: &SceneInit,
+    columns: &ColumnCache,
+    frame: &Frame,
+) -> Result<Vec<[f32; 3]>, ReconstructError> {
+    let n = scene.rest_positions.len();
+    let (coordinates, loads, corrections) = match &frame.deformation {
+        Deformation::Positions { positions } if positions.len() == n => {
+            return Ok(positions.clone())
+        }
+        Deformation::Positions { positions } => {
+            return Err(ReconstructError::VertexCount {
+                got: positions.len(),
+                expected: n,
+            })
+        }
+        Deformation::Superposed {
+            coordinates,
+            loads,
+            corrections,
+        } => (coordinates, loads, corrections),
+    };
+    let k = scene
+        .modal_basis
+        .as_ref()
+        .map_or(0, |b| b.mode_count as usize);
+    if coordinates.len() != k {
+        return Err(ReconstructError::ModeCount {
+            got: coordinates.len(),
+            expected: k,
+        });
+    }
+    let mut out = scene.rest_positions.clone();
+    if let Some(basis) = scene.modal_basis.as_ref().filter(|_| k > 0) {
+        if basis.vectors.len() != n * k {
+            return Err(ReconstructError::ModeCount {
+                got: basis.vectors.len() / n.max(1),
+                expected: k,
+            });
+        }
+        for (p, row) in out.iter_mut().zip(basis.vectors.chunks_exact(k)) {
+            for (phi, &q) in row.iter().zip(coordinates) {
+                for (x, d) in p.iter_mut().zip(phi) {
+                    *x += q * d;
+                }
+            }
+        }
+    }
+    for load in loads {
+        let column = columns
+            .get(load.node)
+            .ok_or(ReconstructError::MissingColumn(load.node))?;
+        for entry in column {
+            let p = out.get_mut(entry.vertex as usize).ok_or_else(|| {
+                ReconstructError::VertexOutOfRange {
+                    what: format!("the column of node {}", load.node),
+                    vertex: entry.vertex,
+                    count: n,
+                }
+            })?;
+            let c = &entry.compliance;
+            for (a, x) in p.iter_mut().enumerate() {
+                *x += c[3 * a] * load.force[0]
+                    + c[3 * a + 1] * load.force[1]
+                    + c[3 * a + 2] * load.force[2];
+            }
+        }
+    }
+    for corr in corrections {
+        let p = out.get_mut(corr.vertex as usize).ok_or_else(|| {
+            ReconstructError::VertexOutOfRange {
+                what: "a correction".into(),
+                vertex: corr.vertex,
+                count: n,
+            }
+        })?;
+        for (x, d) in p.iter_mut().zip(corr.displacement) {
+            *x += d;
+        }
+    }
+    Ok(out)
 }

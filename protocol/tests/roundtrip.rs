@@ -18,11 +18,16 @@ fn deformation() -> impl Strategy<Value = Deformation> {
     prop_oneof![
         (
             vec(-1.0f32..1.0, 0..64),
+            vec((any::<u32>(), v3f32()), 0..16),
             vec((any::<u32>(), v3f32()), 0..16)
         )
-            .prop_map(|(q, c)| {
-                Deformation::Modal {
+            .prop_map(|(q, l, c)| {
+                Deformation::Superposed {
                     coordinates: q,
+                    loads: l
+                        .into_iter()
+                        .map(|(node, force)| NodalLoad { node, force })
+                        .collect(),
                     corrections: c
                         .into_iter()
                         .map(|(vertex, displacement)| VertexCorrection {
@@ -113,8 +118,27 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
                             },
                         )
                         .collect(),
+                    column_capacity: 64,
                 })
             }),
+        (
+            any::<u32>(),
+            vec(
+                (any::<u32>(), proptest::array::uniform9(-1.0f32..1.0)),
+                0..16
+            )
+        )
+            .prop_map(|(node, entries)| {
+                ServerMessage::ResidualColumn(ResidualColumn {
+                    node,
+                    entries: entries
+                        .into_iter()
+                        .map(|(vertex, compliance)| ColumnEntry { vertex, compliance })
+                        .collect(),
+                })
+            }),
+        vec(any::<u32>(), 0..16)
+            .prop_map(|nodes| ServerMessage::ForgetColumns(ForgetColumns { nodes })),
         (any::<bool>(), ".{0,80}").prop_map(|(granted, message)| {
             ServerMessage::ControlStatus(ControlStatus { granted, message })
         }),

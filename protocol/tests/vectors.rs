@@ -44,6 +44,24 @@ fn scene_modal() -> SceneInit {
                 [0.05, 0.05, -0.01],
             ],
         }],
+        column_capacity: 64,
+    }
+}
+
+/// The residual column of mesh node 17: vertices 1 and 2 move.
+fn column_17() -> ResidualColumn {
+    ResidualColumn {
+        node: 17,
+        entries: vec![
+            ColumnEntry {
+                vertex: 1,
+                compliance: [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.000_5],
+            },
+            ColumnEntry {
+                vertex: 2,
+                compliance: [0.000_25, 0.0, 0.0, 0.0, 0.000_25, 0.0, 0.0, 0.0, 0.001],
+            },
+        ],
     }
 }
 
@@ -58,8 +76,12 @@ fn frame_modal() -> Frame {
         in_contact: true,
         depth: 0.0005,
         normal: [0.0, 0.0, 1.0],
-        deformation: Deformation::Modal {
+        deformation: Deformation::Superposed {
             coordinates: vec![-0.002, 0.000_25],
+            loads: vec![NodalLoad {
+                node: 17,
+                force: [0.5, 0.0, -1.5],
+            }],
             corrections: vec![VertexCorrection {
                 vertex: 2,
                 displacement: [0.0, 0.0, -0.000_5],
@@ -95,6 +117,7 @@ fn messages() -> Vec<(&'static str, Message)> {
                 modal_basis: None,
                 up: [0.0, 1.0, 0.0],
                 regions: vec![],
+                column_capacity: 64,
             })),
         ),
         (
@@ -116,6 +139,16 @@ fn messages() -> Vec<(&'static str, Message)> {
                 deformation: Deformation::Positions {
                     positions: vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, -0.0625]],
                 },
+            })),
+        ),
+        (
+            "server_residual_column",
+            Message::Server(ServerMessage::ResidualColumn(column_17())),
+        ),
+        (
+            "server_forget_columns",
+            Message::Server(ServerMessage::ForgetColumns(ForgetColumns {
+                nodes: vec![17, 4],
             })),
         ),
         (
@@ -273,22 +306,51 @@ fn spec_layout_of_control_messages() {
 }
 
 #[test]
-fn modal_reconstruction_matches_hand_computation() {
+fn reconstruction_matches_hand_computation() {
     let scene = scene_modal();
     let frame = frame_modal();
-    let p = reconstruct_positions(&scene, &frame).unwrap();
-    // vertex 2: rest (0.1, 0.1, 0) + q0·(0, 0, 0.75) + q1·(0, 0, 0.5) + (0, 0, -0.0005)
-    let z = -0.002f32 * 0.75 + 0.000_25 * 0.5 - 0.000_5;
-    assert!((p[2][2] - z).abs() < 1e-9);
-    // vertex 1: x gets q1·0.125
+    let mut columns = ColumnCache::default();
+    assert_eq!(
+        reconstruct_positions(&scene, &columns, &frame),
+        Err(ReconstructError::MissingColumn(17)),
+        "a load without its column is refused, naming the node"
+    );
+    columns.insert(column_17());
+    let p = reconstruct_positions(&scene, &columns, &frame).unwrap();
+    // vertex 2: rest (0.1, 0.1, 0) + q0·(0, 0, 0.75) + q1·(0, 0, 0.5)
+    //   + column (diag 0.00025, 0.00025, 0.001)·(0.5, 0, -1.5) + (0, 0, -0.0005)
+    let z = -0.002f32 * 0.75 + 0.000_25 * 0.5 + 0.001 * -1.5 - 0.000_5;
+    assert!((p[2][2] - z).abs() < 1e-9, "{} vs {z}", p[2][2]);
+    assert!((p[2][0] - (0.1 + 0.000_25 * 0.5)).abs() < 1e-9);
+    // vertex 1: x gets q1·0.125, z gets q0·1.0 and the column's 0.0005·(-1.5)
     assert!((p[1][0] - (0.1 + 0.000_25 * 0.125)).abs() < 1e-9);
+    assert!((p[1][2] - (-0.002 + 0.000_5 * -1.5)).abs() < 1e-9);
+    // vertex 0 is not in the column: modes only
+    assert!((p[0][2] - (-0.002f32 * 0.5 + 0.000_25 * -0.25)).abs() < 1e-9);
+
     let mut bad = frame.clone();
-    bad.deformation = Deformation::Modal {
+    bad.deformation = Deformation::Superposed {
         coordinates: vec![0.0],
+        loads: vec![],
         corrections: vec![],
     };
+    assert_eq!(
+        reconstruct_positions(&scene, &columns, &bad),
+        Err(ReconstructError::ModeCount {
+            got: 1,
+            expected: 2
+        })
+    );
+    columns.forget(&ForgetColumns { nodes: vec![17] });
+    assert!(columns.is_empty(), "forgetting drops the column");
+    let mut outside = column_17();
+    outside.entries[0].vertex = 4;
+    columns.insert(outside);
     assert!(
-        reconstruct_positions(&scene, &bad).is_none(),
-        "wrong mode count is refused"
+        matches!(
+            reconstruct_positions(&scene, &columns, &frame),
+            Err(ReconstructError::VertexOutOfRange { vertex: 4, .. })
+        ),
+        "a column entry past the surface is refused"
     );
 }

@@ -285,7 +285,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         );
     }
     let probes = ProbeSlots::new(opened.len());
-    let (mut stream_scene, visual) = SceneVisual::new(&name, &built.mesh.mesh, &built.model);
+    let (mut stream_scene, mut visual) = SceneVisual::new(&name, &built.mesh.mesh, &built.model);
+    let column_feed = visual.column_feed();
     stream_scene.model_rate_hz = built.scene.rates.model;
     stream_scene.haptic_rate_hz = built.scene.rates.haptic;
     stream_scene.up = built.scene.view.up.vector();
@@ -422,11 +423,12 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let interrupted = rt::stop_flag();
     tokio.block_on(async move {
-        let server = match StreamServer::start(
+        let server = match StreamServer::start_with_columns(
             stream_config,
             stream_scene,
             snapshot_reader,
             Some(control_tx),
+            Some(column_feed),
         )
         .await
         {

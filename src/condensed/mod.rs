@@ -66,6 +66,17 @@ impl CondensedModel {
     pub fn columns(&mut self) -> &mut ComplianceColumns {
         &mut self.columns
     }
+
+    /// The K⁻¹ column cache, read-only.
+    pub fn columns_ref(&self) -> &ComplianceColumns {
+        &self.columns
+    }
+
+    /// Nodal forces of the last step's constraints and point loads (node, N): the
+    /// displacement field is their K⁻¹ response.
+    pub fn last_loads(&self) -> &[(usize, Vec3)] {
+        &self.loads
+    }
 }
 
 impl TissueModel for CondensedModel {

@@ -218,6 +218,26 @@ impl ComplianceColumns {
         self.column_bound(node).is_some()
     }
 
+    /// K⁻¹[u, node] (m/N) for the entries `(i, u)` of `nodes` whose block is not zero,
+    /// as `(i, block)`, once `node`'s full columns are complete; `None` before (or for a
+    /// node not cached). A fixed node's column is empty.
+    pub fn complete_column(&self, node: usize, nodes: &[usize]) -> Option<Vec<(u32, Mat3)>> {
+        if self.dofs.is_fixed(node) {
+            return Some(Vec::new());
+        }
+        let e = self
+            .find(node)
+            .map(|i| &self.entries[i])
+            .filter(|e| e.complete)?;
+        Some(
+            (0..)
+                .zip(nodes)
+                .map(|(i, &u)| (i, block_of(&e.values, u)))
+                .filter(|(_, b)| *b != Mat3::zeros())
+                .collect(),
+        )
+    }
+
     /// Number of cached nodes whose full columns are still being completed.
     pub fn pending(&self) -> usize {
         self.entries.iter().filter(|e| !e.complete).count()

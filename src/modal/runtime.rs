@@ -243,6 +243,17 @@ impl ModalRuntime {
         self.residual.as_mut()
     }
 
+    /// The K⁻¹ column cache, read-only, if residual flexibility is on.
+    pub fn columns_ref(&self) -> Option<&ComplianceColumns> {
+        self.residual.as_ref()
+    }
+
+    /// Nodal forces of the last step's constraints and point loads (node, N) whose
+    /// K⁻¹ response is the residual field (empty without residual flexibility).
+    pub fn last_loads(&self) -> &[(usize, Vec3)] {
+        &self.loads
+    }
+
     /// Modal coordinates q of the displaced shape, into `out` (length k): z − Λ⁻¹W̄ᵀF,
     /// the modal part that [`TissueModel::displacements`] sums; with residual
     /// flexibility the displaced surface is rest + W̄ q + the residual field of the last

@@ -25,4 +25,4 @@ pub use scene_model::SceneModel;
 pub use serve_step::{ServeStep, Stylus, ViewerLink};
 pub use shared_probes::{ProbeFollower, ProbeSlots};
 pub use simulation::{ProbeContact, Simulation};
-pub use visual::{SceneVisual, VISIBLE_DISPLACEMENT};
+pub use visual::SceneVisual;

@@ -1,31 +1,33 @@
 //! A scene's model as viewers see it: the streamed surface (the tetrahedral mesh's
 //! boundary, with the modal basis restricted to it for modal scenes) and the visual
-//! snapshot of the model after a step — modal coordinates plus the residual corrections
-//! that are large enough to see (modal backend), or every surface vertex's position
-//! (condensed backend).
+//! snapshot of the model after a step — modal coordinates (modal backend), the last
+//! step's nodal loads, and the displacement beyond the modes at every surface vertex
+//! (the residual field of the loads, or the whole condensed response). The loads'
+//! K⁻¹ columns over the surface go to the stream once each, so frames can carry the
+//! loads instead of the field.
 
 use super::SceneModel;
+use crate::fem::ComplianceColumns;
 use crate::mesh::TetMesh;
 use crate::model::TissueModel;
-use crate::stream::{SnapshotDeformation, StreamScene, VisualSnapshot};
+use crate::stream::{
+    column_link, ColumnExporter, ColumnFeed, SnapshotDeformation, StreamScene, SurfaceColumn,
+    VisualSnapshot,
+};
 use crate::Vec3;
 
-/// Residual corrections smaller than this are not streamed (m): a tenth of a pixel when
-/// a 10 cm scene fills 1000 pixels.
-pub const VISIBLE_DISPLACEMENT: f64 = 1e-5;
-
 /// Turns the scene's model into visual snapshots for the stream; owns its scratch space,
-/// so filling a snapshot allocates only while the snapshot's vectors first grow.
+/// so filling a snapshot allocates only while the snapshot's vectors first grow (and
+/// when a loaded node's column is exported).
 pub struct SceneVisual {
     /// Mesh node of every streamed surface vertex.
     surface_nodes: Vec<usize>,
-    /// Modes per frame (modal scenes).
-    mode_count: Option<usize>,
-    /// Rest position of every surface vertex (m).
-    rest: Vec<Vec3>,
-    /// Scratch per surface vertex (m): its displacement (condensed) or the residual part
-    /// of it that the modes do not carry (modal).
-    displacement: Vec<Vec3>,
+    /// Modes per frame (0 without a modal basis).
+    mode_count: usize,
+    /// Where loaded nodes' columns go, once [`Self::column_feed`] was asked for.
+    exporter: Option<ColumnExporter>,
+    /// Whether the stream holds each mesh node's column (exported, not forgotten).
+    exported: Vec<bool>,
 }
 
 impl SceneVisual {
@@ -49,22 +51,33 @@ impl SceneVisual {
             });
         }
         let visual = Self {
-            mode_count: scene.mode_count(),
-            rest: scene.rest_positions.clone(),
-            displacement: vec![Vec3::zeros(); nodes.len()],
+            mode_count: scene.mode_count().unwrap_or(0),
             surface_nodes: nodes,
+            exporter: None,
+            exported: vec![false; mesh.nodes.len()],
         };
         (scene, visual)
     }
 
+    /// The stream's end of the column link: from now on every loaded node's K⁻¹ column
+    /// over the surface is exported once it is complete (again after the stream
+    /// forgot it).
+    pub fn column_feed(&mut self) -> ColumnFeed {
+        let (exporter, feed) = column_link();
+        self.exporter = Some(exporter);
+        self.exported.fill(false);
+        feed
+    }
+
     /// The tissue at rest with the probe at `probe` (m): the stream's first frame.
     pub fn at_rest(&self, probe: Vec3) -> VisualSnapshot {
-        VisualSnapshot::at_rest(probe, self.mode_count, &self.rest)
+        VisualSnapshot::at_rest(probe, self.mode_count, self.surface_nodes.len())
     }
 
     /// Writes the state of `model` after its last step into `snapshot`: scene time `t`
     /// (s), probe tip `probe` (m), force on the user's hand `force` (N), the proxy and
-    /// contact from the model, and the deformed surface.
+    /// contact from the model, and the deformed surface. Exports the columns of loaded
+    /// nodes the stream lacks before the snapshot names them.
     pub fn fill(
         &mut self,
         model: &mut SceneModel,
@@ -81,47 +94,76 @@ impl SceneVisual {
         snapshot.in_contact = contact.is_some();
         snapshot.depth = contact.map_or(0.0, |c| c.depth);
         snapshot.normal = contact.map_or(Vec3::zeros(), |c| c.normal);
+        if !matches!(snapshot.deformation, SnapshotDeformation::Superposed { .. }) {
+            snapshot.deformation = SnapshotDeformation::Superposed {
+                coordinates: Vec::new(),
+                loads: Vec::new(),
+                field: Vec::new(),
+            };
+        }
+        let SnapshotDeformation::Superposed {
+            coordinates,
+            loads,
+            field,
+        } = &mut snapshot.deformation
+        else {
+            unreachable!("set to superposed above")
+        };
+        coordinates.resize(self.mode_count, 0.0);
+        field.resize(self.surface_nodes.len(), Vec3::zeros());
         match model {
             SceneModel::Modal(sim) => {
-                let k = self.mode_count.unwrap_or(0);
-                if !matches!(snapshot.deformation, SnapshotDeformation::Modal { .. }) {
-                    snapshot.deformation = SnapshotDeformation::Modal {
-                        coordinates: Vec::new(),
-                        corrections: Vec::new(),
-                    };
-                }
-                let SnapshotDeformation::Modal {
-                    coordinates,
-                    corrections,
-                } = &mut snapshot.deformation
-                else {
-                    unreachable!("set to modal above")
-                };
-                coordinates.resize(k, 0.0);
                 sim.model().visual_coordinates(coordinates);
                 // What the modes do not carry is the residual field near the contact.
                 sim.model_mut()
-                    .residual_displacements(&self.surface_nodes, &mut self.displacement);
-                corrections.clear();
-                corrections.extend(
-                    (0..)
-                        .zip(&self.displacement)
-                        .filter(|(_, r)| r.norm() > VISIBLE_DISPLACEMENT)
-                        .map(|(v, r)| (v, *r)),
-                );
+                    .residual_displacements(&self.surface_nodes, field);
+                merge_loads(sim.model().last_loads(), loads);
             }
             SceneModel::Condensed(sim) => {
-                sim.model_mut()
-                    .displacements(&self.surface_nodes, &mut self.displacement);
-                if !matches!(snapshot.deformation, SnapshotDeformation::Positions(_)) {
-                    snapshot.deformation = SnapshotDeformation::Positions(Vec::new());
-                }
-                let SnapshotDeformation::Positions(positions) = &mut snapshot.deformation else {
-                    unreachable!("set to positions above")
-                };
-                positions.clear();
-                positions.extend(self.rest.iter().zip(&self.displacement).map(|(r, d)| r + d));
+                sim.model_mut().displacements(&self.surface_nodes, field);
+                merge_loads(sim.model().last_loads(), loads);
             }
+        }
+        let columns = match model {
+            SceneModel::Modal(sim) => sim.model().columns_ref(),
+            SceneModel::Condensed(sim) => Some(sim.model().columns_ref()),
+        };
+        if let Some(columns) = columns {
+            self.export(columns, loads);
+        }
+    }
+
+    /// Exports the complete columns of `loads`' nodes that the stream does not hold.
+    fn export(&mut self, columns: &ComplianceColumns, loads: &[(u32, Vec3)]) {
+        let Some(exporter) = &self.exporter else {
+            return;
+        };
+        for node in exporter.forgotten() {
+            if let Some(held) = self.exported.get_mut(node as usize) {
+                *held = false;
+            }
+        }
+        for &(node, _) in loads {
+            let n = node as usize;
+            if self.exported[n] {
+                continue;
+            }
+            if let Some(entries) = columns.complete_column(n, &self.surface_nodes) {
+                self.exported[n] = exporter.export(SurfaceColumn { node, entries });
+            }
+        }
+    }
+}
+
+/// The nodal loads `from` (node, N) summed per node into `out`, in order of first
+/// appearance.
+fn merge_loads(from: &[(usize, Vec3)], out: &mut Vec<(u32, Vec3)>) {
+    out.clear();
+    for &(node, f) in from {
+        let node = node as u32;
+        match out.iter_mut().find(|(n, _)| *n == node) {
+            Some((_, sum)) => *sum += f,
+            None => out.push((node, f)),
         }
     }
 }

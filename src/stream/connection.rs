@@ -1,5 +1,6 @@
 //! One client connection: a writer that sends the newest frame whenever it changes
-//! (losing frames rather than queueing them) and a reader that checks control messages.
+//! (losing frames rather than queueing them), preceded by the residual columns that
+//! frame needs and this client lacks, and a reader that checks control messages.
 //! A control message with a wrong token is refused with a `ControlStatus` and the
 //! connection stays open, read-only; the token is never logged.
 
@@ -14,7 +15,9 @@ use palpa_protocol as wire;
 use tokio::sync::watch;
 use wire::ErrorCode;
 
+use super::columns::{ClientColumns, CLIENT_CAPACITY};
 use super::log_limit::{limited_warn, Admit, LogBudget};
+use super::publisher::PublishedFrame;
 use super::snapshot::ProbeControl;
 use super::state::Shared;
 use crate::Vec3;
@@ -86,11 +89,15 @@ async fn write_loop(
     let mut frames = shared.frames.clone();
     let mut stats = shared.stats.clone();
     let mut shutdown = shared.shutdown.clone();
+    let mut columns = ClientColumns::new(CLIENT_CAPACITY);
     let first_frame = frames.borrow_and_update().clone();
-    for bytes in [shared.hello.clone(), shared.scene_init.clone(), first_frame] {
+    for bytes in [shared.hello.clone(), shared.scene_init.clone()] {
         if let Err(closed) = send(sink, Message::Binary(bytes), stall).await {
             return closed;
         }
+    }
+    if let Err(closed) = send_frame(sink, &mut columns, first_frame, stall).await {
+        return closed;
     }
     stats.mark_changed();
     let mut ping = tokio::time::interval(shared.config.idle_timeout / 3);
@@ -102,14 +109,20 @@ async fn write_loop(
                 // The publisher's final frame goes out before the goodbye.
                 if frames.has_changed().unwrap_or(false) {
                     let last = frames.borrow_and_update().clone();
-                    if let Err(closed) = send(sink, Message::Binary(last), stall).await {
+                    if let Err(closed) = send_frame(sink, &mut columns, last, stall).await {
                         return closed;
                     }
                 }
                 return Closed::Error(ErrorCode::ShuttingDown, "server is shutting down".into());
             }
             changed = frames.changed() => match changed {
-                Ok(()) => Message::Binary(frames.borrow_and_update().clone()),
+                Ok(()) => {
+                    let published = frames.borrow_and_update().clone();
+                    if let Err(closed) = send_frame(sink, &mut columns, published, stall).await {
+                        return closed;
+                    }
+                    continue;
+                }
                 Err(_) => return Closed::Error(ErrorCode::ShuttingDown, "stream ended".into()),
             },
             changed = stats.changed() => match (changed, stats.borrow_and_update().clone()) {
@@ -128,6 +141,21 @@ async fn write_loop(
             return closed;
         }
     }
+}
+
+/// Sends a frame after the one-off messages it needs: the `ForgetColumns` that keeps
+/// the client within its column capacity, then the columns it does not hold yet.
+async fn send_frame(
+    sink: &mut SplitSink<WebSocket, Message>,
+    columns: &mut ClientColumns,
+    published: PublishedFrame,
+    stall: Duration,
+) -> Result<(), Closed> {
+    let (forget, missing) = columns.plan(&published.columns);
+    for bytes in forget.into_iter().chain(missing) {
+        send(sink, Message::Binary(bytes), stall).await?;
+    }
+    send(sink, Message::Binary(published.frame), stall).await
 }
 
 async fn send(

@@ -4,9 +4,13 @@
 //! latest-value slot ([`snapshot_slot`]); the 30 Hz publisher encodes the newest one once
 //! into a frame ([`palpa_protocol`]) and replaces the shared latest frame; each client's
 //! writer sends whatever is newest when its socket is ready, so a slow client loses
-//! frames and never delays anyone. Authorised viewers' control messages go to the sim
+//! frames and never delays anyone. Frames carry the residual displacement near the
+//! contact as a few nodal forces; the model thread exports each loaded node's
+//! compliance column once ([`column_link`]) and every connection sends a client the
+//! columns it lacks before the frame that needs them. Authorised viewers' control messages go to the sim
 //! device through a bounded [`control_channel`].
 
+mod columns;
 mod config;
 mod connection;
 mod listener;
@@ -17,15 +21,16 @@ mod server;
 mod snapshot;
 mod state;
 
+pub use columns::{
+    column_link, ColumnExporter, ColumnFeed, SurfaceColumn, CLIENT_CAPACITY, STORE_CAPACITY,
+};
 pub use config::{
     ProbeWorkspace, StreamConfig, DEFAULT_LOG_LINES_PER_SECOND, FRAME_RATE_RANGE_HZ, MAX_CLIENTS,
     MAX_CONNECTIONS, MAX_MESSAGE_BYTES, MAX_TIMEOUT, MIN_TIMEOUT,
 };
 pub use listener::raise_open_file_limit;
-pub use publisher::FrameEncoder;
-pub use scene::{
-    fill_frame, unix_now_us, MeshSurface, StreamRegion, StreamScene, SurfaceModalBasis,
-};
+pub use publisher::{FrameEncoder, PublishedFrame, CORRECTION_TOLERANCE};
+pub use scene::{unix_now_us, MeshSurface, StreamRegion, StreamScene, SurfaceModalBasis};
 pub use server::StreamServer;
 pub use snapshot::{
     control_channel, snapshot_slot, ControlReceiver, ControlSender, ProbeControl,

@@ -1,31 +1,55 @@
 //! The 30 Hz publisher: takes the newest snapshot, encodes it once, and replaces the
-//! shared latest frame that every client's writer picks up.
+//! shared latest frame that every client's writer picks up, together with the residual
+//! columns that frame's loads need.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use palpa_protocol as wire;
 use tokio::sync::watch;
 
-use super::scene::{fill_frame, StreamScene};
-use super::snapshot::SnapshotReader;
+use super::columns::{add_response, ColumnFeed, ColumnStore, CLIENT_CAPACITY, STORE_CAPACITY};
+use super::scene::{f32x3, f64x3, unix_now_us, StreamScene};
+use super::snapshot::{SnapshotDeformation, SnapshotReader, VisualSnapshot};
+use crate::Vec3;
 
-/// Encodes snapshots into frame bytes, reusing its buffers (one per stream).
+/// Residual displacement a frame may leave to its loads' columns without a correction
+/// (m): the columns travel in f32, so what they miss is far below this, and clients
+/// rebuild the server's surface to within it.
+pub const CORRECTION_TOLERANCE: f64 = 1e-6;
+
+/// One encoded frame and the residual columns (mesh node, encoded `ResidualColumn`) a
+/// client must hold before it.
+#[derive(Clone, Debug, Default)]
+pub struct PublishedFrame {
+    /// The encoded `Frame`.
+    pub frame: Bytes,
+    /// The columns its loads name, in load order.
+    pub columns: Arc<[(u32, Bytes)]>,
+}
+
+/// Encodes snapshots into frames, reusing its buffers (one per stream), and keeps the
+/// residual columns the model thread exported.
 pub struct FrameEncoder {
     message: wire::ServerMessage,
     buffer: Vec<u8>,
     sequence: u64,
+    store: ColumnStore,
+    /// Scratch per surface vertex (m): what the frame's loads reproduce of the field.
+    predicted: Vec<Vec3>,
 }
 
 impl Default for FrameEncoder {
     fn default() -> Self {
-        Self::new()
+        Self::new(None)
     }
 }
 
 impl FrameEncoder {
-    /// An encoder whose first frame has sequence 0.
-    pub fn new() -> Self {
+    /// An encoder whose first frame has sequence 0, with the columns of `columns` (none:
+    /// every residual displacement goes as corrections).
+    pub fn new(columns: Option<ColumnFeed>) -> Self {
         Self {
             message: wire::ServerMessage::Frame(wire::Frame {
                 sequence: 0,
@@ -37,13 +61,14 @@ impl FrameEncoder {
                 in_contact: false,
                 depth: 0.0,
                 normal: [0.0; 3],
-                deformation: wire::Deformation::Modal {
-                    coordinates: Vec::new(),
-                    corrections: Vec::new(),
+                deformation: wire::Deformation::Positions {
+                    positions: Vec::new(),
                 },
             }),
             buffer: Vec::new(),
             sequence: 0,
+            store: ColumnStore::new(columns, STORE_CAPACITY),
+            predicted: Vec::new(),
         }
     }
 
@@ -53,17 +78,101 @@ impl FrameEncoder {
         &mut self,
         scene: &StreamScene,
         reader: &mut SnapshotReader,
-    ) -> Result<Bytes, String> {
+    ) -> Result<PublishedFrame, String> {
         let (snapshot, _) = reader.latest();
         scene.check(snapshot)?;
+        // After the snapshot: the model thread exports a column before it publishes a
+        // snapshot whose loads need it.
+        self.store.absorb();
+        self.store.begin_frame();
         let wire::ServerMessage::Frame(frame) = &mut self.message else {
             unreachable!("the encoder's message is always a frame")
         };
-        fill_frame(frame, self.sequence, snapshot);
+        fill_header(frame, self.sequence, snapshot);
+        let mut columns = Vec::new();
+        match &snapshot.deformation {
+            SnapshotDeformation::Positions(p) => {
+                if !matches!(frame.deformation, wire::Deformation::Positions { .. }) {
+                    frame.deformation = wire::Deformation::Positions {
+                        positions: Vec::new(),
+                    };
+                }
+                let wire::Deformation::Positions { positions } = &mut frame.deformation else {
+                    unreachable!("set to positions above")
+                };
+                positions.clear();
+                positions.extend(p.iter().map(f32x3));
+            }
+            SnapshotDeformation::Superposed {
+                coordinates,
+                loads,
+                field,
+            } => {
+                if !matches!(frame.deformation, wire::Deformation::Superposed { .. }) {
+                    frame.deformation = wire::Deformation::Superposed {
+                        coordinates: Vec::new(),
+                        loads: Vec::new(),
+                        corrections: Vec::new(),
+                    };
+                }
+                let wire::Deformation::Superposed {
+                    coordinates: q,
+                    loads: wire_loads,
+                    corrections,
+                } = &mut frame.deformation
+                else {
+                    unreachable!("set to superposed above")
+                };
+                q.clear();
+                q.extend(coordinates.iter().map(|&x| x as f32));
+                wire_loads.clear();
+                self.predicted.clear();
+                self.predicted.resize(field.len(), Vec3::zeros());
+                for (node, force) in loads {
+                    if columns.len() == CLIENT_CAPACITY {
+                        break;
+                    }
+                    let Some((message, entries)) = self.store.use_column(*node) else {
+                        continue;
+                    };
+                    let force = f32x3(force);
+                    add_response(entries, force, &mut self.predicted);
+                    wire_loads.push(wire::NodalLoad { node: *node, force });
+                    columns.push((*node, message.clone()));
+                }
+                corrections.clear();
+                corrections.extend(
+                    (0..)
+                        .zip(field.iter().zip(&self.predicted))
+                        .filter(|(_, (f, p))| (*f - *p).norm() > CORRECTION_TOLERANCE)
+                        .map(|(vertex, (f, p))| wire::VertexCorrection {
+                            vertex,
+                            displacement: f32x3(&(f - p)),
+                        }),
+                );
+            }
+        }
+        self.store.evict();
         self.sequence += 1;
         wire::encode_server_into(&self.message, &mut self.buffer);
-        Ok(Bytes::copy_from_slice(&self.buffer))
+        Ok(PublishedFrame {
+            frame: Bytes::copy_from_slice(&self.buffer),
+            columns: columns.into(),
+        })
     }
+}
+
+/// Writes everything of `snapshot` but the deformation into `frame`.
+fn fill_header(frame: &mut wire::Frame, sequence: u64, snapshot: &VisualSnapshot) {
+    frame.sequence = sequence;
+    frame.scene_time = snapshot.time;
+    frame.sent_unix_us = unix_now_us();
+    frame.probe = f64x3(&snapshot.probe);
+    frame.proxy = f64x3(&snapshot.proxy);
+    frame.force = f64x3(&snapshot.force);
+    frame.in_contact = snapshot.in_contact;
+    frame.depth = snapshot.depth;
+    frame.normal = f64x3(&snapshot.normal);
 }
 
 /// Runs the publisher until `shutdown` turns true: every `period` it encodes the newest
@@ -74,7 +183,7 @@ pub async fn run(
     scene: std::sync::Arc<StreamScene>,
     mut reader: SnapshotReader,
     mut encoder: FrameEncoder,
-    frames: watch::Sender<Bytes>,
+    frames: watch::Sender<PublishedFrame>,
     period: Duration,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -87,8 +196,8 @@ pub async fn run(
             _ = shutdown.wait_for(|stop| *stop) => true,
         };
         match encoder.encode_next(&scene, &mut reader) {
-            Ok(bytes) => {
-                frames.send_replace(bytes);
+            Ok(published) => {
+                frames.send_replace(published);
                 reported_mismatch = false;
             }
             Err(why) if !reported_mismatch => {

@@ -6,6 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use palpa_protocol as wire;
 
+use super::columns::CLIENT_CAPACITY;
 use super::snapshot::{SnapshotDeformation, VisualSnapshot};
 use crate::mesh::TetMesh;
 use crate::Vec3;
@@ -168,35 +169,28 @@ impl StreamScene {
     /// Surface positions for a snapshot, computed in f64 on the server side (m): the
     /// reference that clients' f32 reconstructions are compared with.
     pub fn positions(&self, snapshot: &VisualSnapshot) -> Vec<Vec3> {
-        match (&snapshot.deformation, &self.modal_basis) {
-            (SnapshotDeformation::Positions(p), _) => p.clone(),
-            (
-                SnapshotDeformation::Modal {
-                    coordinates,
-                    corrections,
-                },
-                Some(basis),
-            ) => {
-                let k = basis.mode_count;
-                let mut out: Vec<Vec3> = self
-                    .rest_positions
+        match &snapshot.deformation {
+            SnapshotDeformation::Positions(p) => p.clone(),
+            SnapshotDeformation::Superposed {
+                coordinates, field, ..
+            } => {
+                let k = coordinates.len();
+                self.rest_positions
                     .iter()
                     .enumerate()
                     .map(|(v, rest)| {
-                        let row = &basis.vectors[v * k..(v + 1) * k];
-                        rest + row
-                            .iter()
-                            .zip(coordinates)
-                            .map(|(phi, q)| phi * *q)
-                            .sum::<Vec3>()
+                        let modal: Vec3 = match &self.modal_basis {
+                            Some(basis) if k > 0 => basis.vectors[v * k..(v + 1) * k]
+                                .iter()
+                                .zip(coordinates)
+                                .map(|(phi, q)| phi * *q)
+                                .sum(),
+                            _ => Vec3::zeros(),
+                        };
+                        rest + modal + field.get(v).copied().unwrap_or_default()
                     })
-                    .collect();
-                for (v, d) in corrections {
-                    out[*v as usize] += d;
-                }
-                out
+                    .collect()
             }
-            (SnapshotDeformation::Modal { .. }, None) => self.rest_positions.clone(),
         }
     }
 
@@ -233,52 +227,50 @@ impl StreamScene {
                     rest_positions: r.rest_positions.iter().map(f32x3).collect(),
                 })
                 .collect(),
+            column_capacity: CLIENT_CAPACITY as u32,
         })
     }
 
-    /// Checks that a snapshot fits the scene (mode or vertex count, correction indices),
-    /// naming what is wrong.
+    /// Checks that a snapshot fits the scene (mode and vertex counts), naming what is
+    /// wrong.
     pub fn check(&self, snapshot: &VisualSnapshot) -> Result<(), String> {
         let n = self.rest_positions.len();
-        match (&snapshot.deformation, self.mode_count()) {
-            (
-                SnapshotDeformation::Modal {
-                    coordinates,
-                    corrections,
-                },
-                Some(k),
-            ) => {
+        let k = self.mode_count().unwrap_or(0);
+        match &snapshot.deformation {
+            SnapshotDeformation::Superposed {
+                coordinates, field, ..
+            } => {
                 if coordinates.len() != k {
                     return Err(format!(
                         "snapshot has {} modal coordinates, scene has {k} modes",
                         coordinates.len()
                     ));
                 }
-                if let Some((v, _)) = corrections.iter().find(|(v, _)| *v as usize >= n) {
-                    return Err(format!("correction for surface vertex {v} of {n}"));
+                if field.len() != n {
+                    return Err(format!(
+                        "snapshot has a field over {} vertices, scene has {n} surface vertices",
+                        field.len()
+                    ));
                 }
                 Ok(())
             }
-            (SnapshotDeformation::Positions(p), None) if p.len() == n => Ok(()),
-            (SnapshotDeformation::Positions(p), None) => Err(format!(
+            SnapshotDeformation::Positions(_) if self.modal_basis.is_some() => {
+                Err("positions snapshot for a modal scene".into())
+            }
+            SnapshotDeformation::Positions(p) if p.len() == n => Ok(()),
+            SnapshotDeformation::Positions(p) => Err(format!(
                 "snapshot has {} positions, scene has {n} surface vertices",
                 p.len()
             )),
-            (SnapshotDeformation::Positions(_), Some(_)) => {
-                Err("positions snapshot for a modal scene".into())
-            }
-            (SnapshotDeformation::Modal { .. }, None) => {
-                Err("modal snapshot for a scene without a modal basis".into())
-            }
         }
     }
 }
 
-fn f32x3(v: &Vec3) -> [f32; 3] {
+pub(crate) fn f32x3(v: &Vec3) -> [f32; 3] {
     [v.x as f32, v.y as f32, v.z as f32]
 }
 
-fn f64x3(v: &Vec3) -> [f64; 3] {
+pub(crate) fn f64x3(v: &Vec3) -> [f64; 3] {
     [v.x, v.y, v.z]
 }
 
@@ -287,54 +279,4 @@ pub fn unix_now_us() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64)
-}
-
-/// Writes `snapshot` into `frame` in place, reusing its vectors.
-pub fn fill_frame(frame: &mut wire::Frame, sequence: u64, snapshot: &VisualSnapshot) {
-    frame.sequence = sequence;
-    frame.scene_time = snapshot.time;
-    frame.sent_unix_us = unix_now_us();
-    frame.probe = f64x3(&snapshot.probe);
-    frame.proxy = f64x3(&snapshot.proxy);
-    frame.force = f64x3(&snapshot.force);
-    frame.in_contact = snapshot.in_contact;
-    frame.depth = snapshot.depth;
-    frame.normal = f64x3(&snapshot.normal);
-    match (&snapshot.deformation, &mut frame.deformation) {
-        (
-            SnapshotDeformation::Modal {
-                coordinates,
-                corrections,
-            },
-            wire::Deformation::Modal {
-                coordinates: q,
-                corrections: c,
-            },
-        ) => {
-            q.clear();
-            q.extend(coordinates.iter().map(|&x| x as f32));
-            c.clear();
-            c.extend(corrections.iter().map(|(v, d)| wire::VertexCorrection {
-                vertex: *v,
-                displacement: f32x3(d),
-            }));
-        }
-        (SnapshotDeformation::Positions(p), wire::Deformation::Positions { positions }) => {
-            positions.clear();
-            positions.extend(p.iter().map(f32x3));
-        }
-        (SnapshotDeformation::Modal { .. }, _) => {
-            frame.deformation = wire::Deformation::Modal {
-                coordinates: Vec::new(),
-                corrections: Vec::new(),
-            };
-            fill_frame(frame, sequence, snapshot);
-        }
-        (SnapshotDeformation::Positions(_), _) => {
-            frame.deformation = wire::Deformation::Positions {
-                positions: Vec::new(),
-            };
-            fill_frame(frame, sequence, snapshot);
-        }
-    }
 }

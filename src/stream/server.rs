@@ -14,11 +14,12 @@ use bytes::Bytes;
 use palpa_protocol as wire;
 use tokio::sync::{watch, Semaphore};
 
+use super::columns::ColumnFeed;
 use super::config::StreamConfig;
 use super::connection;
 use super::listener::{self, ConnectionCaps, ConnectionLimits};
 use super::log_limit::LogBudget;
-use super::publisher::{self, FrameEncoder};
+use super::publisher::{self, FrameEncoder, PublishedFrame};
 use super::scene::StreamScene;
 use super::snapshot::{ControlSender, SnapshotReader};
 use super::state::Shared;
@@ -30,7 +31,7 @@ pub struct StreamServer {
     stats: watch::Sender<Option<Bytes>>,
     shutdown: watch::Sender<bool>,
     stop_publisher: watch::Sender<bool>,
-    frames: watch::Sender<Bytes>,
+    frames: watch::Sender<PublishedFrame>,
     publisher: tokio::task::JoinHandle<()>,
     server: tokio::task::JoinHandle<()>,
     /// The clients' connection slots: every connection holds one until it has said
@@ -45,12 +46,26 @@ impl StreamServer {
     /// hard limit, binds, then spawns the publisher and the server on the current tokio
     /// runtime. `control` is the sim device's command channel; without it viewers are
     /// read-only. An invalid setting, or a snapshot that does not fit `scene`, is an
-    /// `InvalidInput` error naming it.
+    /// `InvalidInput` error naming it. Without a column feed every residual
+    /// displacement goes as per-vertex corrections ([`Self::start_with_columns`]).
     pub async fn start(
+        config: StreamConfig,
+        scene: StreamScene,
+        snapshots: SnapshotReader,
+        control: Option<ControlSender>,
+    ) -> std::io::Result<Self> {
+        Self::start_with_columns(config, scene, snapshots, control, None).await
+    }
+
+    /// Starts as [`Self::start`] does, with the residual columns the model thread
+    /// exports through `columns`: frames then carry the loads on those nodes instead of
+    /// their per-vertex displacements.
+    pub async fn start_with_columns(
         mut config: StreamConfig,
         scene: StreamScene,
         mut snapshots: SnapshotReader,
         control: Option<ControlSender>,
+        columns: Option<ColumnFeed>,
     ) -> std::io::Result<Self> {
         config.validate().map_err(invalid_input)?;
         fit_connections_to_file_limit(&mut config, listener::raise_open_file_limit())
@@ -71,7 +86,7 @@ impl StreamServer {
         });
 
         let scene = Arc::new(scene);
-        let mut encoder = FrameEncoder::new();
+        let mut encoder = FrameEncoder::new(columns);
         let first = encoder
             .encode_next(&scene, &mut snapshots)
             .map_err(invalid_input)?;

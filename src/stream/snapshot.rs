@@ -27,29 +27,29 @@ pub struct VisualSnapshot {
 /// The deformed surface, in the form the scene streams it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SnapshotDeformation {
-    /// Modal coordinates q (one per mode of the scene's surface basis) and residual
-    /// per-vertex corrections near the contact (surface vertex index, displacement in m).
-    Modal {
-        /// Modal coordinates q.
+    /// Modal coordinates, the nodal loads that cause the rest of the displacement, and
+    /// that rest itself at every surface vertex: vertex v is at rest + Σ_j q_j φ_j(v) +
+    /// `field[v]`. The stream sends `field` as the loads' column responses where the
+    /// client holds their columns, and as corrections elsewhere.
+    Superposed {
+        /// Modal coordinates q, one per mode of the scene's surface basis (none without
+        /// one).
         coordinates: Vec<f64>,
-        /// Residual displacements (surface vertex index, m) added after the modal sum.
-        corrections: Vec<(u32, Vec3)>,
+        /// Forces on mesh nodes (node id, N), one per node, whose compliance columns
+        /// reproduce `field`.
+        loads: Vec<(u32, Vec3)>,
+        /// Displacement beyond the modes at every surface vertex (m).
+        field: Vec<Vec3>,
     },
     /// Every surface vertex's position (m).
     Positions(Vec<Vec3>),
 }
 
 impl VisualSnapshot {
-    /// The tissue at rest at time 0 with the probe at `probe`: zero modal coordinates
-    /// for a modal scene of `mode_count` modes, or the rest positions otherwise.
-    pub fn at_rest(probe: Vec3, mode_count: Option<usize>, rest_positions: &[Vec3]) -> Self {
-        let deformation = match mode_count {
-            Some(k) => SnapshotDeformation::Modal {
-                coordinates: vec![0.0; k],
-                corrections: Vec::new(),
-            },
-            None => SnapshotDeformation::Positions(rest_positions.to_vec()),
-        };
+    /// The tissue at rest at time 0 with the probe at `probe`: `mode_count` zero modal
+    /// coordinates (0 without a modal basis) and no displacement at any of
+    /// `vertex_count` surface vertices.
+    pub fn at_rest(probe: Vec3, mode_count: usize, vertex_count: usize) -> Self {
         Self {
             time: 0.0,
             probe,
@@ -58,7 +58,11 @@ impl VisualSnapshot {
             in_contact: false,
             depth: 0.0,
             normal: Vec3::zeros(),
-            deformation,
+            deformation: SnapshotDeformation::Superposed {
+                coordinates: vec![0.0; mode_count],
+                loads: Vec::new(),
+                field: vec![Vec3::zeros(); vertex_count],
+            },
         }
     }
 }

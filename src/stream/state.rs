@@ -7,6 +7,7 @@ use tokio::sync::{watch, Semaphore};
 
 use super::config::{ProbeWorkspace, StreamConfig};
 use super::log_limit::LogBudget;
+use super::publisher::PublishedFrame;
 use super::snapshot::ControlSender;
 
 /// The server's state as its connections see it.
@@ -19,8 +20,8 @@ pub(crate) struct Shared {
     pub hello: Bytes,
     /// The encoded `SceneInit`.
     pub scene_init: Bytes,
-    /// The newest encoded frame.
-    pub frames: watch::Receiver<Bytes>,
+    /// The newest encoded frame and the columns it needs.
+    pub frames: watch::Receiver<PublishedFrame>,
     /// The newest encoded haptic statistics, once there are any.
     pub stats: watch::Receiver<Option<Bytes>>,
     /// Turns true when the server stops.

@@ -103,9 +103,14 @@ impl AnalyticTissue {
             }
         }
         let deformation = if self.scene.modal_basis.is_some() {
-            SnapshotDeformation::Modal {
+            let mut field = vec![Vec3::zeros(); self.scene.rest_positions.len()];
+            for (v, d) in &corrections {
+                field[*v as usize] = *d;
+            }
+            SnapshotDeformation::Superposed {
                 coordinates: q,
-                corrections,
+                loads: Vec::new(),
+                field,
             }
         } else {
             let rest = &self.scene.rest_positions;

@@ -69,6 +69,8 @@ pub struct Client {
     pub hello: wire::ServerHello,
     /// The scene (surface, rest positions, modal basis).
     pub scene: wire::SceneInit,
+    /// The residual columns the server sent and has not told this client to forget.
+    pub columns: wire::ColumnCache,
     /// Receive statistics since connecting.
     pub stats: StreamStats,
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
@@ -92,7 +94,10 @@ impl Client {
         let (mut socket, _) =
             tokio_tungstenite::connect_async_with_config(url.as_str(), None, true).await?;
         let mut stats = StreamStats::new();
-        let hello = match next_message(&mut socket, &mut stats, &mut recorder).await? {
+        let hello = match next_message(&mut socket, &mut stats, &mut recorder)
+            .await?
+            .0
+        {
             wire::ServerMessage::Hello(h) => h,
             other => return Err(unexpected("Hello", &other)),
         };
@@ -103,13 +108,17 @@ impl Client {
                 wire::PROTOCOL_VERSION
             )));
         }
-        let scene = match next_message(&mut socket, &mut stats, &mut recorder).await? {
+        let scene = match next_message(&mut socket, &mut stats, &mut recorder)
+            .await?
+            .0
+        {
             wire::ServerMessage::SceneInit(s) => s,
             other => return Err(unexpected("SceneInit", &other)),
         };
         Ok(Self {
             hello,
             scene,
+            columns: wire::ColumnCache::default(),
             stats,
             socket,
             recorder,
@@ -117,16 +126,29 @@ impl Client {
     }
 
     /// Waits for the next frame, statistics or control-status message, updating
-    /// [`Client::stats`].
+    /// [`Client::stats`]; residual columns and evictions update [`Client::columns`] on
+    /// the way.
     pub async fn next_event(&mut self) -> Result<Event, ClientError> {
-        match next_message(&mut self.socket, &mut self.stats, &mut self.recorder).await? {
-            wire::ServerMessage::Frame(frame) => {
-                self.stats.record_frame(&frame);
-                Ok(Event::Frame(frame))
+        loop {
+            let (message, bytes) =
+                next_message(&mut self.socket, &mut self.stats, &mut self.recorder).await?;
+            match message {
+                wire::ServerMessage::Frame(frame) => {
+                    self.stats.record_frame(&frame, bytes);
+                    return Ok(Event::Frame(frame));
+                }
+                wire::ServerMessage::ResidualColumn(column) => {
+                    self.stats.record_one_off(bytes);
+                    self.columns.insert(column);
+                }
+                wire::ServerMessage::ForgetColumns(forget) => {
+                    self.stats.record_one_off(bytes);
+                    self.columns.forget(&forget);
+                }
+                wire::ServerMessage::HapticStats(s) => return Ok(Event::HapticStats(s)),
+                wire::ServerMessage::ControlStatus(s) => return Ok(Event::ControlStatus(s)),
+                other => return Err(unexpected("Frame, HapticStats or ControlStatus", &other)),
             }
-            wire::ServerMessage::HapticStats(s) => Ok(Event::HapticStats(s)),
-            wire::ServerMessage::ControlStatus(s) => Ok(Event::ControlStatus(s)),
-            other => Err(unexpected("Frame, HapticStats or ControlStatus", &other)),
         }
     }
 
@@ -158,10 +180,14 @@ impl Client {
         Ok(())
     }
 
-    /// Surface positions of `frame` in this client's scene (m).
+    /// Surface positions of `frame` in this client's scene, with the residual columns
+    /// held now (m): call it for a frame before reading the next one.
     pub fn positions(&self, frame: &wire::Frame) -> Result<Vec<[f32; 3]>, ClientError> {
-        wire::reconstruct_positions(&self.scene, frame).ok_or_else(|| {
-            ClientError::Protocol(format!("frame {} does not fit the scene", frame.sequence))
+        wire::reconstruct_positions(&self.scene, &self.columns, frame).map_err(|e| {
+            ClientError::Protocol(format!(
+                "frame {} does not fit the scene: {e}",
+                frame.sequence
+            ))
         })
     }
 
@@ -189,15 +215,18 @@ fn unexpected(wanted: &str, got: &wire::ServerMessage) -> ClientError {
         wire::ServerMessage::HapticStats(_) => "HapticStats",
         wire::ServerMessage::Error(_) => "Error",
         wire::ServerMessage::ControlStatus(_) => "ControlStatus",
+        wire::ServerMessage::ResidualColumn(_) => "ResidualColumn",
+        wire::ServerMessage::ForgetColumns(_) => "ForgetColumns",
     };
     ClientError::Protocol(format!("expected {wanted}, got {kind}"))
 }
 
+/// The next server message and its length (bytes).
 async fn next_message(
     socket: &mut WebSocketStream<MaybeTlsStream<TcpStream>>,
     stats: &mut StreamStats,
     recorder: &mut Option<Recorder>,
-) -> Result<wire::ServerMessage, ClientError> {
+) -> Result<(wire::ServerMessage, usize), ClientError> {
     loop {
         let message = socket.next().await.ok_or(ClientError::Closed)??;
         match message {
@@ -213,7 +242,7 @@ async fn next_message(
                         message: e.message,
                     });
                 }
-                return Ok(decoded);
+                return Ok((decoded, bytes.len()));
             }
             Message::Close(_) => return Err(ClientError::Closed),
             Message::Text(_) => {
@@ -253,6 +282,15 @@ pub struct StreamStats {
     pub lost: u64,
     /// Bytes of all binary messages received.
     pub bytes: u64,
+    /// Bytes of the frames received.
+    pub frame_bytes: u64,
+    /// Bytes of the one-off residual messages received (columns and evictions).
+    pub one_off_bytes: u64,
+    /// Size of the most recent frames (bytes, at most [`StreamStats::HISTORY`]).
+    pub frame_sizes: Vec<usize>,
+    /// Arrival time, size (bytes) and whether it was a frame, of the messages of the
+    /// last [`StreamStats::RATE_WINDOW`].
+    recent: std::collections::VecDeque<(Instant, usize, bool)>,
     /// Sequence of the last frame.
     pub last_sequence: Option<u64>,
     /// Arrival times of the most recent frames (at most [`StreamStats::HISTORY`]).
@@ -280,15 +318,41 @@ impl StreamStats {
             frames: 0,
             lost: 0,
             bytes: 0,
+            frame_bytes: 0,
+            one_off_bytes: 0,
+            frame_sizes: Vec::new(),
+            recent: std::collections::VecDeque::new(),
             last_sequence: None,
             arrivals: Vec::new(),
             latencies_s: Vec::new(),
         }
     }
 
-    fn record_frame(&mut self, frame: &wire::Frame) {
+    /// Window of [`StreamStats::recent_bandwidth`].
+    pub const RATE_WINDOW: Duration = Duration::from_secs(1);
+
+    fn record_one_off(&mut self, bytes: usize) {
+        self.one_off_bytes += bytes as u64;
+        self.remember(bytes, false);
+    }
+
+    fn remember(&mut self, bytes: usize, frame: bool) {
+        let now = Instant::now();
+        while self
+            .recent
+            .front()
+            .is_some_and(|(t, _, _)| now.duration_since(*t) > Self::RATE_WINDOW)
+        {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((now, bytes, frame));
+    }
+
+    fn record_frame(&mut self, frame: &wire::Frame, bytes: usize) {
         let now = Instant::now();
         self.frames += 1;
+        self.frame_bytes += bytes as u64;
+        self.remember(bytes, true);
         if let Some(last) = self.last_sequence {
             self.lost += frame.sequence.saturating_sub(last + 1);
         }
@@ -296,7 +360,9 @@ impl StreamStats {
         if self.arrivals.len() >= Self::HISTORY {
             self.arrivals.drain(..Self::HISTORY / 2);
             self.latencies_s.drain(..Self::HISTORY / 2);
+            self.frame_sizes.drain(..Self::HISTORY / 2);
         }
+        self.frame_sizes.push(bytes);
         self.arrivals.push(now);
         let latency = unix_now_us() as f64 * 1e-6 - frame.sent_unix_us as f64 * 1e-6;
         self.latencies_s.push(latency);
@@ -317,6 +383,28 @@ impl StreamStats {
     /// Mean bandwidth since connecting (bytes/s).
     pub fn bandwidth(&self) -> f64 {
         self.bytes as f64 / self.started.elapsed().as_secs_f64().max(1e-9)
+    }
+
+    /// Bytes per second over the last [`StreamStats::RATE_WINDOW`]: (frames, one-off
+    /// residual messages).
+    pub fn recent_bandwidth(&self) -> (f64, f64) {
+        let window = Self::RATE_WINDOW.as_secs_f64();
+        let (mut frames, mut one_off) = (0usize, 0usize);
+        for &(_, bytes, frame) in &self.recent {
+            if frame {
+                frames += bytes;
+            } else {
+                one_off += bytes;
+            }
+        }
+        (frames as f64 / window, one_off as f64 / window)
+    }
+
+    /// Median size of the kept frames (bytes).
+    pub fn median_frame_bytes(&self) -> Option<usize> {
+        let mut sizes = self.frame_sizes.clone();
+        sizes.sort_unstable();
+        sizes.get(sizes.len() / 2).copied()
     }
 
     /// Latency quantile `q` in [0, 1] over the kept frames (s).

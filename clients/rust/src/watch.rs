@@ -116,14 +116,19 @@ pub async fn run(args: &WatchArgs) -> Result<ExitCode, ClientError> {
     } else {
         0.0
     };
+    let seconds = stats.started.elapsed().as_secs_f64().max(1e-9);
     println!(
-        "summary: {} frames, {:.1} Hz mean, {} lost, latency p50 {:.1} ms p99 {:.1} ms, {:.1} kB/s",
+        "summary: {} frames, {:.1} Hz mean, {} lost, latency p50 {:.1} ms p99 {:.1} ms, {:.1} kB/s \
+         (frames {:.1} kB/s, median frame {} B; one-off columns {:.1} kB/s)",
         stats.frames,
         mean_rate,
         stats.lost,
         stats.latency_quantile(0.5).unwrap_or(f64::NAN) * 1e3,
         stats.latency_quantile(0.99).unwrap_or(f64::NAN) * 1e3,
-        stats.bandwidth() / 1e3
+        stats.bandwidth() / 1e3,
+        stats.frame_bytes as f64 / seconds / 1e3,
+        stats.median_frame_bytes().unwrap_or(0),
+        stats.one_off_bytes as f64 / seconds / 1e3,
     );
     client.close().await.ok();
     if let Some(min) = args.min_rate {
@@ -137,12 +142,17 @@ pub async fn run(args: &WatchArgs) -> Result<ExitCode, ClientError> {
 
 fn report(client: &Client) {
     let s = &client.stats;
+    let (frames, one_off) = s.recent_bandwidth();
     println!(
-        "{:.1} Hz, latency p50 {:.1} ms p99 {:.1} ms, {:.1} kB/s, {} frames, {} lost",
+        "{:.1} Hz, latency p50 {:.1} ms p99 {:.1} ms, {:.1} kB/s (frames {:.1} kB/s, last frame {} B; \
+         one-off columns {:.1} kB/s), {} frames, {} lost",
         s.frame_rate(Duration::from_secs(1)).unwrap_or(0.0),
         s.latency_quantile(0.5).unwrap_or(f64::NAN) * 1e3,
         s.latency_quantile(0.99).unwrap_or(f64::NAN) * 1e3,
-        s.bandwidth() / 1e3,
+        (frames + one_off) / 1e3,
+        frames / 1e3,
+        s.frame_sizes.last().copied().unwrap_or(0),
+        one_off / 1e3,
         s.frames,
         s.lost
     );

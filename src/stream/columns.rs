@@ -1,0 +1,233 @@
+//! Residual columns: how the surface moves per unit force at a mesh node. The model
+//! thread exports a node's column once it is known ([`ColumnExporter`]); the publisher
+//! keeps a bounded store of them, encoded once ([`ColumnStore`]); each connection sends
+//! a client the columns its frames need and tracks what that client holds
+//! ([`ClientColumns`]).
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use crossbeam::channel::{Receiver, Sender};
+use palpa_protocol as wire;
+
+use crate::{Mat3, Vec3};
+
+/// One mesh node's compliance over the surface (m/N): `(vertex, block)` for every
+/// surface vertex that moves, block = displacement of the vertex per unit force at the
+/// node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SurfaceColumn {
+    /// Mesh node id.
+    pub node: u32,
+    /// Surface vertex index and its 3×3 block (m/N).
+    pub entries: Vec<(u32, Mat3)>,
+}
+
+/// Creates the link between the model thread (exporter) and the stream (feed).
+pub fn column_link() -> (ColumnExporter, ColumnFeed) {
+    let (columns_tx, columns_rx) = crossbeam::channel::unbounded();
+    let (forgot_tx, forgot_rx) = crossbeam::channel::unbounded();
+    (
+        ColumnExporter {
+            columns: columns_tx,
+            forgotten: forgot_rx,
+        },
+        ColumnFeed {
+            columns: columns_rx,
+            forgotten: forgot_tx,
+        },
+    )
+}
+
+/// Model-thread end: sends columns, hears which ones the stream dropped (so they are
+/// exported again when needed). Never blocks.
+pub struct ColumnExporter {
+    columns: Sender<SurfaceColumn>,
+    forgotten: Receiver<u32>,
+}
+
+impl ColumnExporter {
+    /// Hands `column` to the stream; false when the stream is gone.
+    pub fn export(&self, column: SurfaceColumn) -> bool {
+        self.columns.send(column).is_ok()
+    }
+
+    /// Nodes whose columns the stream dropped since the last call.
+    pub fn forgotten(&self) -> impl Iterator<Item = u32> + '_ {
+        self.forgotten.try_iter()
+    }
+}
+
+/// Stream end of the column link.
+pub struct ColumnFeed {
+    columns: Receiver<SurfaceColumn>,
+    forgotten: Sender<u32>,
+}
+
+/// Columns the publisher keeps by default (each ≈ 40 bytes per moving surface vertex).
+pub const STORE_CAPACITY: usize = 256;
+
+/// Columns a client is asked to hold at once (told in the scene init).
+pub const CLIENT_CAPACITY: usize = 64;
+
+/// A column ready to send: the encoded `ResidualColumn` and the f32 values a client
+/// reconstructs with.
+struct StoredColumn {
+    message: Bytes,
+    entries: Vec<(u32, [f32; 9])>,
+    last_used: u64,
+}
+
+/// The publisher's columns, keyed by mesh node, least recently used evicted beyond
+/// its capacity (the model thread hears of it and exports the column again if a load
+/// needs it).
+pub(crate) struct ColumnStore {
+    feed: Option<ColumnFeed>,
+    columns: HashMap<u32, StoredColumn>,
+    capacity: usize,
+    clock: u64,
+}
+
+impl ColumnStore {
+    /// A store fed by `feed` (none: no columns, every residual goes as corrections).
+    pub fn new(feed: Option<ColumnFeed>, capacity: usize) -> Self {
+        Self {
+            feed,
+            columns: HashMap::new(),
+            capacity: capacity.max(1),
+            clock: 0,
+        }
+    }
+
+    /// Takes every column the model thread exported so far.
+    pub fn absorb(&mut self) {
+        let Some(feed) = &self.feed else { return };
+        for column in feed.columns.try_iter() {
+            let entries: Vec<(u32, [f32; 9])> = column
+                .entries
+                .iter()
+                .map(|(v, block)| (*v, f32_block(block)))
+                .collect();
+            let message =
+                wire::encode_server(&wire::ServerMessage::ResidualColumn(wire::ResidualColumn {
+                    node: column.node,
+                    entries: entries
+                        .iter()
+                        .map(|&(vertex, compliance)| wire::ColumnEntry { vertex, compliance })
+                        .collect(),
+                }));
+            self.columns.insert(
+                column.node,
+                StoredColumn {
+                    message: Bytes::from(message),
+                    entries,
+                    last_used: self.clock,
+                },
+            );
+        }
+    }
+
+    /// Marks the start of a frame (what `use_column` stamps and eviction spares).
+    pub fn begin_frame(&mut self) {
+        self.clock += 1;
+    }
+
+    /// The column of `node` for this frame, if stored: its message and values.
+    pub fn use_column(&mut self, node: u32) -> Option<(&Bytes, &[(u32, [f32; 9])])> {
+        let clock = self.clock;
+        self.columns.get_mut(&node).map(|c| {
+            c.last_used = clock;
+            (&c.message, c.entries.as_slice())
+        })
+    }
+
+    /// Drops the least recently used columns beyond the capacity (never one used by
+    /// this frame), telling the model thread.
+    pub fn evict(&mut self) {
+        while self.columns.len() > self.capacity {
+            let Some((&node, _)) = self
+                .columns
+                .iter()
+                .filter(|(_, c)| c.last_used < self.clock)
+                .min_by_key(|(_, c)| c.last_used)
+            else {
+                return;
+            };
+            self.columns.remove(&node);
+            if let Some(feed) = &self.feed {
+                let _ = feed.forgotten.send(node);
+            }
+        }
+    }
+}
+
+/// What one client holds: the nodes whose columns it was sent and not told to forget,
+/// least recently used forgotten first beyond the capacity.
+pub(crate) struct ClientColumns {
+    held: Vec<(u32, u64)>,
+    capacity: usize,
+    clock: u64,
+}
+
+impl ClientColumns {
+    /// A client that holds nothing and is asked to hold at most `capacity` columns.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            held: Vec::with_capacity(capacity),
+            capacity: capacity.max(1),
+            clock: 0,
+        }
+    }
+
+    /// Plans the one-off messages before a frame whose loads need `needed` (node,
+    /// encoded column): the `ForgetColumns` to send first (if the client would hold too
+    /// many) and the columns it lacks, in order. Records them as sent.
+    pub fn plan(&mut self, needed: &[(u32, Bytes)]) -> (Option<Bytes>, Vec<Bytes>) {
+        self.clock += 1;
+        let clock = self.clock;
+        let mut missing = Vec::new();
+        for (node, message) in needed {
+            match self.held.iter_mut().find(|(n, _)| n == node) {
+                Some(held) => held.1 = clock,
+                None => missing.push((*node, message.clone())),
+            }
+        }
+        let mut forget = Vec::new();
+        while self.held.len() + missing.len() > self.capacity {
+            let Some(i) = (0..self.held.len())
+                .filter(|&i| self.held[i].1 < clock)
+                .min_by_key(|&i| self.held[i].1)
+            else {
+                break;
+            };
+            forget.push(self.held.swap_remove(i).0);
+        }
+        let forget = (!forget.is_empty()).then(|| {
+            Bytes::from(wire::encode_server(&wire::ServerMessage::ForgetColumns(
+                wire::ForgetColumns { nodes: forget },
+            )))
+        });
+        self.held
+            .extend(missing.iter().map(|(node, _)| (*node, clock)));
+        (forget, missing.into_iter().map(|(_, m)| m).collect())
+    }
+}
+
+/// A 3×3 block in f32, row-major.
+pub(crate) fn f32_block(m: &Mat3) -> [f32; 9] {
+    std::array::from_fn(|i| m[(i / 3, i % 3)] as f32)
+}
+
+/// The response of `entries` (f32 compliance, m/N) to `force` (f32, N), added to `out`
+/// in f64 (m): what a client adds from that column.
+pub(crate) fn add_response(entries: &[(u32, [f32; 9])], force: [f32; 3], out: &mut [Vec3]) {
+    let f = Vec3::new(force[0] as f64, force[1] as f64, force[2] as f64);
+    for (v, c) in entries {
+        if let Some(o) = out.get_mut(*v as usize) {
+            for a in 0..3 {
+                o[a] +=
+                    c[3 * a] as f64 * f.x + c[3 * a + 1] as f64 * f.y + c[3 * a + 2] as f64 * f.z;
+            }
+        }
+    }
+}
