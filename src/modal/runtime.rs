@@ -248,6 +248,12 @@ impl ModalRuntime {
         self.residual.as_ref()
     }
 
+    /// 1/λ per mode (s², 0 for a rigid mode): the static modal response per unit modal
+    /// force.
+    pub fn inverse_eigenvalues(&self) -> &[f64] {
+        &self.inv_lambda
+    }
+
     /// Nodal forces of the last step's constraints and point loads (node, N) whose
     /// K⁻¹ response is the residual field (empty without residual flexibility).
     pub fn last_loads(&self) -> &[(usize, Vec3)] {

@@ -9,6 +9,7 @@
 use super::SceneModel;
 use crate::fem::ComplianceColumns;
 use crate::mesh::TetMesh;
+use crate::modal::ModalRuntime;
 use crate::model::TissueModel;
 use crate::stream::{
     column_link, ColumnExporter, ColumnFeed, SnapshotDeformation, StreamScene, SurfaceColumn,
@@ -124,17 +125,25 @@ impl SceneVisual {
                 merge_loads(sim.model().last_loads(), loads);
             }
         }
-        let columns = match model {
-            SceneModel::Modal(sim) => sim.model().columns_ref(),
-            SceneModel::Condensed(sim) => Some(sim.model().columns_ref()),
-        };
-        if let Some(columns) = columns {
-            self.export(columns, loads);
+        match model {
+            SceneModel::Modal(sim) => {
+                let runtime = sim.model();
+                if let Some(columns) = runtime.columns_ref() {
+                    self.export(columns, Some(runtime), loads);
+                }
+            }
+            SceneModel::Condensed(sim) => self.export(sim.model().columns_ref(), None, loads),
         }
     }
 
-    /// Exports the complete columns of `loads`' nodes that the stream does not hold.
-    fn export(&mut self, columns: &ComplianceColumns, loads: &[(u32, Vec3)]) {
+    /// Exports the complete columns of `loads`' nodes that the stream does not hold,
+    /// with their static modal response under `modes`.
+    fn export(
+        &mut self,
+        columns: &ComplianceColumns,
+        modes: Option<&ModalRuntime>,
+        loads: &[(u32, Vec3)],
+    ) {
         let Some(exporter) = &self.exporter else {
             return;
         };
@@ -149,10 +158,32 @@ impl SceneVisual {
                 continue;
             }
             if let Some(entries) = columns.complete_column(n, &self.surface_nodes) {
-                self.exported[n] = exporter.export(SurfaceColumn { node, entries });
+                let static_modes = modes.map_or_else(Vec::new, |m| static_modes(m, n));
+                self.exported[n] = exporter.export(SurfaceColumn {
+                    node,
+                    entries,
+                    static_modes,
+                });
             }
         }
     }
+}
+
+/// φ_j(node) / λ_j for every mode j of `modes`: the static modal coordinates per unit
+/// force at mesh node `node`.
+fn static_modes(modes: &ModalRuntime, node: usize) -> Vec<Vec3> {
+    modes
+        .inverse_eigenvalues()
+        .iter()
+        .enumerate()
+        .map(|(j, il)| {
+            Vec3::new(
+                modes.mode_row(node, 0)[j],
+                modes.mode_row(node, 1)[j],
+                modes.mode_row(node, 2)[j],
+            ) * *il
+        })
+        .collect()
 }
 
 /// The nodal loads `from` (node, N) summed per node into `out`, in order of first

@@ -10,17 +10,23 @@ use bytes::Bytes;
 use crossbeam::channel::{Receiver, Sender};
 use palpa_protocol as wire;
 
+use super::scene::SurfaceModalBasis;
 use crate::{Mat3, Vec3};
 
-/// One mesh node's compliance over the surface (m/N): `(vertex, block)` for every
-/// surface vertex that moves, block = displacement of the vertex per unit force at the
-/// node.
+/// One mesh node's static compliance K⁻¹ over the surface (m/N): `(vertex, block)` for
+/// every surface vertex that moves, block = displacement of the vertex per unit force
+/// at the node; for a modal scene also the node's static modal response.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SurfaceColumn {
     /// Mesh node id.
     pub node: u32,
-    /// Surface vertex index and its 3×3 block (m/N).
+    /// Surface vertex index and its 3×3 block of K⁻¹ (m/N).
     pub entries: Vec<(u32, Mat3)>,
+    /// Per mode j, φ_j(node) / λ_j: the modal coordinate j per unit force along x, y, z
+    /// at the node (1/N in the basis' units); empty without a modal basis. The stream
+    /// sends K⁻¹ − Φ Λ⁻¹ Φᵀ (what the modes miss, local to the node) and moves the
+    /// modal part into the frame's coordinates.
+    pub static_modes: Vec<Vec3>,
 }
 
 /// Creates the link between the model thread (exporter) and the stream (feed).
@@ -70,11 +76,18 @@ pub const STORE_CAPACITY: usize = 256;
 /// Columns a client is asked to hold at once (told in the scene init).
 pub const CLIENT_CAPACITY: usize = 64;
 
-/// A column ready to send: the encoded `ResidualColumn` and the f32 values a client
-/// reconstructs with.
-struct StoredColumn {
-    message: Bytes,
-    entries: Vec<(u32, [f32; 9])>,
+/// Residual compliance blocks smaller than this are not sent (m/N, Frobenius norm): at
+/// the scenes' 10 N force cap a dropped block moves its vertex by at most 0.1 µm, and
+/// the frame's corrections cover whatever the dropped blocks add up to beyond the
+/// correction tolerance.
+pub const COLUMN_FLOOR: f64 = 1e-8;
+
+/// A column ready to send: the encoded `ResidualColumn`, the f32 values a client
+/// reconstructs with, and the node's static modal response.
+pub(crate) struct StoredColumn {
+    pub message: Bytes,
+    pub entries: Vec<(u32, [f32; 9])>,
+    pub static_modes: Vec<Vec3>,
     last_used: u64,
 }
 
@@ -99,14 +112,15 @@ impl ColumnStore {
         }
     }
 
-    /// Takes every column the model thread exported so far.
-    pub fn absorb(&mut self) {
+    /// Takes every column the model thread exported so far; `basis` is the scene's
+    /// surface modal basis (what a column's static modal part is subtracted with).
+    pub fn absorb(&mut self, basis: Option<&SurfaceModalBasis>) {
         let Some(feed) = &self.feed else { return };
         for column in feed.columns.try_iter() {
-            let entries: Vec<(u32, [f32; 9])> = column
-                .entries
-                .iter()
-                .map(|(v, block)| (*v, f32_block(block)))
+            let entries: Vec<(u32, [f32; 9])> = residual_blocks(&column, basis)
+                .into_iter()
+                .filter(|(_, block)| block.norm() > COLUMN_FLOOR)
+                .map(|(v, block)| (v, f32_block(&block)))
                 .collect();
             let message =
                 wire::encode_server(&wire::ServerMessage::ResidualColumn(wire::ResidualColumn {
@@ -121,6 +135,7 @@ impl ColumnStore {
                 StoredColumn {
                     message: Bytes::from(message),
                     entries,
+                    static_modes: column.static_modes,
                     last_used: self.clock,
                 },
             );
@@ -132,12 +147,12 @@ impl ColumnStore {
         self.clock += 1;
     }
 
-    /// The column of `node` for this frame, if stored: its message and values.
-    pub fn use_column(&mut self, node: u32) -> Option<(&Bytes, &[(u32, [f32; 9])])> {
+    /// The column of `node` for this frame, if stored.
+    pub fn use_column(&mut self, node: u32) -> Option<&StoredColumn> {
         let clock = self.clock;
         self.columns.get_mut(&node).map(|c| {
             c.last_used = clock;
-            (&c.message, c.entries.as_slice())
+            &*c
         })
     }
 
@@ -211,6 +226,33 @@ impl ClientColumns {
             .extend(missing.iter().map(|(node, _)| (*node, clock)));
         (forget, missing.into_iter().map(|(_, m)| m).collect())
     }
+}
+
+/// The blocks of K⁻¹ − Φ Λ⁻¹ Φᵀ of `column` at every surface vertex of `basis` (m/N),
+/// or its K⁻¹ blocks without a basis or static modal response.
+fn residual_blocks(column: &SurfaceColumn, basis: Option<&SurfaceModalBasis>) -> Vec<(u32, Mat3)> {
+    let Some(basis) =
+        basis.filter(|b| b.mode_count == column.static_modes.len() && b.mode_count > 0)
+    else {
+        return column.entries.clone();
+    };
+    let k = basis.mode_count;
+    let n = basis.vectors.len() / k;
+    let mut blocks = vec![Mat3::zeros(); n];
+    for (v, block) in &column.entries {
+        if let Some(b) = blocks.get_mut(*v as usize) {
+            *b = *block;
+        }
+    }
+    for (v, b) in blocks.iter_mut().enumerate() {
+        for (phi, s) in basis.vectors[v * k..(v + 1) * k]
+            .iter()
+            .zip(&column.static_modes)
+        {
+            *b -= phi * s.transpose();
+        }
+    }
+    (0..).zip(blocks).collect()
 }
 
 /// A 3×3 block in f32, row-major.

@@ -10,7 +10,7 @@ use palpa_protocol as wire;
 use tokio::sync::watch;
 
 use super::columns::{add_response, ColumnFeed, ColumnStore, CLIENT_CAPACITY, STORE_CAPACITY};
-use super::scene::{f32x3, f64x3, unix_now_us, StreamScene};
+use super::scene::{f32x3, f64x3, unix_now_us, StreamScene, SurfaceModalBasis};
 use super::snapshot::{SnapshotDeformation, SnapshotReader, VisualSnapshot};
 use crate::Vec3;
 
@@ -38,6 +38,8 @@ pub struct FrameEncoder {
     store: ColumnStore,
     /// Scratch per surface vertex (m): what the frame's loads reproduce of the field.
     predicted: Vec<Vec3>,
+    /// Scratch per mode: the loads' static modal coordinates moved into the frame.
+    shift: Vec<f64>,
 }
 
 impl Default for FrameEncoder {
@@ -69,6 +71,7 @@ impl FrameEncoder {
             sequence: 0,
             store: ColumnStore::new(columns, STORE_CAPACITY),
             predicted: Vec::new(),
+            shift: Vec::new(),
         }
     }
 
@@ -83,7 +86,7 @@ impl FrameEncoder {
         scene.check(snapshot)?;
         // After the snapshot: the model thread exports a column before it publishes a
         // snapshot whose loads need it.
-        self.store.absorb();
+        self.store.absorb(scene.modal_basis.as_ref());
         self.store.begin_frame();
         let wire::ServerMessage::Frame(frame) = &mut self.message else {
             unreachable!("the encoder's message is always a frame")
@@ -123,23 +126,39 @@ impl FrameEncoder {
                 else {
                     unreachable!("set to superposed above")
                 };
-                q.clear();
-                q.extend(coordinates.iter().map(|&x| x as f32));
                 wire_loads.clear();
                 self.predicted.clear();
                 self.predicted.resize(field.len(), Vec3::zeros());
+                // The static modal part of the loads sent: it goes into the coordinates,
+                // their columns carry the rest.
+                self.shift.clear();
+                self.shift.resize(coordinates.len(), 0.0);
                 for (node, force) in loads {
                     if columns.len() == CLIENT_CAPACITY {
                         break;
                     }
-                    let Some((message, entries)) = self.store.use_column(*node) else {
+                    let Some(column) = self.store.use_column(*node) else {
                         continue;
                     };
                     let force = f32x3(force);
-                    add_response(entries, force, &mut self.predicted);
+                    add_response(&column.entries, force, &mut self.predicted);
+                    let f = Vec3::new(force[0] as f64, force[1] as f64, force[2] as f64);
+                    for (dq, s) in self.shift.iter_mut().zip(&column.static_modes) {
+                        *dq += s.dot(&f);
+                    }
                     wire_loads.push(wire::NodalLoad { node: *node, force });
-                    columns.push((*node, message.clone()));
+                    columns.push((*node, column.message.clone()));
                 }
+                if let Some(basis) = scene.modal_basis.as_ref() {
+                    add_modal(basis, &self.shift, &mut self.predicted);
+                }
+                q.clear();
+                q.extend(
+                    coordinates
+                        .iter()
+                        .zip(&self.shift)
+                        .map(|(&x, dq)| (x + dq) as f32),
+                );
                 corrections.clear();
                 corrections.extend(
                     (0..)
@@ -159,6 +178,20 @@ impl FrameEncoder {
             frame: Bytes::copy_from_slice(&self.buffer),
             columns: columns.into(),
         })
+    }
+}
+
+/// Adds Φ·`shift` at every surface vertex of `basis` to `out` (m); nothing when the
+/// shift is all zero.
+fn add_modal(basis: &SurfaceModalBasis, shift: &[f64], out: &mut [Vec3]) {
+    let k = basis.mode_count;
+    if k == 0 || shift.len() != k || shift.iter().all(|&s| s == 0.0) {
+        return;
+    }
+    for (o, row) in out.iter_mut().zip(basis.vectors.chunks_exact(k)) {
+        for (phi, s) in row.iter().zip(shift) {
+            *o += phi * *s;
+        }
     }
 }
 
