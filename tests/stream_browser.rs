@@ -12,6 +12,7 @@
 //! crate or a crate that downloads its own browser build. Without Chromium the test skips
 //! with a message, unless `PALPA_REQUIRE_BROWSER=1` (CI), where it fails.
 
+mod model_stream_support;
 mod serve_support;
 mod stream_support;
 
@@ -396,6 +397,92 @@ async fn chromium_draws_the_tissue_and_a_drag_pushes_the_probe_in() {
         .await;
     drop(browser);
     server.shutdown().await;
+}
+
+/// The default scene's modal model pressed, slid across the lump and released: every
+/// few frames, the surface the viewer's JavaScript rebuilt (modal coordinates, nodal
+/// loads times the residual columns it was sent, corrections) equals the model's own
+/// surface at that frame's time to 1e-5 m, and the panel shows the bandwidth with the
+/// one-off columns apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_rebuilds_the_models_surface_from_loads_and_columns() {
+    let Some(binary) = chromium_or_skip() else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut run =
+        model_stream_support::ModelStream::start(palpa::scene::BackendKind::Modal, cache.path())
+            .await;
+    let browser = Browser::launch(&binary);
+    let mut page = Page::open(&browser, &run.server.viewer_url()).await;
+    page.wait_for(
+        "window.palpaViewer?.drawnSequence >= 0",
+        "first frame drawn",
+    )
+    .await;
+    let model = run.run_script();
+    let end = Instant::now() + Duration::from_secs_f64(model_stream_support::DURATION);
+    let (mut checked, mut with_loads, mut max_error) = (0, 0, 0.0f64);
+    let mut one_off_seen = 0.0f64;
+    while Instant::now() < end {
+        let drawn = page
+            .evaluate(
+                "JSON.stringify({t: palpaViewer.drawnFrame.scene_time, \
+                 loads: palpaViewer.drawnFrame.deformation.Superposed.loads.length, \
+                 columns: palpaViewer.columns.size, oneOff: palpaViewer.bandwidth.oneOff, \
+                 p: Array.from(palpaViewer.positions)})",
+            )
+            .await;
+        let drawn: Value = serde_json::from_str(drawn.as_str().unwrap()).unwrap();
+        let t = drawn["t"].as_f64().unwrap();
+        let expected = run
+            .truth
+            .lock()
+            .unwrap()
+            .get(&model_stream_support::time_key(t))
+            .cloned();
+        let expected = expected.unwrap_or_else(|| panic!("no model surface at t = {t}"));
+        let got: Vec<f64> = serde_json::from_value(drawn["p"].clone()).unwrap();
+        assert_eq!(got.len(), 3 * expected.len());
+        let error = expected
+            .iter()
+            .enumerate()
+            .map(|(v, e)| (palpa::Vec3::new(got[3 * v], got[3 * v + 1], got[3 * v + 2]) - e).norm())
+            .fold(0.0, f64::max);
+        max_error = max_error.max(error);
+        checked += 1;
+        with_loads += usize::from(drawn["loads"].as_u64().unwrap() > 0);
+        one_off_seen = one_off_seen.max(drawn["oneOff"].as_f64().unwrap());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::task::spawn_blocking(move || model.join().unwrap())
+        .await
+        .unwrap();
+    let panel = page
+        .evaluate("document.getElementById('bandwidth').textContent + ' | ' + document.getElementById('bandwidth-detail').textContent")
+        .await;
+    println!(
+        "browser: {checked} drawn frames checked ({with_loads} with loads), max error \
+         {max_error:.2e} m, one-off columns up to {one_off_seen:.0} B/s; panel: {panel}"
+    );
+    assert!(checked >= 20, "only {checked} frames checked");
+    assert!(
+        with_loads >= 5,
+        "only {with_loads} drawn frames carried loads"
+    );
+    assert!(
+        max_error <= 1e-5,
+        "the viewer's surface is off by {max_error} m"
+    );
+    assert!(one_off_seen > 0.0, "the viewer counted the columns' bytes");
+    let panel = panel.as_str().unwrap();
+    assert!(
+        panel.contains("kB/s") && panel.contains("columns"),
+        "the panel shows the bandwidth: {panel}"
+    );
+    drop(browser);
+    run.server.shutdown().await;
 }
 
 const BINARY: &str = env!("CARGO_BIN_EXE_palpa");

@@ -6,43 +6,17 @@
 //! both backends; frames under contact must carry loads instead of per-vertex
 //! corrections.
 
-use std::collections::HashMap;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod model_stream_support;
 
-use palpa::model::{ModelStep, TissueModel};
-use palpa::scene::{build, BackendKind, Scene};
-use palpa::session::{SceneModel, SceneVisual};
-use palpa::stream::{snapshot_slot, StreamConfig, StreamScene, StreamServer};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use model_stream_support::{ModelStream, Truth};
+use palpa::scene::BackendKind;
 use palpa::Vec3;
 use palpa_client::palpa_protocol as wire;
 use palpa_client::Client;
-
-const DEFAULT: &str = include_str!("../scenes/default.toml");
-
-/// Model step (s), as `serve` runs the default scene.
-const DT: f64 = 0.005;
-
-/// The model's surface (m) after each published snapshot, by scene time bits.
-type Truth = Arc<Mutex<HashMap<u64, Vec<Vec3>>>>;
-
-/// Probe tip (m) at scene time `t` (s): in 6 mm deep at x = −3 cm over 0.5 s, slide to
-/// x = +3 cm over the lump (centred under x = 0) in 2 s, lift out in 0.3 s, rest.
-fn probe_at(t: f64) -> Vec3 {
-    let depth = 0.006;
-    let (x0, x1) = (-0.03, 0.03);
-    if t < 0.5 {
-        Vec3::new(x0, 0.0, 0.004 - (0.004 + depth) * t / 0.5)
-    } else if t < 2.5 {
-        Vec3::new(x0 + (x1 - x0) * (t - 0.5) / 2.0, 0.0, -depth)
-    } else if t < 2.8 {
-        Vec3::new(x1, 0.0, -depth + (depth + 0.004) * (t - 2.5) / 0.3)
-    } else {
-        Vec3::new(x1, 0.0, 0.004)
-    }
-}
 
 /// What one client saw.
 #[derive(Debug, Default)]
@@ -71,7 +45,7 @@ async fn watch(url: String, truth: Truth, stop: Arc<AtomicBool>) -> Seen {
         let expected = truth
             .lock()
             .unwrap()
-            .get(&frame.scene_time.to_bits())
+            .get(&model_stream_support::time_key(frame.scene_time))
             .cloned()
             .unwrap_or_else(|| panic!("no model surface at t = {}", frame.scene_time));
         for (g, e) in got.iter().zip(&expected) {
@@ -94,68 +68,18 @@ async fn watch(url: String, truth: Truth, stop: Arc<AtomicBool>) -> Seen {
     seen
 }
 
-/// The surface vertices at rest (m).
-fn stream_scene_rest(model: &SceneModel, nodes: &[usize]) -> Vec<Vec3> {
-    nodes.iter().map(|&n| model.rest_positions()[n]).collect()
-}
-
 async fn press_slide_release(backend: BackendKind) {
     let cache = tempfile::tempdir().unwrap();
-    let mut scene = Scene::parse(DEFAULT, "default", Path::new(".")).unwrap();
-    scene.backend.kind = backend;
-    let mut built = build(scene, cache.path(), &mut |_| {}).unwrap();
-    let (stream_scene, mut visual) = SceneVisual::new("default", &built.mesh.mesh, &built.model);
-    let nodes = StreamScene::from_mesh_surface("", &built.mesh.mesh).mesh_nodes;
-    let feed = visual.column_feed();
-    let (mut writer, reader) = snapshot_slot(visual.at_rest(probe_at(0.0)));
-    let config = StreamConfig {
-        bind: "127.0.0.1:0".parse().unwrap(),
-        ..StreamConfig::default()
-    };
-    let server = StreamServer::start_with_columns(config, stream_scene, reader, None, Some(feed))
-        .await
-        .unwrap();
-    let url = format!("ws://{}/ws", server.local_addr());
-    let truth: Truth = Arc::default();
-    // The first frame: the tissue at rest at t = 0.
-    let rest_surface = stream_scene_rest(&built.model, &nodes);
-    truth.lock().unwrap().insert(0f64.to_bits(), rest_surface);
+    let mut run = ModelStream::start(backend, cache.path()).await;
+    let url = format!("ws://{}/ws", run.server.local_addr());
+    let truth = run.truth.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let early: Vec<_> = (0..3)
         .map(|_| tokio::spawn(watch(url.clone(), truth.clone(), stop.clone())))
         .collect();
     // Let the clients connect before the model moves.
     tokio::time::sleep(Duration::from_millis(300)).await;
-
-    // The model thread: 200 Hz in real time, a snapshot (and the model's own surface
-    // for it) every step, so the 30 Hz publisher picks whichever is newest.
-    let model_truth = truth.clone();
-    let model = std::thread::spawn(move || {
-        let start = Instant::now();
-        let mut snapshot = visual.at_rest(probe_at(0.0));
-        let mut displacement = vec![Vec3::zeros(); nodes.len()];
-        let steps = (3.2 / DT) as usize;
-        for i in 1..=steps {
-            let t = i as f64 * DT;
-            let probe = probe_at(t);
-            built.model.step(t, DT, probe);
-            visual.fill(&mut built.model, t, probe, Vec3::zeros(), &mut snapshot);
-            match &mut built.model {
-                SceneModel::Modal(s) => s.model_mut().displacements(&nodes, &mut displacement),
-                SceneModel::Condensed(s) => s.model_mut().displacements(&nodes, &mut displacement),
-            }
-            let rest = built.model.rest_positions();
-            let surface = nodes
-                .iter()
-                .zip(&displacement)
-                .map(|(&n, d)| rest[n] + d)
-                .collect();
-            model_truth.lock().unwrap().insert(t.to_bits(), surface);
-            writer.publish(&snapshot);
-            let next = start + Duration::from_secs_f64(t);
-            std::thread::sleep(next.saturating_duration_since(Instant::now()));
-        }
-    });
+    let model = run.run_script();
     // A late joiner: connects in the middle of the slide.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let late = tokio::spawn(watch(url.clone(), truth.clone(), stop.clone()));
@@ -189,9 +113,9 @@ async fn press_slide_release(backend: BackendKind) {
             "{backend:?} {who}: rebuilt surface off by {} m",
             seen.max_error_m
         );
-        // Under contact the loads carry the residual field: most frames need no
-        // per-vertex correction at all (the frames right after a node is first
-        // contacted do, until its column is complete and sent).
+        // Under contact the loads carry the residual field: most frames need few
+        // per-vertex corrections (more right after a node is first contacted, until
+        // its column is complete and sent).
         assert!(
             seen.with_loads * 10 >= seen.in_contact * 9,
             "{who}: {} of {} contact frames carry loads",
@@ -204,7 +128,7 @@ async fn press_slide_release(backend: BackendKind) {
         );
         assert!(seen.columns > 0, "{who}: was sent residual columns");
     }
-    server.shutdown().await;
+    run.server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
