@@ -1,7 +1,9 @@
 //! Visual stream benchmarks (numbers in docs/benchmarks.md, "Visual stream"):
 //! * bytes per frame and encode time, modal vs positions, bunny and block scenes;
 //! * encode + fan-out of one frame to 64 real loopback clients: CPU time of the server's
-//!   threads per frame (target ≤ 1 ms), read from /proc/self/task/*/schedstat;
+//!   threads per frame (target ≤ 1 ms), read from /proc/self/task/*/schedstat — with 32
+//!   corrections, and pressing (17 nodal loads whose residual columns every client holds,
+//!   the residual field rebuilt and checked by the publisher every frame);
 //! * probe motion → frame received by a local client (target p99 ≤ 50 ms).
 
 #[path = "../tests/stream_support/mod.rs"]
@@ -13,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use palpa::stream::{
-    snapshot_slot, FrameEncoder, SnapshotDeformation, StreamConfig, StreamScene, StreamServer,
-    VisualSnapshot,
+    column_link, snapshot_slot, ColumnFeed, FrameEncoder, SnapshotDeformation, StreamConfig,
+    StreamScene, StreamServer, SurfaceColumn, VisualSnapshot,
 };
+use palpa::Mat3;
 use palpa::Vec3;
 use palpa_client::palpa_protocol::{self as wire, ControlCommand};
 use palpa_client::Client;
@@ -134,13 +137,63 @@ fn threads_cpu_ns(prefix: &str) -> u64 {
 
 fn fan_out_to_64_clients(c: &mut Criterion) {
     for workers in [1, 2] {
-        fan_out(c, workers);
+        fan_out(c, workers, false);
     }
+    fan_out(c, 2, true);
+}
+
+/// Loaded nodes of the pressing snapshot: about a contact patch of the default block.
+const PRESSED_NODES: u32 = 17;
+
+/// A pressing snapshot of `scene` (modal): [`PRESSED_NODES`] nodal loads of 0.35 N down,
+/// their K⁻¹ columns (a smooth 1/(1 + r/5 mm) falloff over every surface vertex, with a
+/// static modal response) exported through the returned feed, and the field they cause.
+fn pressing(scene: &StreamScene) -> (VisualSnapshot, ColumnFeed) {
+    let (exporter, feed) = column_link();
+    let rest = &scene.rest_positions;
+    let k = scene.mode_count().unwrap_or(0);
+    let mut field = vec![Vec3::zeros(); rest.len()];
+    let mut loads = Vec::new();
+    for node in 0..PRESSED_NODES {
+        let at = rest[node as usize];
+        let force = Vec3::new(0.0, 0.0, -0.35);
+        let entries: Vec<(u32, Mat3)> = (0..)
+            .zip(rest)
+            .map(|(v, x)| {
+                (
+                    v,
+                    Mat3::identity() * (2e-3 / (1.0 + (x - at).norm() / 5e-3)),
+                )
+            })
+            .collect();
+        for (v, block) in &entries {
+            field[*v as usize] += block * force;
+        }
+        let static_modes = (0..k)
+            .map(|j| Vec3::new(0.0, 0.0, 1e-4 / (j + 1) as f64))
+            .collect();
+        exporter.export(SurfaceColumn {
+            node,
+            entries,
+            static_modes,
+        });
+        loads.push((node, force));
+    }
+    let mut snapshot = snapshot(scene, 0);
+    if let SnapshotDeformation::Superposed {
+        loads: l, field: f, ..
+    } = &mut snapshot.deformation
+    {
+        *l = loads;
+        *f = field;
+    }
+    (snapshot, feed)
 }
 
 /// Server on its own runtime of `workers` named threads so their CPU time can be read;
-/// the 64 clients on another. Frames at 200 Hz so the measurement takes seconds.
-fn fan_out(c: &mut Criterion, workers: usize) {
+/// the 64 clients on another. Frames at 200 Hz so the measurement takes seconds. With
+/// `loads`, the pressing snapshot and its columns.
+fn fan_out(c: &mut Criterion, workers: usize, loads: bool) {
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name("stream-srv")
@@ -153,15 +206,23 @@ fn fan_out(c: &mut Criterion, workers: usize) {
         .build()
         .unwrap();
     let scene = bunny_scene(true);
-    let (mut writer, reader) = snapshot_slot(snapshot(&scene, 32));
-    writer.publish(&snapshot(&scene, 32));
+    let (published, feed) = if loads {
+        let (s, feed) = pressing(&scene);
+        (s, Some(feed))
+    } else {
+        (snapshot(&scene, 32), None)
+    };
+    let (mut writer, reader) = snapshot_slot(published.clone());
+    writer.publish(&published);
     let config = StreamConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
         frame_rate_hz: 200.0,
         ..StreamConfig::default()
     };
     let server = server_rt
-        .block_on(StreamServer::start(config, scene, reader, None))
+        .block_on(StreamServer::start_with_columns(
+            config, scene, reader, None, feed,
+        ))
         .unwrap();
     let url = format!("ws://{}/ws", server.local_addr());
     let received = Arc::new(AtomicU64::new(0));
@@ -185,7 +246,13 @@ fn fan_out(c: &mut Criterion, workers: usize) {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    let name = format!("bunny_modal_64_clients_server_cpu_per_frame/{workers}_worker_threads");
+    let what = if loads {
+        "pressing_17_loads"
+    } else {
+        "32_corrections"
+    };
+    let name =
+        format!("bunny_modal_64_clients_server_cpu_per_frame/{what}/{workers}_worker_threads");
     group.bench_function(name, |b| {
         b.iter_custom(|iters| {
             let start = received.load(Ordering::Relaxed);

@@ -350,7 +350,7 @@ function connect() {
       state.hello = message.Hello;
       state.notice = null;
       if (message.Hello.protocol_version !== PROTOCOL_VERSION) {
-        state.error = `server protocol ${message.Hello.protocol_version}, viewer ${PROTOCOL_VERSION}`;
+        state.error = `server speaks protocol version ${message.Hello.protocol_version}, this viewer ${PROTOCOL_VERSION}: reload the page`;
         socket.close();
         return;
       }

@@ -354,3 +354,52 @@ fn reconstruction_matches_hand_computation() {
         "a column entry past the surface is refused"
     );
 }
+
+/// The sizes SPEC.md gives: a frame is 161 + 4k + 16l + 16c bytes, a column
+/// 16 + 40e, a `ForgetColumns` 12 + 4m; and a column's bytes field by field.
+#[test]
+fn spec_sizes_of_frames_and_columns() {
+    let mut frame = frame_modal();
+    for (k, l, c) in [(0, 0, 0), (40, 0, 0), (40, 17, 3), (2, 1, 1)] {
+        frame.deformation = Deformation::Superposed {
+            coordinates: vec![0.5; k],
+            loads: vec![
+                NodalLoad {
+                    node: 1,
+                    force: [0.0; 3]
+                };
+                l
+            ],
+            corrections: vec![
+                VertexCorrection {
+                    vertex: 0,
+                    displacement: [0.0; 3]
+                };
+                c
+            ],
+        };
+        let bytes = encode_server(&ServerMessage::Frame(frame.clone()));
+        assert_eq!(
+            bytes.len(),
+            161 + 4 * k + 16 * l + 16 * c,
+            "k {k} l {l} c {c}"
+        );
+    }
+    let column = encode_server(&ServerMessage::ResidualColumn(column_17()));
+    assert_eq!(column.len(), 16 + 40 * 2);
+    let mut expected = vec![6, 0, 0, 0, 17, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0];
+    for entry in column_17().entries {
+        expected.extend_from_slice(&entry.vertex.to_le_bytes());
+        for x in entry.compliance {
+            expected.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+    assert_eq!(column, expected);
+    let forget = encode_server(&ServerMessage::ForgetColumns(ForgetColumns {
+        nodes: vec![17, 4],
+    }));
+    assert_eq!(
+        forget,
+        [7, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 17, 0, 0, 0, 4, 0, 0, 0]
+    );
+}
