@@ -67,6 +67,7 @@ fn snapshot(scene: &StreamScene, corrections: usize) -> VisualSnapshot {
                 coordinates: (0..k).map(|j| 1e-3 / (j + 1) as f64).collect(),
                 loads: Vec::new(),
                 field,
+                field_from_loads: false,
             }
         }
         None => SnapshotDeformation::Positions(scene.rest_positions.clone()),
@@ -115,6 +116,19 @@ fn frame_size_and_encode(c: &mut Criterion) {
             b.iter(|| encoder.encode_next(scene, &mut reader).unwrap())
         });
     }
+    let bunny = bunny_scene(true);
+    let (pressed, feed) = pressing(&bunny);
+    let (_writer, mut reader) = snapshot_slot(pressed);
+    let mut encoder = FrameEncoder::new(Some(feed));
+    let published = encoder.encode_next(&bunny, &mut reader).unwrap();
+    println!(
+        "bunny/modal pressing: frame {} bytes with {PRESSED_NODES} loads, columns {} bytes each",
+        published.frame.len(),
+        published.columns[0].1.len()
+    );
+    group.bench_function("bunny/modal_pressing_17_loads", |b| {
+        b.iter(|| encoder.encode_next(&bunny, &mut reader).unwrap())
+    });
     group.finish();
 }
 
@@ -139,7 +153,9 @@ fn fan_out_to_64_clients(c: &mut Criterion) {
     for workers in [1, 2] {
         fan_out(c, workers, false);
     }
-    fan_out(c, 2, true);
+    for workers in [1, 2] {
+        fan_out(c, workers, true);
+    }
 }
 
 /// Loaded nodes of the pressing snapshot: about a contact patch of the default block.
@@ -181,11 +197,15 @@ fn pressing(scene: &StreamScene) -> (VisualSnapshot, ColumnFeed) {
     }
     let mut snapshot = snapshot(scene, 0);
     if let SnapshotDeformation::Superposed {
-        loads: l, field: f, ..
+        loads: l,
+        field: f,
+        field_from_loads,
+        ..
     } = &mut snapshot.deformation
     {
         *l = loads;
         *f = field;
+        *field_from_loads = true;
     }
     (snapshot, feed)
 }

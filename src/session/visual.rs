@@ -100,12 +100,14 @@ impl SceneVisual {
                 coordinates: Vec::new(),
                 loads: Vec::new(),
                 field: Vec::new(),
+                field_from_loads: false,
             };
         }
         let SnapshotDeformation::Superposed {
             coordinates,
             loads,
             field,
+            field_from_loads,
         } = &mut snapshot.deformation
         else {
             unreachable!("set to superposed above")
@@ -125,14 +127,22 @@ impl SceneVisual {
                 merge_loads(sim.model().last_loads(), loads);
             }
         }
+        // A load whose columns are still being completed contributes to the field at
+        // the cached nodes only (and its modal part stays in q): not its K⁻¹ response.
+        let complete =
+            |c: &ComplianceColumns| loads.iter().all(|&(n, _)| c.is_complete(n as usize));
         match model {
             SceneModel::Modal(sim) => {
                 let runtime = sim.model();
+                *field_from_loads = runtime.columns_ref().is_none_or(complete);
                 if let Some(columns) = runtime.columns_ref() {
                     self.export(columns, Some(runtime), loads);
                 }
             }
-            SceneModel::Condensed(sim) => self.export(sim.model().columns_ref(), None, loads),
+            SceneModel::Condensed(sim) => {
+                *field_from_loads = complete(sim.model().columns_ref());
+                self.export(sim.model().columns_ref(), None, loads);
+            }
         }
     }
 

@@ -40,6 +40,10 @@ pub enum SnapshotDeformation {
         loads: Vec<(u32, Vec3)>,
         /// Displacement beyond the modes at every surface vertex (m).
         field: Vec<Vec3>,
+        /// Whether `field` is exactly the K⁻¹ response of `loads` (every load's column
+        /// complete): then a frame whose loads all have columns needs no correction, and
+        /// the publisher skips checking it.
+        field_from_loads: bool,
     },
     /// Every surface vertex's position (m).
     Positions(Vec<Vec3>),
@@ -62,6 +66,7 @@ impl VisualSnapshot {
                 coordinates: vec![0.0; mode_count],
                 loads: Vec::new(),
                 field: vec![Vec3::zeros(); vertex_count],
+                field_from_loads: true,
             },
         }
     }

@@ -111,6 +111,7 @@ impl AnalyticTissue {
                 coordinates: q,
                 loads: Vec::new(),
                 field,
+                field_from_loads: false,
             }
         } else {
             let rest = &self.scene.rest_positions;
