@@ -4,7 +4,8 @@
 //! (residual columns, column evictions) counted apart. The clients read raw messages and
 //! look only at the leading `u32` tag, so the same run measures any protocol version:
 //! `PALPA_BINARY=/path/to/palpa cargo bench --bench stream_bandwidth` measures another
-//! build (docs/benchmarks.md, "Bytes per viewer").
+//! build (docs/benchmarks.md, "Bytes per viewer"). With `PALPA_WATCH=1` a `palpa watch`
+//! of that build watches the whole run as a 65th client and its report is printed.
 
 #[path = "../tests/serve_support/mod.rs"]
 mod serve_support;
@@ -58,7 +59,18 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let watch = std::env::var_os("PALPA_WATCH").map(|_| {
+        std::process::Command::new(&binary)
+            .args(["watch", &ready.websocket, "--seconds", "14"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start palpa watch")
+    });
     let phases = runtime.block_on(run(&ready.websocket, &ready.token));
+    if let Some(watch) = watch {
+        let out = watch.wait_with_output().expect("palpa watch");
+        println!("palpa watch:\n{}", String::from_utf8_lossy(&out.stdout));
+    }
     let (status, _, stderr) = served.interrupt(Duration::from_secs(60));
     assert!(status.success(), "palpa serve failed: {stderr}");
     println!("palpa: {binary}");
