@@ -79,7 +79,8 @@ pub const CLIENT_CAPACITY: usize = 64;
 /// Residual compliance blocks smaller than this are not sent (m/N, Frobenius norm): at
 /// the scenes' 10 N force cap a dropped block moves its vertex by at most 0.1 µm, and
 /// the frame's corrections cover whatever the dropped blocks add up to beyond the
-/// correction tolerance.
+/// correction tolerance. (On the default block it drops only the fixed vertices' zero
+/// blocks: every other residual block there exceeds 10⁻⁵ m/N.)
 pub const COLUMN_FLOOR: f64 = 1e-8;
 
 /// A column ready to send: the encoded `ResidualColumn`, the f32 values a client
@@ -88,6 +89,8 @@ pub(crate) struct StoredColumn {
     pub message: Bytes,
     pub entries: Vec<(u32, [f32; 9])>,
     pub static_modes: Vec<Vec3>,
+    /// Whether blocks other than zero ones were dropped ([`COLUMN_FLOOR`]).
+    pub truncated: bool,
     last_used: u64,
 }
 
@@ -117,11 +120,14 @@ impl ColumnStore {
     pub fn absorb(&mut self, basis: Option<&SurfaceModalBasis>) {
         let Some(feed) = &self.feed else { return };
         for column in feed.columns.try_iter() {
-            let entries: Vec<(u32, [f32; 9])> = residual_blocks(&column, basis)
+            let blocks = residual_blocks(&column, basis);
+            let nonzero = blocks.iter().filter(|(_, b)| *b != Mat3::zeros()).count();
+            let entries: Vec<(u32, [f32; 9])> = blocks
                 .into_iter()
                 .filter(|(_, block)| block.norm() > COLUMN_FLOOR)
                 .map(|(v, block)| (v, f32_block(&block)))
                 .collect();
+            let truncated = entries.len() < nonzero;
             let message =
                 wire::encode_server(&wire::ServerMessage::ResidualColumn(wire::ResidualColumn {
                     node: column.node,
@@ -136,6 +142,7 @@ impl ColumnStore {
                     message: Bytes::from(message),
                     entries,
                     static_modes: column.static_modes,
+                    truncated,
                     last_used: self.clock,
                 },
             );
@@ -271,5 +278,75 @@ pub(crate) fn add_response(entries: &[(u32, [f32; 9])], force: [f32; 3], out: &m
                     c[3 * a] as f64 * f.x + c[3 * a + 1] as f64 * f.y + c[3 * a + 2] as f64 * f.z;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn needed(nodes: &[u32]) -> Vec<(u32, Bytes)> {
+        nodes
+            .iter()
+            .map(|&n| (n, Bytes::from(n.to_le_bytes().to_vec())))
+            .collect()
+    }
+
+    fn forgotten(message: Option<Bytes>) -> Vec<u32> {
+        match message.map(|m| wire::decode_server(&m).unwrap()) {
+            Some(wire::ServerMessage::ForgetColumns(f)) => f.nodes,
+            None => Vec::new(),
+            Some(other) => panic!("not a ForgetColumns: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_client_gets_each_column_once_and_forgets_the_least_recently_used() {
+        let mut client = ClientColumns::new(3);
+        let (forget, sent) = client.plan(&needed(&[1, 2]));
+        assert!(forget.is_none());
+        assert_eq!(
+            sent,
+            vec![
+                Bytes::from(1u32.to_le_bytes().to_vec()),
+                Bytes::from(2u32.to_le_bytes().to_vec())
+            ]
+        );
+        // Held columns are not sent again.
+        let (forget, sent) = client.plan(&needed(&[2, 3]));
+        assert!(forget.is_none() && sent.len() == 1, "only node 3 is new");
+        // Node 1 was used least recently; 3 and 4 are needed now, so 1 and 2 go.
+        let (forget, sent) = client.plan(&needed(&[3, 4, 5]));
+        assert_eq!(forgotten(forget), vec![1, 2]);
+        assert_eq!(sent.len(), 2);
+        // A forgotten column is sent again when a frame needs it.
+        let (forget, sent) = client.plan(&needed(&[1]));
+        assert_eq!(forgotten(forget).len(), 1);
+        assert_eq!(sent, vec![Bytes::from(1u32.to_le_bytes().to_vec())]);
+    }
+
+    #[test]
+    fn the_store_evicts_unused_columns_and_tells_the_model_thread() {
+        let (exporter, feed) = column_link();
+        let mut store = ColumnStore::new(Some(feed), 2);
+        for node in 0..3 {
+            exporter.export(SurfaceColumn {
+                node,
+                entries: vec![(0, Mat3::identity() * 1e-3)],
+                static_modes: Vec::new(),
+            });
+        }
+        store.absorb(None);
+        store.begin_frame();
+        assert!(store.use_column(0).is_some() && store.use_column(2).is_some());
+        store.evict();
+        assert!(store.use_column(1).is_none(), "the unused column went");
+        assert_eq!(exporter.forgotten().collect::<Vec<_>>(), vec![1]);
+        let kept = store.use_column(0).unwrap();
+        assert_eq!(
+            kept.entries,
+            vec![(0, f32_block(&(Mat3::identity() * 1e-3)))]
+        );
+        assert!(!kept.truncated);
     }
 }

@@ -134,6 +134,7 @@ impl FrameEncoder {
                 // their columns carry the rest.
                 self.shift.clear();
                 self.shift.resize(coordinates.len(), 0.0);
+                let mut truncated = false;
                 for (node, force) in loads {
                     if columns.len() == CLIENT_CAPACITY {
                         break;
@@ -141,6 +142,7 @@ impl FrameEncoder {
                     let Some(column) = self.store.use_column(*node) else {
                         continue;
                     };
+                    truncated |= column.truncated;
                     let force = f32x3(force);
                     let f = Vec3::new(force[0] as f64, force[1] as f64, force[2] as f64);
                     for (dq, s) in self.shift.iter_mut().zip(&column.static_modes) {
@@ -154,7 +156,7 @@ impl FrameEncoder {
                 // with its column, the columns and the shifted coordinates rebuild it up
                 // to f32 rounding: nothing to check. Otherwise rebuild it as a client
                 // will and correct where that misses.
-                let exact = *field_from_loads && wire_loads.len() == loads.len();
+                let exact = *field_from_loads && wire_loads.len() == loads.len() && !truncated;
                 if !exact {
                     for load in wire_loads.iter() {
                         if let Some(column) = self.store.use_column(load.node) {
