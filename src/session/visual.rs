@@ -169,11 +169,16 @@ impl SceneVisual {
             }
             if let Some(entries) = columns.complete_column(n, &self.surface_nodes) {
                 let static_modes = modes.map_or_else(Vec::new, |m| static_modes(m, n));
-                self.exported[n] = exporter.export(SurfaceColumn {
+                if !exporter.export(SurfaceColumn {
                     node,
                     entries,
                     static_modes,
-                });
+                }) {
+                    // The stream is gone: stop building columns for it.
+                    self.exporter = None;
+                    return;
+                }
+                self.exported[n] = true;
             }
         }
     }
