@@ -43,6 +43,11 @@ impl TickSink {
             self.dropped.add();
         }
     }
+
+    /// Records the ring can take now before it drops (0 ‥ capacity).
+    pub fn free_slots(&self) -> usize {
+        self.ring.slots()
+    }
 }
 
 impl TickSource {
