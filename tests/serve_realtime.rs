@@ -22,22 +22,32 @@ const SCHED_OTHER: u32 = 0;
 const SCHED_FIFO: u32 = 1;
 
 /// (policy, real-time priority) of the thread of `pid` named `name`, from
-/// `/proc/PID/task/TID/stat` (fields 41 and 40, proc(5)).
+/// `/proc/PID/task/TID/stat` (fields 41 and 40, proc(5)). A new thread names itself
+/// when it first runs, so on a loaded machine the name may appear a little after the
+/// thread: this looks for up to 5 s.
 fn thread_scheduling(pid: u32, name: &str) -> (u32, u32) {
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let dir = task.unwrap().path();
-        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        if comm.trim() != name {
-            continue;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut names = Vec::new();
+        for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+            let dir = task.unwrap().path();
+            let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+            if comm.trim() != name {
+                names.push(comm.trim().to_owned());
+                continue;
+            }
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap();
+            // Fields after the parenthesised name start with field 3 (state).
+            let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
+                .split_whitespace()
+                .collect();
+            return (fields[38].parse().unwrap(), fields[37].parse().unwrap());
         }
-        let stat = std::fs::read_to_string(dir.join("stat")).unwrap();
-        // Fields after the parenthesised name start with field 3 (state).
-        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
-            .split_whitespace()
-            .collect();
-        return (fields[38].parse().unwrap(), fields[37].parse().unwrap());
+        if std::time::Instant::now() > deadline {
+            panic!("no thread {name} in process {pid}: {names:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
-    panic!("no thread {name} in process {pid}");
 }
 
 /// VmLck of process `pid` (KiB).
