@@ -7,20 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The default block, coarse (10 × 10 × 4 cells) so it precomputes in about a second.
-const SCENE: &str = r#"
-name = "coarse block"
-[mesh.box]
-origin = [-0.05, -0.05, -0.04]
-size = [0.10, 0.10, 0.04]
-cells = [10, 10, 4]
-[materials.default]
-young = 30e3
-[materials.inclusion]
-young = 240e3
-sphere = { center = [0.0, 0.0, -0.015], radius = 0.01 }
-[backend.modal]
-modes = 20
-"#;
+const SCENE: &str = include_str!("data/scenes/coarse_block.toml");
 
 /// Plot width and heights (px) as documented in `palpa::cli::plot`.
 const WIDTH: u32 = 1000;

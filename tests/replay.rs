@@ -10,22 +10,8 @@ use palpa::scene::{BackendKind, Scene};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The default block, coarser (5 × 5 × 4 cells of 1–2 cm) so the test precomputes in
-/// well under a second; same materials, inclusion, fixed bottom and backend.
-const SCENE: &str = r#"
-name = "coarse block"
-[mesh.box]
-origin = [-0.05, -0.05, -0.04]
-size = [0.10, 0.10, 0.04]
-cells = [10, 10, 4]
-[materials.default]
-young = 30e3
-[materials.inclusion]
-young = 240e3
-sphere = { center = [0.0, 0.0, -0.015], radius = 0.01 }
-[backend.modal]
-modes = 20
-"#;
+/// The default block, coarse (10 × 10 × 4 cells) so it precomputes in about a second.
+const SCENE: &str = include_str!("data/scenes/coarse_block.toml");
 
 fn trajectory(name: &str) -> PathBuf {
     PathBuf::from(concat!(
