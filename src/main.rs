@@ -24,6 +24,8 @@ enum Command {
     Precompute(palpa::cli::precompute::PrecomputeArgs),
     /// Replay a trajectory through a scene in lock-step; write forces (and a plot).
     Replay(palpa::cli::replay::ReplayArgs),
+    /// Press the scene's probe into the tissue to given depths; print force vs depth.
+    Indent(palpa::cli::indent::IndentArgs),
     /// Plot a force CSV (replay output or recorded ticks) to SVG or PNG.
     Plot(palpa::cli::plot::PlotArgs),
     /// Watch a running server's visual stream: rate, latency, bandwidth; record it.
@@ -46,6 +48,7 @@ fn main() -> std::process::ExitCode {
         Command::Modes(args) => exit_code(palpa::cli::modes::run(args)),
         Command::Precompute(args) => exit_code(palpa::cli::precompute::run(args)),
         Command::Replay(args) => exit_code(palpa::cli::replay::run(args)),
+        Command::Indent(args) => exit_code(palpa::cli::indent::run(args)),
         Command::Plot(args) => exit_code(palpa::cli::plot::run(args)),
         Command::Watch(args) => palpa_client::watch::run_blocking(args, "palpa watch"),
     }

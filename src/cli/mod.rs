@@ -2,6 +2,7 @@
 //! dispatches; `watch` lives in the Rust client, `palpa_client::watch`).
 
 pub mod devices;
+pub mod indent;
 pub mod modes;
 pub mod plot;
 pub mod precompute;

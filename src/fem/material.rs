@@ -113,6 +113,17 @@ impl Shape {
     }
 }
 
+/// Which entry of a [`MaterialMap`] a tetrahedron's material comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaterialSource {
+    /// The default material.
+    Default,
+    /// The material of this region id.
+    Region(i32),
+    /// The override at this index of [`MaterialMap::overrides`].
+    Override(usize),
+}
+
 /// Which material each tetrahedron gets: a default, per-region materials (region ids
 /// from the mesh file's physical groups), then geometric overrides, later ones winning.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -156,21 +167,38 @@ impl MaterialMap {
         for (i, (_, m)) in self.overrides.iter().enumerate() {
             m.validate(&format!("override {i} material"))?;
         }
-        Ok(mesh
-            .tets
+        Ok(self
+            .sources(mesh)
+            .into_iter()
+            .map(|source| match source {
+                MaterialSource::Default => self.default,
+                MaterialSource::Region(id) => self.regions[&id],
+                MaterialSource::Override(i) => self.overrides[i].1,
+            })
+            .collect())
+    }
+
+    /// Which entry of the map gives each tetrahedron of `mesh` its material (the last
+    /// override containing its centroid, else its region's, else the default), so that
+    /// callers holding more per entry (e.g. a strain-energy law) resolve it alike.
+    pub fn sources(&self, mesh: &TetMesh) -> Vec<MaterialSource> {
+        mesh.tets
             .iter()
             .zip(&mesh.regions)
             .map(|(tet, region)| {
                 let centroid = tet.iter().map(|&n| mesh.nodes[n]).sum::<Vec3>() / 4.0;
                 self.overrides
                     .iter()
-                    .rev()
-                    .find(|(shape, _)| shape.contains(&centroid))
-                    .map(|(_, m)| *m)
-                    .or_else(|| self.regions.get(region).copied())
-                    .unwrap_or(self.default)
+                    .rposition(|(shape, _)| shape.contains(&centroid))
+                    .map(MaterialSource::Override)
+                    .or_else(|| {
+                        self.regions
+                            .contains_key(region)
+                            .then_some(MaterialSource::Region(*region))
+                    })
+                    .unwrap_or(MaterialSource::Default)
             })
-            .collect())
+            .collect()
     }
 }
 

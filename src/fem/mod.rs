@@ -23,7 +23,7 @@ pub use columns::{ColumnError, ComplianceColumns, COMPLETION_PERIOD, DEFAULT_COM
 pub use element::{TetElement, ELEMENT_DOFS};
 pub use factor::{Factor, Ordering, PathColumns, PathWorkspace, AUTO_ND_NODES};
 pub use fixed::{fixed_nodes, Axis, DofMap, Fix};
-pub use material::{Material, MaterialMap, Shape, LOCKING_POISSON};
+pub use material::{Material, MaterialMap, MaterialSource, Shape, LOCKING_POISSON};
 pub use ordering::{expand_node_permutation, nested_dissection, node_graph, NodeGraph};
 pub use support::{Support, MAX_SUPPORT_NODES};
 

@@ -3,7 +3,7 @@
 
 use crate::condensed::CondensedModel;
 use crate::modal::ModalRuntime;
-use crate::model::{LocalForceModel, ModelStep, SurfaceEntry, TissueModel};
+use crate::model::{LocalForceModel, ModelStep, PointConstraint, SurfaceEntry, TissueModel};
 use crate::Vec3;
 
 use super::{ProbeContact, Simulation};
@@ -40,6 +40,14 @@ impl SceneModel {
         match self {
             SceneModel::Modal(s) => SceneModel::Modal(Box::new(s.with_probes(count))),
             SceneModel::Condensed(s) => SceneModel::Condensed(Box::new(s.with_probes(count))),
+        }
+    }
+
+    /// The constraints of the last step (all probes' contact rows, in probe order).
+    pub fn constraints(&self) -> &[PointConstraint] {
+        match self {
+            SceneModel::Modal(s) => s.constraints(),
+            SceneModel::Condensed(s) => s.constraints(),
         }
     }
 

@@ -6,10 +6,14 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use crate::fem::{
-    self, Axis, DofMap, FemSystem, Fix, Material, MaterialMap, Shape, LOCKING_POISSON,
+    self, Axis, DofMap, FemSystem, Fix, Material, MaterialMap, MaterialSource, Shape,
+    LOCKING_POISSON,
 };
 use crate::mesh::TetMesh;
-use crate::scene::{FixSpec, RegionRef, Scene, SceneError, DEFAULT_MATERIAL};
+use crate::nonlinear::{Hyperelastic, LawKind};
+use crate::scene::{
+    FixSpec, MaterialModel, MaterialSpec, RegionRef, Scene, SceneError, DEFAULT_MATERIAL,
+};
 use crate::Vec3;
 
 use super::mesh::SceneMesh;
@@ -26,6 +30,9 @@ pub struct FemInputs {
     pub fixes: Vec<Fix>,
     /// The material of every tetrahedron.
     pub per_tet: Vec<Material>,
+    /// The strain-energy law of every tetrahedron (its material's `model`, with the
+    /// material's small-strain moduli).
+    pub laws: Vec<Hyperelastic>,
     /// Whether each node is fixed.
     pub fixed: Vec<bool>,
 }
@@ -34,11 +41,17 @@ impl FemInputs {
     /// Mesh, materials and fixed nodes of `scene`, checked against each other.
     pub fn resolve(scene: &Scene) -> Result<Self, BuildError> {
         let mesh = super::mesh::build_mesh(scene)?;
-        let materials = material_map(scene, &mesh.mesh)?;
+        let (materials, kinds) = material_map(scene, &mesh.mesh)?;
         let fixes = fixes(scene, &mesh.mesh)?;
         let per_tet = materials
             .per_tet(&mesh.mesh)
             .map_err(|e| stage(scene, "materials", e))?;
+        let laws = materials
+            .sources(&mesh.mesh)
+            .into_iter()
+            .zip(&per_tet)
+            .map(|(source, material)| Hyperelastic::new(kinds.of(source), material))
+            .collect();
         let fixed =
             fem::fixed_nodes(&mesh.mesh, &fixes).map_err(|e| stage(scene, "fixed nodes", e))?;
         Ok(Self {
@@ -46,8 +59,14 @@ impl FemInputs {
             materials,
             fixes,
             per_tet,
+            laws,
             fixed,
         })
+    }
+
+    /// Whether any tetrahedron follows a large-strain law.
+    pub fn is_nonlinear(&self) -> bool {
+        self.laws.iter().any(|l| l.kind != LawKind::Linear)
     }
 
     /// Assembles K and the lumped M over the free DOFs.
@@ -57,41 +76,77 @@ impl FemInputs {
     }
 }
 
+/// The strain-energy law of each entry of a [`MaterialMap`], alongside it.
+struct LawKinds {
+    default: LawKind,
+    regions: std::collections::BTreeMap<i32, LawKind>,
+    overrides: Vec<LawKind>,
+}
+
+impl LawKinds {
+    fn of(&self, source: MaterialSource) -> LawKind {
+        match source {
+            MaterialSource::Default => self.default,
+            MaterialSource::Region(id) => self.regions[&id],
+            MaterialSource::Override(i) => self.overrides[i],
+        }
+    }
+}
+
+/// The law a material spec names (its stiffening checked by the schema).
+fn law_kind(spec: &MaterialSpec) -> LawKind {
+    match spec.model {
+        MaterialModel::Linear => LawKind::Linear,
+        MaterialModel::NeoHookean => LawKind::NeoHookean,
+        MaterialModel::VerondaWestmann => LawKind::VerondaWestmann {
+            stiffening: spec.stiffening.unwrap_or(0.0),
+        },
+    }
+}
+
 /// The scene's materials as one map: `default` (the scene's, or the built-in
 /// [`DEFAULT_MATERIAL`]), then region materials, then geometric ones in file order
-/// (later wins).
-fn material_map(scene: &Scene, mesh: &TetMesh) -> Result<MaterialMap, SceneError> {
+/// (later wins); and each entry's strain-energy law.
+fn material_map(scene: &Scene, mesh: &TetMesh) -> Result<(MaterialMap, LawKinds), SceneError> {
     let material = |name: &str, young: f64, poisson: f64, density: f64| {
         Material::new(young, poisson, density)
             .map_err(|e| scene.invalid(format!("materials.{name}"), e.to_string()))
     };
     let (young, poisson, density) = DEFAULT_MATERIAL;
     let mut map = MaterialMap::uniform(material("default", young, poisson, density)?);
+    let mut kinds = LawKinds {
+        default: LawKind::Linear,
+        regions: Default::default(),
+        overrides: Vec::new(),
+    };
     warn_locking(scene);
     for (name, spec) in scene.materials_in_order() {
         let m = material(name, spec.young, spec.poisson, spec.density)?;
+        let kind = law_kind(spec);
         map = if let Some(r) = &spec.region {
-            map.with_region(
-                region_id(scene, mesh, r, &format!("materials.{name}.region"))?,
-                m,
-            )
+            let id = region_id(scene, mesh, r, &format!("materials.{name}.region"))?;
+            kinds.regions.insert(id, kind);
+            map.with_region(id, m)
         } else if let Some(s) = &spec.sphere {
             let shape = Shape::Sphere {
                 center: Vec3::from(s.center),
                 radius: s.radius,
             };
+            kinds.overrides.push(kind);
             map.with_override(shape, m)
         } else if let Some(b) = &spec.box_ {
             let shape = Shape::Box {
                 min: Vec3::from(b.min),
                 max: Vec3::from(b.max),
             };
+            kinds.overrides.push(kind);
             map.with_override(shape, m)
         } else {
+            kinds.default = kind;
             MaterialMap { default: m, ..map }
         };
     }
-    Ok(map)
+    Ok((map, kinds))
 }
 
 /// Logs one warning naming the scene's materials whose Poisson ratio makes linear

@@ -163,6 +163,9 @@ pub fn build(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BuiltScene, BuildError> {
     let inputs = FemInputs::resolve(&scene)?;
+    if inputs.is_nonlinear() {
+        warn_linear_backend(&scene);
+    }
     let mesh = &inputs.mesh.mesh;
     let geometry = TissueGeometry::from_mesh(mesh);
     let system = inputs.assemble(&scene)?;
@@ -257,6 +260,24 @@ pub fn build(
         precompute,
         n_modes,
     })
+}
+
+/// Warns that the scene's large-strain materials run at their small-strain moduli in
+/// the linear backends, naming them.
+fn warn_linear_backend(scene: &Scene) {
+    let names: Vec<String> = scene
+        .materials_in_order()
+        .into_iter()
+        .filter(|(_, spec)| spec.model != crate::scene::MaterialModel::Linear)
+        .map(|(name, _)| format!("materials.{name}"))
+        .collect();
+    tracing::warn!(
+        "{}: {} follow a large-strain law, but the {:?} backend is linear: it runs them at \
+         their small-strain moduli (E, ν); `palpa indent --full` solves the laws",
+        scene.source,
+        names.join(", "),
+        scene.backend.kind
+    );
 }
 
 /// Checks what the scene asks for against the mesh it got: memory sized by the mesh

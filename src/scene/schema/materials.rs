@@ -1,4 +1,5 @@
-//! `[materials.NAME]`: isotropic linear-elastic materials and which elements get each.
+//! `[materials.NAME]`: isotropic materials (small-strain moduli and a strain-energy law)
+//! and which elements get each.
 
 use std::collections::BTreeMap;
 
@@ -47,7 +48,25 @@ pub struct AabbSpec {
     pub max: [f64; 3],
 }
 
-/// An isotropic linear-elastic material and which elements get it: at most one of
+/// Which strain-energy law a material follows at large strain (`model = "..."`); E and
+/// ν are its small-strain moduli in every law (docs/math.md §12).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MaterialModel {
+    /// Linear elasticity (small strain).
+    #[default]
+    Linear,
+    /// Compressible neo-Hookean.
+    NeoHookean,
+    /// Veronda–Westmann exponential stiffening; needs `stiffening`.
+    VerondaWestmann,
+}
+
+/// Largest Veronda–Westmann stiffening exponent γ a scene may give: at γ = 30 the
+/// stiffness already grows e³ ≈ 20× by Ī₁ − 3 = 0.1 (about 18 % uniaxial stretch).
+pub const MAX_STIFFENING: f64 = 30.0;
+
+/// An isotropic material and which elements get it: at most one of
 /// `region`, `sphere`, `box` (none: only allowed for the material named `default`).
 /// Elements get, in order of precedence: the last geometric (sphere/box) material in
 /// the file containing their centroid, else their region's material, else `default`.
@@ -62,6 +81,12 @@ pub struct MaterialSpec {
     /// Density ρ (kg/m³), > 0.
     #[serde(default = "default_density")]
     pub density: f64,
+    /// Strain-energy law at large strain.
+    #[serde(default)]
+    pub model: MaterialModel,
+    /// Veronda–Westmann stiffening exponent γ (dimensionless, in [0, [`MAX_STIFFENING`]]);
+    /// required by that model and refused by the others.
+    pub stiffening: Option<f64>,
     /// Elements of this region.
     pub region: Option<RegionRef>,
     /// Elements whose centroid is in this ball.
@@ -104,6 +129,25 @@ pub(super) fn validate(
             ));
         }
         c.positive_at_most(&key("density"), spec.density, MAX_DENSITY)?;
+        match (spec.model, spec.stiffening) {
+            (MaterialModel::VerondaWestmann, Some(g)) => {
+                c.non_negative_at_most(&key("stiffening"), g, MAX_STIFFENING)?
+            }
+            (MaterialModel::VerondaWestmann, None) => {
+                return Err(c.invalid(
+                    key("stiffening"),
+                    "model = \"veronda-westmann\" needs its stiffening exponent γ \
+                     (dimensionless, e.g. 5; 0 is neo-Hookean)",
+                ))
+            }
+            (_, Some(_)) => {
+                return Err(c.invalid(
+                    key("stiffening"),
+                    "only model = \"veronda-westmann\" takes a stiffening exponent",
+                ))
+            }
+            (_, None) => {}
+        }
         let selectors = [
             spec.region.is_some(),
             spec.sphere.is_some(),

@@ -27,7 +27,9 @@ pub use contact::ContactSpec;
 pub use device::{DeviceKind, DeviceSpec, WorkspaceSpec};
 pub use fixed::{AxisName, FixSpec};
 pub use haptic::{ForceSpec, Rates, SafetySpec};
-pub use materials::{AabbSpec, MaterialSpec, RegionRef, SphereSpec, DEFAULT_MATERIAL};
+pub use materials::{
+    AabbSpec, MaterialModel, MaterialSpec, RegionRef, SphereSpec, DEFAULT_MATERIAL, MAX_STIFFENING,
+};
 pub use mesh::{BoxSpec, LatticeSpec, MeshSpec, Split};
 pub use stream::StreamSpec;
 pub use view::{UpAxis, ViewSpec};
