@@ -2,6 +2,7 @@
 //! fail with a message naming the file and the key (or path) at fault.
 
 use palpa::fem::{Axis, Fix, Shape};
+use palpa::nonlinear::LawKind;
 use palpa::scene::{build_mesh, FemInputs};
 use palpa::scene::{BackendKind, DeviceKind, Scene, SceneError};
 use palpa::Vec3;
@@ -184,6 +185,26 @@ fn out_of_range_values_name_the_key_and_the_value() {
         (
             "[materials.lump]\nyoung = 1e3\nsphere = { center = [0, 0, 0], radius = -1 }\n",
             "materials.lump.sphere.radius",
+        ),
+        (
+            "[materials.default]\nyoung = 1e3\nmodel = \"veronda-westmann\"\n",
+            "materials.default.stiffening: model = \"veronda-westmann\" needs its stiffening",
+        ),
+        (
+            "[materials.default]\nyoung = 1e3\nmodel = \"neo-hookean\"\nstiffening = 5\n",
+            "materials.default.stiffening: only model = \"veronda-westmann\" takes",
+        ),
+        (
+            "[materials.default]\nyoung = 1e3\nstiffening = 5\n",
+            "materials.default.stiffening: only model",
+        ),
+        (
+            "[materials.default]\nyoung = 1e3\nmodel = \"veronda-westmann\"\nstiffening = -1\n",
+            "materials.default.stiffening: must lie in [0, 3e1], got -1",
+        ),
+        (
+            "[materials.default]\nyoung = 1e3\nmodel = \"mooney-rivlin\"\n",
+            "model",
         ),
         (
             "[rates]\nhaptic = 0\n",
@@ -375,4 +396,36 @@ fn every_device_backend_can_be_named_in_a_scene() {
     }
     let e = Scene::parse("[device]\nkind = \"phantom\"\n", "s.toml", Path::new(".")).unwrap_err();
     assert!(e.to_string().contains("phantom"), "{e}");
+}
+
+#[test]
+fn each_tetrahedron_gets_its_materials_strain_energy_law() {
+    let scene = parse(
+        "[mesh.box]\norigin = [-0.05, -0.05, -0.04]\nsize = [0.1, 0.1, 0.04]\ncells = [10, 10, 4]\n\
+         [materials.default]\nyoung = 30e3\nmodel = \"neo-hookean\"\n\
+         [materials.inclusion]\nyoung = 240e3\nmodel = \"veronda-westmann\"\nstiffening = 5\n\
+         sphere = { center = [0.0, 0.0, -0.015], radius = 0.01 }\n",
+    )
+    .unwrap();
+    let inputs = FemInputs::resolve(&scene).unwrap();
+    assert!(inputs.is_nonlinear());
+    let mut seen = (0, 0);
+    for (law, material) in inputs.laws.iter().zip(&inputs.per_tet) {
+        let (lambda, mu) = material.lame();
+        assert_eq!((law.lambda, law.mu), (lambda, mu));
+        match law.kind {
+            LawKind::NeoHookean => {
+                assert_eq!(material.young, 30e3);
+                seen.0 += 1;
+            }
+            LawKind::VerondaWestmann { stiffening } => {
+                assert_eq!((material.young, stiffening), (240e3, 5.0));
+                seen.1 += 1;
+            }
+            LawKind::Linear => panic!("a linear tetrahedron in a scene without one"),
+        }
+    }
+    assert!(seen.0 > 0 && seen.1 > 0, "{seen:?}");
+    let linear = parse("[materials.default]\nyoung = 1e3\n").unwrap();
+    assert!(!FemInputs::resolve(&linear).unwrap().is_nonlinear());
 }

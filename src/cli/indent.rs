@@ -342,8 +342,8 @@ fn full_press(
         .collect();
     let prescribed: Vec<bool> = inputs.fixed.iter().flat_map(|&f| [f; 3]).collect();
     let dofs = prescribed.iter().filter(|&&p| !p).count();
-    let statics = NonlinearStatics::new(mesh, inputs.laws.clone(), prescribed)
-        .map_err(|e| e.to_string())?;
+    let statics =
+        NonlinearStatics::new(mesh, inputs.laws.clone(), prescribed).map_err(|e| e.to_string())?;
     let options = NewtonOptions {
         relative: 1e-9,
         max_iterations: 40,
@@ -363,8 +363,7 @@ fn full_press(
                 value: next,
                 multiplier: lambda,
             };
-            match statics.solve_constrained(&mut trial, &loads, Some(&mut constraint), &options)
-            {
+            match statics.solve_constrained(&mut trial, &loads, Some(&mut constraint), &options) {
                 Ok(report) => {
                     iterations += report.steps.len();
                     u = trial;

@@ -1,0 +1,254 @@
+//! `palpa indent`, the virtual indentation test: the runtime models against the full
+//! static FEM (an independent path: assembled Newton solve with a Lagrange multiplier
+//! against the runtime's K⁻¹ columns and complementarity solve), the large-strain laws
+//! against each other, and the command as a user runs it.
+
+use palpa::cli::indent::{indent, Indentation, Method};
+use palpa::scene::{build, Scene};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Depths of the acceptance curves (m).
+const DEPTHS: [f64; 6] = [0.00025, 0.001, 0.002, 0.003, 0.004, 0.006];
+
+/// Beside the inclusion and over it (m).
+const BESIDE: [f64; 2] = [0.035, 0.0];
+const OVER_THE_LUMP: [f64; 2] = [0.0, 0.0];
+
+fn coarse_block() -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenes/coarse_block.toml"),
+    )
+    .unwrap()
+}
+
+/// The coarse block with `law` (TOML lines) in both materials and `extra` appended.
+fn scene_with(law: &str, extra: &str) -> Scene {
+    let text = coarse_block()
+        .replace("young = 30e3", &format!("young = 30e3\n{law}"))
+        .replace("young = 240e3", &format!("young = 240e3\n{law}"));
+    Scene::parse(&format!("{text}\n{extra}"), "test.toml", Path::new(".")).unwrap()
+}
+
+fn press(scene: Scene, at: [f64; 2], full: bool) -> Indentation {
+    let cache = tempfile::tempdir().unwrap();
+    let built = build(scene, cache.path(), &mut |_| {}).unwrap();
+    indent(built, at, &DEPTHS, full, &mut |_, _| {}).unwrap()
+}
+
+fn assert_close(a: &Indentation, b: &Indentation, tolerance: f64, what: &str) {
+    for ((d, fa), fb) in a.depth_m.iter().zip(&a.force_n).zip(&b.force_n) {
+        assert!(
+            (fa - fb).abs() <= tolerance * fb.abs(),
+            "{what}: at {d} m {fa} N against {fb} N"
+        );
+    }
+}
+
+#[test]
+fn the_linear_runtime_models_give_the_full_fems_forces() {
+    for at in [BESIDE, OVER_THE_LUMP] {
+        let full = press(scene_with("", ""), at, true);
+        assert!(matches!(full.method, Method::Full { .. }));
+        assert!(full.force_n.windows(2).all(|w| w[1] > w[0]), "{full:?}");
+        // The modal model held still is K⁻¹ (modes plus residual flexibility).
+        let modal = press(scene_with("", ""), at, false);
+        assert_eq!(modal.method, Method::Runtime { backend: "modal" });
+        assert_close(&modal, &full, 1e-6, "modal");
+        let condensed = press(scene_with("", "[backend]\nkind = \"condensed\""), at, false);
+        assert_close(&condensed, &full, 1e-6, "condensed");
+        // The probe came down the up axis onto the top face and pressed along −z.
+        assert!((full.surface_point.z).abs() < 1e-12, "{full:?}");
+        assert!((full.normal - palpa::Vec3::z()).norm() < 1e-9, "{full:?}");
+    }
+}
+
+#[test]
+fn force_grows_with_stiffening_and_agrees_with_the_linear_law_when_shallow() {
+    let laws = [
+        ("linear", ""),
+        ("neo-Hookean", "model = \"neo-hookean\""),
+        (
+            "Veronda–Westmann γ = 1e-6",
+            "model = \"veronda-westmann\"\nstiffening = 1e-6",
+        ),
+        (
+            "Veronda–Westmann γ = 2",
+            "model = \"veronda-westmann\"\nstiffening = 2",
+        ),
+        (
+            "Veronda–Westmann γ = 5",
+            "model = \"veronda-westmann\"\nstiffening = 5",
+        ),
+    ];
+    for (place, at) in [
+        ("beside the lump", BESIDE),
+        ("over the lump", OVER_THE_LUMP),
+    ] {
+        let curves: Vec<Indentation> = laws
+            .iter()
+            .map(|(_, law)| press(scene_with(law, ""), at, true))
+            .collect();
+        eprintln!("force (N) {place}, full FEM, coarse block:");
+        eprint!("{:>30}", "depth (mm)");
+        for d in DEPTHS {
+            eprint!("{:>9.2}", d * 1e3);
+        }
+        eprintln!();
+        for ((name, _), c) in laws.iter().zip(&curves) {
+            eprint!("{name:>30}");
+            for f in &c.force_n {
+                eprint!("{f:>9.4}");
+            }
+            eprintln!();
+        }
+        let [linear, neo, vw0, vw2, vw5] = &curves[..] else {
+            unreachable!()
+        };
+        // γ → 0 is neo-Hookean.
+        assert_close(vw0, neo, 1e-5, "γ = 1e-6 against neo-Hookean");
+        // All laws share the small-strain moduli: at 0.25 mm they are within a few
+        // percent of Hooke's law.
+        for c in &curves {
+            assert!(
+                (c.force_n[0] / linear.force_n[0] - 1.0).abs() < 0.03,
+                "{c:?}"
+            );
+        }
+        // And the force grows with γ at every depth past the first.
+        for i in 1..DEPTHS.len() {
+            assert!(
+                vw5.force_n[i] > vw2.force_n[i] && vw2.force_n[i] > neo.force_n[i],
+                "{place} at {} m: γ = 5 {} N, γ = 2 {} N, neo-Hookean {} N",
+                DEPTHS[i],
+                vw5.force_n[i],
+                vw2.force_n[i],
+                neo.force_n[i]
+            );
+        }
+        // Exponential stiffening: the γ = 5 curve's secant stiffness rises with depth.
+        let secant = |i: usize| vw5.force_n[i] / DEPTHS[i];
+        assert!(secant(5) > 1.2 * secant(1), "{vw5:?}");
+    }
+}
+
+fn palpa(args: &[&str]) -> (bool, String, String) {
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_palpa"))
+        .args(args)
+        .env("PALPA_CACHE_DIR", cache.path())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn scene_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn the_command_prints_a_table_and_writes_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = scene_file(dir.path(), "block.toml", &coarse_block());
+    let json = dir.path().join("curve.json");
+    let (ok, stdout, stderr) = palpa(&[
+        "indent",
+        "--scene",
+        scene.to_str().unwrap(),
+        "--at",
+        "-0.035,0",
+        "--depths",
+        "0.001,0.003,0.002",
+        "--full",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stdout}\n{stderr}");
+    let table: Vec<(f64, f64)> = stdout
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace().map(|x| x.parse::<f64>());
+            match (it.next(), it.next(), it.next()) {
+                (Some(Ok(d)), Some(Ok(f)), None) => Some((d, f)),
+                _ => None,
+            }
+        })
+        .collect();
+    assert_eq!(table.len(), 3, "{stdout}");
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let numbers = |key: &str| -> Vec<f64> {
+        value[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} in {value}"))
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(numbers("depth_m"), [0.001, 0.003, 0.002]);
+    let forces = numbers("force_n");
+    for ((d, f), (dj, fj)) in table.iter().zip(numbers("depth_m").iter().zip(&forces)) {
+        assert!(
+            (d - dj * 1e3).abs() < 1e-9 && (f - fj).abs() < 1e-6,
+            "{stdout}"
+        );
+    }
+    // Pressed in the order given: 3 mm deeper than 2 mm, both linear in depth.
+    assert!((forces[1] / forces[2] - 1.5).abs() < 1e-6, "{forces:?}");
+    assert!(stderr.contains("free DOFs"), "{stderr}");
+}
+
+#[test]
+fn bad_arguments_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = scene_file(dir.path(), "block.toml", &coarse_block());
+    let scene = scene.to_str().unwrap();
+    let sphere = scene_file(
+        dir.path(),
+        "sphere.toml",
+        &format!("{}\n[contact]\nprobe_radius = 0.005\n", coarse_block()),
+    );
+    for (args, needle) in [
+        (
+            vec!["--scene", scene, "--at", "0.2,0", "--depths", "0.001"],
+            "misses the tissue (it spans x ∈ [-0.05, 0.05] m, y ∈ [-0.05, 0.05] m)",
+        ),
+        (
+            vec!["--scene", scene, "--at", "0", "--depths", "0.001"],
+            "give two coordinates X,Y",
+        ),
+        (
+            vec!["--scene", scene, "--at", "0,0", "--depths", "0.001,5"],
+            "depth 5 m: each must lie in [0, 1] m (metres, not millimetres)",
+        ),
+        (
+            vec!["--scene", scene, "--at", "0,0", "--depths", "0.001,x"],
+            "\"x\" is not a finite number",
+        ),
+        (
+            vec![
+                "--scene",
+                sphere.to_str().unwrap(),
+                "--at",
+                "0,0",
+                "--depths",
+                "0.001",
+                "--full",
+            ],
+            "indent --full presses a point probe",
+        ),
+    ] {
+        let mut all = vec!["indent"];
+        all.extend(args);
+        let (ok, stdout, stderr) = palpa(&all);
+        assert!(!ok, "{all:?} succeeded:\n{stdout}");
+        assert!(stderr.contains(needle), "{all:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
