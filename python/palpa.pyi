@@ -2,7 +2,7 @@
 vibration modes of a tetrahedral mesh, as numpy arrays (SI units: s, m, N, Hz)."""
 
 import os
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -98,3 +98,37 @@ def modes(
     ``fix_below`` is ``"AXIS=DIST"`` (m, after ``scale``), e.g.
     ``"z=0.001"``; nothing fixed: a free body with six rigid modes. Raises PalpaError
     naming the file or argument."""
+
+class Indentation:
+    """A virtual indentation test: the probe pressed along the inward surface normal
+    to each depth, and the normal force there."""
+
+    depth_m: npt.NDArray[np.float64]
+    """Depths pressed to (m), in the order given, shape (D,)."""
+    force_n: npt.NDArray[np.float64]
+    """Normal force on the probe at each depth (N), shape (D,)."""
+    surface_point: npt.NDArray[np.float64]
+    """The rest surface point pressed (m), shape (3,)."""
+    normal: npt.NDArray[np.float64]
+    """Outward unit surface normal there, shape (3,); the probe pressed along its
+    negative."""
+    method: str
+    """"full" (the full nonlinear static FEM) or "runtime-modal" /
+    "runtime-condensed"."""
+    scene: str
+    """The scene's name (its ``name``, else its source)."""
+
+def indent(
+    scene: Optional[_Path],
+    at: tuple[float, float],
+    depths: Sequence[float],
+    *,
+    full: bool = False,
+    cache_dir: Optional[_Path] = None,
+) -> Indentation:
+    """Press ``scene``'s probe (a scene TOML file; None: the embedded default scene) at
+    ``at`` = (X, Y) (m, the two coordinates across the scene's up axis) along the
+    inward surface normal to each of ``depths`` (m, in order), exactly as ``palpa
+    indent`` does: the scene's runtime model held until its force settles, or, with
+    ``full``, the full nonlinear static FEM with each material's strain-energy law.
+    Raises PalpaError naming the scene key or the bad argument."""

@@ -1,6 +1,7 @@
 //! The `palpa` Python module: a recorded probe trajectory replayed through a scene in
 //! deterministic lock-step (the rows `palpa replay` writes), and the vibration modes of a
-//! tetrahedral mesh (what `palpa modes` reports), as numpy arrays. Every error becomes a
+//! tetrahedral mesh (what `palpa modes` reports), and the virtual indentation test
+//! (`palpa indent`), as numpy arrays. Every error becomes a
 //! `palpa.PalpaError` whose message names the file, line or scene key.
 
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use palpa::cli::indent::{indent as press, Method};
 use palpa::cli::modes::{load_mesh, parse_fix_below};
 use palpa::cli::precompute::SceneArgs;
 use palpa::cli::replay::{replay as replay_rows, ReplayRow};
@@ -331,12 +333,89 @@ fn modes(
     modes_columns(py, &pre, &mesh.nodes, mesh.tets.len())
 }
 
-/// palpa from Python: `replay` and `modes`.
+/// A virtual indentation test: the probe pressed along the inward surface normal to
+/// each depth, and the normal force there.
+#[pyclass(frozen, get_all, module = "palpa")]
+struct Indentation {
+    /// Depths pressed to (m), in the order given, shape (D,).
+    depth_m: Py<PyArray1<f64>>,
+    /// Normal force on the probe at each depth (N), shape (D,).
+    force_n: Py<PyArray1<f64>>,
+    /// The rest surface point pressed (m), shape (3,).
+    surface_point: Py<PyArray1<f64>>,
+    /// Outward unit surface normal there, shape (3,): the probe pressed along its negative.
+    normal: Py<PyArray1<f64>>,
+    /// "full" (the full nonlinear static FEM) or "runtime-modal" / "runtime-condensed".
+    method: String,
+    /// The scene's name (its `name`, else its source).
+    scene: String,
+}
+
+#[pymethods]
+impl Indentation {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "<palpa.Indentation: {} depths through {:?}, {}>",
+            self.depth_m.bind(py).len(),
+            self.scene,
+            self.method
+        )
+    }
+}
+
+/// Presses `scene`'s probe (a scene TOML file; None: the embedded default scene) at `at`
+/// = (X, Y) (m, across the scene's up axis) along the inward surface normal to each of
+/// `depths` (m), exactly as `palpa indent` does: the runtime model held until its force
+/// settles, or the full nonlinear static FEM when `full`.
+#[pyfunction]
+#[pyo3(signature = (scene, at, depths, *, full = false, cache_dir = None))]
+fn indent(
+    py: Python<'_>,
+    scene: Option<PathBuf>,
+    at: (f64, f64),
+    depths: Vec<f64>,
+    full: bool,
+    cache_dir: Option<PathBuf>,
+) -> PyResult<Indentation> {
+    let args = SceneArgs { scene, cache_dir };
+    let (result, name) = py
+        .detach(|| -> Result<_, String> {
+            let scene = args.load()?;
+            let built =
+                scene::build(scene, &args.cache_dir(), &mut |_| {}).map_err(|e| e.to_string())?;
+            let name = built.name();
+            Ok((
+                press(built, [at.0, at.1], &depths, full, &mut |_, _| {})?,
+                name,
+            ))
+        })
+        .map_err(PalpaError::new_err)?;
+    let vector = |v: palpa::Vec3| {
+        Array1::from_vec(vec![v.x, v.y, v.z])
+            .into_pyarray(py)
+            .unbind()
+    };
+    Ok(Indentation {
+        depth_m: Array1::from_vec(result.depth_m).into_pyarray(py).unbind(),
+        force_n: Array1::from_vec(result.force_n).into_pyarray(py).unbind(),
+        surface_point: vector(result.surface_point),
+        normal: vector(result.normal),
+        method: match result.method {
+            Method::Full { .. } => "full".to_string(),
+            Method::Runtime { backend } => format!("runtime-{backend}"),
+        },
+        scene: name,
+    })
+}
+
+/// palpa from Python: `replay`, `modes` and `indent`.
 #[pymodule]
 #[pyo3(name = "palpa")]
 fn palpa_python(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(modes, m)?)?;
+    m.add_function(wrap_pyfunction!(indent, m)?)?;
+    m.add_class::<Indentation>()?;
     m.add_class::<Replay>()?;
     m.add_class::<Modes>()?;
     m.add("PalpaError", m.py().get_type::<PalpaError>())?;

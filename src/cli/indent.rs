@@ -99,18 +99,30 @@ fn parse_at(s: &str) -> Result<At, String> {
 
 fn parse_depths(s: &str) -> Result<Depths, String> {
     let depths = numbers(s)?;
+    check_depths(&depths)?;
+    Ok(Depths(depths))
+}
+
+/// Checks a list of depths (m): at most [`MAX_DEPTHS`], each finite in [0, [`MAX_DEPTH`]].
+pub fn check_depths(depths: &[f64]) -> Result<(), String> {
+    if depths.is_empty() {
+        return Err("no depths given".into());
+    }
     if depths.len() > MAX_DEPTHS {
         return Err(format!(
             "{} depths; at most {MAX_DEPTHS} per run",
             depths.len()
         ));
     }
-    if let Some(d) = depths.iter().find(|&&d| !(0.0..=MAX_DEPTH).contains(&d)) {
+    if let Some(d) = depths
+        .iter()
+        .find(|&&d| !(d.is_finite() && (0.0..=MAX_DEPTH).contains(&d)))
+    {
         return Err(format!(
             "depth {d} m: each must lie in [0, {MAX_DEPTH}] m (metres, not millimetres)"
         ));
     }
-    Ok(Depths(depths))
+    Ok(())
 }
 
 /// How the forces were computed.
@@ -155,6 +167,10 @@ pub fn indent(
     full: bool,
     on_depth: &mut dyn FnMut(f64, f64),
 ) -> Result<Indentation, String> {
+    check_depths(depths)?;
+    if !at.iter().all(|x| x.is_finite()) {
+        return Err(format!("--at {},{}: not finite", at[0], at[1]));
+    }
     let BuiltScene {
         scene, mut model, ..
     } = built;
