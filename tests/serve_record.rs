@@ -274,11 +274,15 @@ const ABS_TOLERANCE: f64 = 0.05;
 const REL_TOLERANCE: f64 = 0.05;
 
 #[test]
-fn replay_and_serve_give_the_same_forces_on_two_trajectories() {
+fn replay_and_serve_give_the_same_forces_on_three_trajectories() {
     // leave_workspace.csv is not compared: on this 2-core machine's debug build its fast
     // moves stall the model thread while new K⁻¹ columns complete (35 watchdog fades in
     // 2.1 s, every contact tick ramping in again), so no live contact tick is unfaded.
-    for name in ["press_hold_release.csv", "slide_over_inclusion.csv"] {
+    for name in [
+        "press_hold_release.csv",
+        "slide_over_inclusion.csv",
+        "diagonal_off_inclusion.csv",
+    ] {
         let out = tempfile::tempdir().unwrap();
         let file = trajectory(name);
         let file = file.to_str().unwrap();
