@@ -393,3 +393,40 @@ fn a_patch_pressed_to_a_depth_matches_the_direct_solve_and_balances() {
         }
     }
 }
+
+/// Krouskop et al. 1998: tangent moduli (Pa) at 1 Hz about 5 % and 20 % precompression.
+const GLANDULAR: [f64; 2] = [28e3, 48e3];
+const CARCINOMA: [f64; 2] = [106e3, 558e3];
+
+#[test]
+fn the_shipped_breast_scene_meets_krouskops_moduli() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/breast.toml");
+    let scene = palpa::scene::Scene::load(&path).unwrap();
+    let inputs = palpa::scene::FemInputs::resolve(&scene).unwrap();
+    for (young, published) in [(24.89e3, GLANDULAR), (85.0e3, CARCINOMA)] {
+        let e = inputs
+            .per_tet
+            .iter()
+            .position(|m| m.young == young)
+            .unwrap_or_else(|| panic!("no tetrahedron of E = {young} Pa"));
+        let law = inputs.laws[e];
+        assert!(
+            matches!(law.kind, LawKind::VerondaWestmann { .. }),
+            "{law:?}"
+        );
+        for (precompression, modulus) in [0.05, 0.20].into_iter().zip(published) {
+            // The nominal tangent dP₁₁/dλ of uniaxial compression, by central difference.
+            let (stretch, h) = (1.0 - precompression, 1e-5);
+            let tangent =
+                (uniaxial(&law, stretch + h).0 - uniaxial(&law, stretch - h).0) / (2.0 * h);
+            eprintln!(
+                "E = {young} Pa at {:.0} % precompression: tangent {tangent:.0} Pa, published {modulus} Pa",
+                precompression * 100.0
+            );
+            assert!(
+                (tangent / modulus - 1.0).abs() < 0.01,
+                "E = {young} Pa at {precompression}: {tangent} Pa against {modulus} Pa"
+            );
+        }
+    }
+}

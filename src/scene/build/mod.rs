@@ -271,12 +271,15 @@ fn warn_linear_backend(scene: &Scene) {
         .filter(|(_, spec)| spec.model != crate::scene::MaterialModel::Linear)
         .map(|(name, _)| format!("materials.{name}"))
         .collect();
+    let backend = match scene.backend.kind {
+        BackendKind::Modal => "modal",
+        BackendKind::Condensed => "condensed",
+    };
     tracing::warn!(
-        "{}: {} follow a large-strain law, but the {:?} backend is linear: it runs them at \
-         their small-strain moduli (E, ν); `palpa indent --full` solves the laws",
+        "{}: {} follow a large-strain law, but the {backend} backend is linear: it runs them \
+         at their small-strain moduli (E, ν); `palpa indent --full` solves the laws",
         scene.source,
         names.join(", "),
-        scene.backend.kind
     );
 }
 
