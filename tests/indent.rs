@@ -116,11 +116,10 @@ fn force_grows_with_stiffening_and_agrees_with_the_linear_law_when_shallow() {
             );
         }
         // And the force grows with γ at every depth past the first.
-        for i in 1..DEPTHS.len() {
+        for (i, depth) in DEPTHS.iter().enumerate().skip(1) {
             assert!(
                 vw5.force_n[i] > vw2.force_n[i] && vw2.force_n[i] > neo.force_n[i],
-                "{place} at {} m: γ = 5 {} N, γ = 2 {} N, neo-Hookean {} N",
-                DEPTHS[i],
+                "{place} at {depth} m: γ = 5 {} N, γ = 2 {} N, neo-Hookean {} N",
                 vw5.force_n[i],
                 vw2.force_n[i],
                 neo.force_n[i]
