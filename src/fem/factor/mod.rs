@@ -176,6 +176,45 @@ impl Factor {
         })
     }
 
+    /// Factorises `a` again, numerically only: `a` must have the sparsity pattern of the
+    /// matrix this factor was made from (e.g. the next Newton iteration's tangent), so the
+    /// ordering and symbolic analysis are reused. `context` names the matrix in errors;
+    /// on an error the factor's values are unusable until the next successful call.
+    pub(crate) fn refactor(
+        &mut self,
+        a: SparseColMatRef<'_, usize, f64>,
+        context: &str,
+    ) -> Result<(), FemError> {
+        let n = self.n();
+        if a.nrows() != n || a.ncols() != n {
+            return Err(FemError::Dimension(format!(
+                "{context}: matrix is {}×{}, the factor {n}×{n}",
+                a.nrows(),
+                a.ncols()
+            )));
+        }
+        let mut mem = MemBuffer::try_new(
+            self.symbolic
+                .factorize_numeric_llt_scratch::<f64>(self.par, Default::default()),
+        )
+        .map_err(|_| FemError::Sparse(format!("{context}: out of memory")))?;
+        self.symbolic
+            .factorize_numeric_llt(
+                &mut self.values,
+                a,
+                Side::Lower,
+                LltRegularization::default(),
+                self.par,
+                MemStack::new(&mut mem),
+                Default::default(),
+            )
+            .map_err(|_| FemError::NotPositiveDefinite {
+                n,
+                context: context.to_string(),
+            })?;
+        Ok(())
+    }
+
     /// Factorises K − σM of `system` (σ in rad²/s²; σ = 0 gives K) with `ordering`.
     pub fn for_system(
         system: &FemSystem,
@@ -456,6 +495,46 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_refactorisation_solves_the_new_matrix_on_the_old_analysis() {
+        let system = block();
+        let mut factor = Factor::for_system(&system, 0.0, Ordering::Amd, Par::Seq).unwrap();
+        // K − σM has K's pattern (σ < 0 keeps it positive definite); its solve must match
+        // a fresh factor of it.
+        let sigma = -1e6;
+        let shifted = system.shifted(sigma);
+        factor.refactor(shifted.as_ref(), "shifted").unwrap();
+        let fresh = Factor::for_system(&system, sigma, Ordering::Amd, Par::Seq).unwrap();
+        let b = Mat::from_fn(system.n_free(), 2, |i, j| ((i * 2 + j) as f64 * 0.37).cos());
+        let (mut x, mut y) = (b.clone(), b.clone());
+        factor.solve_in_place(x.as_mut()).unwrap();
+        fresh.solve_in_place(y.as_mut()).unwrap();
+        assert!((&x - &y).norm_max() <= 1e-10 * y.norm_max());
+        // A matrix of another size is refused; a negative definite one is named.
+        assert!(matches!(
+            factor.refactor(small_matrix().as_ref(), "small"),
+            Err(FemError::Dimension(_))
+        ));
+        let mut negative = system.shifted(0.0);
+        negative.val_mut().iter_mut().for_each(|v| *v = -*v);
+        assert!(matches!(
+            factor.refactor(negative.as_ref(), "negated"),
+            Err(FemError::NotPositiveDefinite { .. })
+        ));
+    }
+
+    fn small_matrix() -> faer::sparse::SparseColMat<usize, f64> {
+        faer::sparse::SparseColMat::try_new_from_triplets(
+            2,
+            2,
+            &[
+                faer::sparse::Triplet::new(0, 0, 1.0),
+                faer::sparse::Triplet::new(1, 1, 1.0),
+            ],
+        )
+        .unwrap()
     }
 
     #[test]
