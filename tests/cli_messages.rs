@@ -165,3 +165,60 @@ fn the_poisson_warning_names_each_material_once_and_only_when_it_applies() {
     let (_, err) = palpa(&["devices"], dir.path());
     assert!(!err.contains("Poisson"), "{err}");
 }
+
+/// The default block, coarse (1 cm cells).
+fn coarse_block() -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenes/coarse_block.toml"),
+    )
+    .unwrap()
+}
+
+fn indent_stderr(scene_text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("block.toml");
+    std::fs::write(&scene, scene_text).unwrap();
+    let args = [
+        "indent",
+        "--scene",
+        scene.to_str().unwrap(),
+        "--at",
+        "0,0",
+        "--depths",
+        "0.001",
+    ];
+    palpa(&args, dir.path()).1
+}
+
+#[test]
+fn a_patch_radius_covering_more_nodes_than_a_patch_keeps_is_warned_about() {
+    // 4.5 cm on 1 cm cells: about 69 top-face nodes around the centre, beyond the 48 kept.
+    let err = indent_stderr(&format!(
+        "{}\n[contact]\npatch_radius = 0.045\n",
+        coarse_block()
+    ));
+    assert!(
+        err.contains("contact.patch_radius = 0.045 m covers up to")
+            && err.contains("largest weights")
+            && err.contains("set contact.patch_radius to at most about"),
+        "{err}"
+    );
+    let err = indent_stderr(&coarse_block());
+    assert!(!err.contains("patch"), "the default radius fits: {err}");
+}
+
+#[test]
+fn large_strain_materials_in_a_linear_backend_are_named_once() {
+    let err = indent_stderr(
+        &coarse_block().replace("young = 240e3", "young = 240e3\nmodel = \"neo-hookean\""),
+    );
+    assert_eq!(err.matches("large-strain law").count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "materials.inclusion follows a large-strain law, but the modal backend is linear"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("materials.default, materials.inclusion follow"), "{err}");
+    assert!(!indent_stderr(&coarse_block()).contains("large-strain"));
+}

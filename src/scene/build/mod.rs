@@ -6,6 +6,7 @@
 mod cache;
 mod fem;
 mod mesh;
+mod patch;
 mod regions;
 
 use std::path::Path;
@@ -187,6 +188,13 @@ pub fn build(
         .contact
         .patch_radius
         .unwrap_or_else(|| 2.0 * mean_edge(&geometry.rest, &geometry.triangles));
+    if radius == 0.0 {
+        let nodes = patch::most_nodes_within(&geometry.rest, &geometry.surface_nodes, patch_radius);
+        let given = scene.contact.patch_radius.is_some();
+        if let Some(warning) = patch::crowded_patch_warning(patch_radius, nodes, given) {
+            tracing::warn!("{}: {warning}", scene.source);
+        }
+    }
     let friction = scene
         .contact
         .friction()
@@ -275,9 +283,14 @@ fn warn_linear_backend(scene: &Scene) {
         BackendKind::Modal => "modal",
         BackendKind::Condensed => "condensed",
     };
+    let (verb, them) = if names.len() == 1 {
+        ("follows", "it")
+    } else {
+        ("follow", "them")
+    };
     tracing::warn!(
-        "{}: {} follow a large-strain law, but the {backend} backend is linear: it runs them \
-         at their small-strain moduli (E, ν); `palpa indent --full` solves the laws",
+        "{}: {} {verb} a large-strain law, but the {backend} backend is linear: it runs \
+         {them} at small-strain moduli (E, ν); `palpa indent --full` solves the laws",
         scene.source,
         names.join(", "),
     );
