@@ -219,6 +219,9 @@ fn large_strain_materials_in_a_linear_backend_are_named_once() {
         ),
         "{err}"
     );
-    assert!(!err.contains("materials.default, materials.inclusion follow"), "{err}");
+    assert!(
+        !err.contains("materials.default, materials.inclusion follow"),
+        "{err}"
+    );
     assert!(!indent_stderr(&coarse_block()).contains("large-strain"));
 }

@@ -89,11 +89,18 @@ mod tests {
             .filter(|&d2| d2 as f64 <= 20.25)
             .count();
         assert_eq!(most_nodes_within(&rest, &all, 4.5), expected);
-        let warning = crowded_patch_warning(4.5, expected).unwrap();
+        let warning = crowded_patch_warning(4.5, expected, true).unwrap();
         assert!(
-            warning.contains("covers up to 69 surface nodes"),
+            warning.starts_with("contact.patch_radius = 4.5 m covers up to 69 surface nodes"),
             "{warning}"
         );
-        assert!(crowded_patch_warning(1.5, 9).is_none());
+        // 48 of 69 nodes fit in a radius of about 4.5 √(48/69) = 3.753.
+        assert!(warning.ends_with("at most about 3.7532 m"), "{warning}");
+        let default = crowded_patch_warning(4.5, expected, false).unwrap();
+        assert!(
+            default.starts_with("the contact patch's default radius"),
+            "{default}"
+        );
+        assert!(crowded_patch_warning(1.5, 9, true).is_none());
     }
 }
