@@ -94,8 +94,8 @@ mod tests {
             warning.starts_with("contact.patch_radius = 4.5 m covers up to 69 surface nodes"),
             "{warning}"
         );
-        // 48 of 69 nodes fit in a radius of about 4.5 √(48/69) = 3.753.
-        assert!(warning.ends_with("at most about 3.7532 m"), "{warning}");
+        // 48 of 69 nodes fit in a radius of about 4.5 √(48/69) = 3.7533.
+        assert!(warning.ends_with("at most about 3.7533 m"), "{warning}");
         let default = crowded_patch_warning(4.5, expected, false).unwrap();
         assert!(
             default.starts_with("the contact patch's default radius"),
