@@ -430,3 +430,83 @@ fn the_shipped_breast_scene_meets_krouskops_moduli() {
         }
     }
 }
+
+#[test]
+fn several_constraints_match_the_direct_solve_and_their_multipliers_balance() {
+    use palpa::nonlinear::LinearConstraint;
+    let block = Block::new();
+    let m = material(0.45);
+    let n = block.mesh.nodes.len();
+    let top: Vec<usize> = (0..n)
+        .filter(|&v| block.mesh.nodes[v].z.abs() < 1e-12)
+        .collect();
+    // Three top nodes, each along its own direction (a sphere's node rows are like this).
+    let nodes = [top[0], top[top.len() / 2], top[top.len() - 1]];
+    let directions = [
+        Vec3::new(0.0, 0.0, 1.0),
+        Vec3::new(0.3, 0.0, 1.0).normalize(),
+        Vec3::new(0.0, -0.4, 1.0).normalize(),
+    ];
+    let values = [-1e-4, -2e-4, 5e-5];
+    let constraint = |i: usize| LinearConstraint {
+        coefficients: (0..3)
+            .map(|a| (3 * nodes[i] + a, directions[i][a]))
+            .collect(),
+        value: values[i],
+        multiplier: 0.0,
+    };
+    let zero = vec![Vec3::zeros(); n];
+    let statics = block.statics(LawKind::Linear, &m);
+    let mut constraints: Vec<LinearConstraint> = (0..3).map(constraint).collect();
+    let mut u = zero.clone();
+    statics
+        .solve_with_constraints(&mut u, &zero, &mut constraints, &NewtonOptions::default())
+        .unwrap();
+    // Direct: x_j = K⁻¹c_j, then (cᵢᵀx_j) λ = values, u = Σ λ_j x_j.
+    let x: Vec<Vec<Vec3>> = (0..3)
+        .map(|j| {
+            let mut c = vec![Vec3::zeros(); n];
+            c[nodes[j]] = directions[j];
+            block.linear(&m, &c)
+        })
+        .collect();
+    let s = nalgebra::Matrix3::from_fn(|i, j| directions[i].dot(&x[j][nodes[i]]));
+    let lambda = s.lu().solve(&nalgebra::Vector3::from(values)).unwrap();
+    for (k, c) in constraints.iter().enumerate() {
+        assert!(
+            (c.multiplier - lambda[k]).abs() <= 1e-9 * lambda.amax(),
+            "constraint {k}: {} vs {}",
+            c.multiplier,
+            lambda[k]
+        );
+        let reached = directions[k].dot(&u[nodes[k]]);
+        assert!((reached - values[k]).abs() <= 1e-10 * 2e-4, "{reached}");
+    }
+    let miss = (0..n)
+        .map(|v| (u[v] - (0..3).map(|j| x[j][v] * lambda[j]).sum::<Vec3>()).norm())
+        .fold(0.0, f64::max);
+    assert!(miss <= 1e-9 * 2e-4, "{miss:e}");
+    // A large-strain law balances too: Σ f_int = 0, the base carries the three forces.
+    let statics = block.statics(LawKind::VerondaWestmann { stiffening: 5.0 }, &m);
+    let mut constraints: Vec<LinearConstraint> = (0..3)
+        .map(|i| LinearConstraint {
+            value: 20.0 * values[i],
+            ..constraint(i)
+        })
+        .collect();
+    let mut u = zero.clone();
+    statics
+        .solve_with_constraints(&mut u, &zero, &mut constraints, &NewtonOptions::default())
+        .unwrap();
+    let f = statics.internal_forces(&u).unwrap();
+    let base: Vec3 = (0..n).filter(|&v| block.fixed[v]).map(|v| f[v]).sum();
+    let applied: Vec3 = constraints
+        .iter()
+        .zip(&directions)
+        .map(|(c, d)| d * c.multiplier)
+        .sum();
+    assert!(
+        (base + applied).norm() <= 1e-8 * applied.norm(),
+        "{base} vs {applied}"
+    );
+}

@@ -281,7 +281,26 @@ impl NonlinearStatics {
         &self,
         u: &mut [Vec3],
         loads: &[Vec3],
-        mut constraint: Option<&mut LinearConstraint>,
+        constraint: Option<&mut LinearConstraint>,
+        options: &NewtonOptions,
+    ) -> Result<NewtonReport, NonlinearError> {
+        match constraint {
+            Some(c) => self.solve_with_constraints(u, loads, std::slice::from_mut(c), options),
+            None => self.solve_with_constraints(u, loads, &mut [], options),
+        }
+    }
+
+    /// [`NonlinearStatics::solve`] with linear equality constraints cₖᵀu = valueₖ (e.g. the
+    /// nodes a sphere probe holds, each along its normal), enforced by Lagrange
+    /// multipliers: f_int(u) = loads + Σₖ λₖ cₖ, each λₖ returned in its constraint's
+    /// `multiplier` (its input is the starting guess). Each Newton iteration solves the
+    /// tangent against the residual and the k constraint directions together and the
+    /// k × k Schur complement for the multipliers' change.
+    pub fn solve_with_constraints(
+        &self,
+        u: &mut [Vec3],
+        loads: &[Vec3],
+        constraints: &mut [LinearConstraint],
         options: &NewtonOptions,
     ) -> Result<NewtonReport, NonlinearError> {
         let n = self.rest.len();
@@ -294,37 +313,42 @@ impl NonlinearStatics {
                 });
             }
         }
-        // The constraint's direction over the free DOFs (N per unit multiplier).
-        let c = match constraint.as_deref() {
-            Some(k) => {
-                let mut c = Col::<f64>::zeros(3 * n);
-                for &(d, w) in &k.coefficients {
-                    if d >= 3 * n {
-                        return Err(NonlinearError::NodeCount {
-                            what: "constraint DOF index (3 per node)",
-                            given: d,
-                            nodes: n,
-                        });
-                    }
-                    if !self.prescribed[d] {
-                        c[d] += w;
-                    }
+        let k = constraints.len();
+        // The constraints' directions over the free DOFs (N per unit multiplier), as the
+        // columns of C.
+        let mut c = faer::Mat::<f64>::zeros(3 * n, k);
+        for (j, constraint) in constraints.iter().enumerate() {
+            for &(d, w) in &constraint.coefficients {
+                if d >= 3 * n {
+                    return Err(NonlinearError::NodeCount {
+                        what: "constraint DOF index (3 per node)",
+                        given: d,
+                        nodes: n,
+                    });
                 }
-                Some(c)
+                if !self.prescribed[d] {
+                    c[(d, j)] += w;
+                }
             }
-            None => None,
-        };
-        let effective = |lambda: f64| -> Vec<Vec3> {
+        }
+        let effective = |lambda: &[f64]| -> Vec<Vec3> {
             let mut f = loads.to_vec();
-            if let Some(c) = &c {
-                for (v, fv) in f.iter_mut().enumerate() {
-                    *fv += Vec3::new(c[3 * v], c[3 * v + 1], c[3 * v + 2]) * lambda;
+            for (j, &l) in lambda.iter().enumerate() {
+                if l != 0.0 {
+                    for (v, fv) in f.iter_mut().enumerate() {
+                        *fv += Vec3::new(c[(3 * v, j)], c[(3 * v + 1, j)], c[(3 * v + 2, j)]) * l;
+                    }
                 }
             }
             f
         };
-        let mut lambda = constraint.as_deref().map_or(0.0, |k| k.multiplier);
-        let mut applied = effective(lambda);
+        let gaps = |u: &[Vec3]| -> Vec<f64> {
+            (0..k)
+                .map(|j| constraints[j].value - self.dot(c.col(j), u))
+                .collect()
+        };
+        let mut lambda: Vec<f64> = constraints.iter().map(|k| k.multiplier).collect();
+        let mut applied = effective(&lambda);
         let mut energy = self
             .energy(u, &applied)
             .ok_or_else(|| NonlinearError::Inverted(self.first_inverted(u)))?;
@@ -338,20 +362,18 @@ impl NonlinearStatics {
         for iteration in 0..=options.max_iterations {
             let f_int = self.internal_forces(u).expect("checked by the energy");
             let (residual, scale) = self.residual(&f_int, &applied);
-            let gap = match (&c, constraint.as_deref()) {
-                (Some(c), Some(k)) => k.value - self.dot(c, u),
-                _ => 0.0,
-            };
+            let gap = gaps(u);
             let norm = residual.norm_l2();
             report.residuals.push(norm);
             let tolerance = options.relative * scale;
-            let on_constraint = constraint
-                .as_deref()
-                .is_none_or(|k| gap.abs() <= options.relative * k.value.abs().max(1e-12));
-            if norm <= tolerance && on_constraint {
+            let on_constraints = constraints
+                .iter()
+                .zip(&gap)
+                .all(|(k, g)| g.abs() <= options.relative * k.value.abs().max(1e-12));
+            if norm <= tolerance && on_constraints {
                 report.energy = energy;
-                if let Some(k) = constraint.as_deref_mut() {
-                    k.multiplier = lambda;
+                for (k, l) in constraints.iter_mut().zip(&lambda) {
+                    k.multiplier = *l;
                 }
                 return Ok(report);
             }
@@ -365,14 +387,20 @@ impl NonlinearStatics {
             let factor = self.factor_tangent(u, &mut factor)?;
             let mut step = -residual.clone();
             factor.solve_in_place(step.as_mat_mut())?;
-            if let Some(c) = &c {
-                // δ = δ₀ + Δλ z with z = K⁻¹c, Δλ from cᵀ(u + δ) = value.
+            if k > 0 {
+                // δ = δ₀ + Z Δλ with Z = K⁻¹C, Δλ from Cᵀ(u + δ) = values:
+                // (CᵀZ) Δλ = gap − Cᵀδ₀.
                 let mut z = c.clone();
-                factor.solve_in_place(z.as_mat_mut())?;
-                let dlambda = (gap - c.transpose() * &step) / (c.transpose() * &z);
-                step += &z * dlambda;
-                lambda += dlambda;
-                applied = effective(lambda);
+                factor.solve_in_place(z.as_mut())?;
+                let schur = c.transpose() * &z;
+                let ct_step = c.transpose() * &step;
+                let rhs = faer::Col::<f64>::from_fn(k, |j| gap[j] - ct_step[j]);
+                let dlambda = faer::linalg::solvers::Solve::solve(&schur.partial_piv_lu(), &rhs);
+                step += &z * &dlambda;
+                for (l, d) in lambda.iter_mut().zip(dlambda.iter()) {
+                    *l += d;
+                }
+                applied = effective(&lambda);
                 energy = self.energy(u, &applied).expect("checked above");
             }
             let (residual, _) = self.residual(&f_int, &applied);
@@ -407,7 +435,7 @@ impl NonlinearStatics {
     }
 
     /// cᵀu for a DOF vector c and nodal displacements u.
-    fn dot(&self, c: &Col<f64>, u: &[Vec3]) -> f64 {
+    fn dot(&self, c: faer::ColRef<'_, f64>, u: &[Vec3]) -> f64 {
         u.iter()
             .enumerate()
             .map(|(v, d)| c[3 * v] * d.x + c[3 * v + 1] * d.y + c[3 * v + 2] * d.z)
