@@ -33,6 +33,9 @@ const RAMP_STEPS: usize = 20;
 /// Longest the runtime model is held at one depth for its force to settle (s).
 const MAX_HOLD: f64 = 10.0;
 
+/// Model steps at the end of a hold whose force range an unsettled press reports.
+const RANGE_STEPS: usize = 20;
+
 /// Consecutive model steps the force must stay within [`SETTLED`] of the last one.
 const CALM_STEPS: usize = 5;
 
@@ -286,14 +289,20 @@ fn runtime_press(
         let mut last = press.ramp(probe, target, &normal);
         probe = target;
         let (mut calm, mut held) = (0, 0);
+        // The range of the force over the last steps held (N), for the error.
+        let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
         while calm < CALM_STEPS {
             if held as f64 * press.dt > MAX_HOLD {
                 return Err(format!(
                     "at depth {depth} m the runtime model's force still changes after \
-                     {MAX_HOLD} s held (last {last} N)"
+                     {MAX_HOLD} s held: between {low:.4} and {high:.4} N over the last \
+                     {RANGE_STEPS} steps"
                 ));
             }
             let f = press.step(target, &normal);
+            if held as f64 * press.dt > MAX_HOLD - RANGE_STEPS as f64 * press.dt {
+                (low, high) = (low.min(f), high.max(f));
+            }
             calm = if (f - last).abs() <= 1e-9 + SETTLED * f.abs() {
                 calm + 1
             } else {
