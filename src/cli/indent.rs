@@ -10,13 +10,12 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::precompute::{describe, SceneArgs};
-use super::progress::progress_bar;
+use super::precompute::SceneArgs;
 use crate::contact::geometry::plane_barycentric;
 use crate::contact::SurfaceBvh;
 use crate::model::ModelStep;
 use crate::nonlinear::{LinearConstraint, NewtonOptions, NonlinearStatics};
-use crate::scene::{self, BuiltScene, FemInputs};
+use crate::scene::{BuiltScene, FemInputs};
 use crate::session::SceneModel;
 use crate::Vec3;
 
@@ -427,12 +426,7 @@ pub fn write_json(path: &Path, result: &Indentation) -> Result<(), String> {
 
 /// Runs `palpa indent`; errors are messages for the user.
 pub fn run(args: &IndentArgs) -> Result<(), String> {
-    let scene = args.scene.load()?;
-    let (bar, mut on_progress) = progress_bar("building the scene");
-    let built = scene::build(scene, &args.scene.cache_dir(), &mut on_progress);
-    bar.finish_and_clear();
-    let built = built.map_err(|e| e.to_string())?;
-    eprintln!("precompute: {}", describe(&built.precompute));
+    let built = args.scene.build()?;
     let [x, y] = args.at.0;
     println!(
         "indenting at ({x}, {y}) m{}",

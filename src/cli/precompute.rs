@@ -9,7 +9,7 @@ use clap::Args;
 use super::progress::progress_bar;
 
 use crate::scene::{self, FemInputs, PrecomputeOutcome};
-use crate::scene::{BackendKind, Scene};
+use crate::scene::{BackendKind, BuiltScene, Scene};
 
 /// Which scene, and where its precompute cache lives (shared by the scene commands).
 #[derive(Args, Debug, Clone, Default)]
@@ -35,6 +35,18 @@ impl SceneArgs {
     /// The cache directory.
     pub fn cache_dir(&self) -> PathBuf {
         scene::cache_dir(self.cache_dir.as_deref())
+    }
+
+    /// Loads and builds the scene behind the progress bar, and says on stderr what the
+    /// precompute did (computed, or loaded from the cache).
+    pub fn build(&self) -> Result<BuiltScene, String> {
+        let scene = self.load()?;
+        let (bar, mut on_progress) = progress_bar("building the scene");
+        let built = scene::build(scene, &self.cache_dir(), &mut on_progress);
+        bar.finish_and_clear();
+        let built = built.map_err(|e| e.to_string())?;
+        eprintln!("precompute: {}", describe(&built.precompute));
+        Ok(built)
     }
 }
 

@@ -8,14 +8,13 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::plot;
-use super::precompute::{describe, SceneArgs};
-use super::progress::progress_bar;
+use super::precompute::SceneArgs;
 use crate::device::mapped::MappedDevice;
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::HapticDevice;
 use crate::haptic::review::TickReview;
 use crate::haptic::LockStep;
-use crate::scene::{self, BuiltScene};
+use crate::scene::BuiltScene;
 
 pub use crate::session::tick_csv::{write_csv, TickRow as ReplayRow, HEADER};
 
@@ -84,12 +83,7 @@ fn write_file(
 /// Runs `palpa replay`; errors are messages for the user.
 pub fn run(args: &ReplayArgs) -> Result<(), String> {
     let trajectory = Trajectory::load(&args.trajectory).map_err(|e| e.to_string())?;
-    let scene = args.scene.load()?;
-    let (bar, mut on_progress) = progress_bar("building the scene");
-    let built = scene::build(scene, &args.scene.cache_dir(), &mut on_progress);
-    bar.finish_and_clear();
-    let built = built.map_err(|e| e.to_string())?;
-    eprintln!("precompute: {}", describe(&built.precompute));
+    let built = args.scene.build()?;
     let title = built
         .scene
         .name
