@@ -7,7 +7,9 @@ use faer::{Col, Par};
 use palpa::fem::{assemble, fixed_nodes, Axis, DofMap, Factor, Fix, Material, Ordering};
 use palpa::mesh::generate::{grid_mesh, CubeSplit};
 use palpa::mesh::TetMesh;
-use palpa::nonlinear::{Hyperelastic, LawKind, NewtonOptions, NonlinearError, NonlinearStatics};
+use palpa::nonlinear::{
+    Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearError, NonlinearStatics,
+};
 use palpa::Vec3;
 
 const SIDE: f64 = 0.01;
@@ -134,6 +136,13 @@ impl Block {
         )
         .unwrap();
         Self { mesh, fixed }
+    }
+
+    /// The nodes of the top face (z = 0).
+    fn top_nodes(&self) -> Vec<usize> {
+        (0..self.mesh.nodes.len())
+            .filter(|&v| self.mesh.nodes[v].z.abs() < 1e-12)
+            .collect()
     }
 
     fn loads(&self, top: Vec3) -> Vec<Vec3> {
@@ -317,14 +326,11 @@ fn bad_input_is_an_error_naming_it() {
 /// reactions at the fixed base balance the probe's force.
 #[test]
 fn a_patch_pressed_to_a_depth_matches_the_direct_solve_and_balances() {
-    use palpa::nonlinear::LinearConstraint;
     let block = Block::new();
     let m = material(0.45);
     let n = block.mesh.nodes.len();
     // The top node at the centre and its four top neighbours, weights ½ and ⅛.
-    let top: Vec<usize> = (0..n)
-        .filter(|&v| block.mesh.nodes[v].z.abs() < 1e-12)
-        .collect();
+    let top = block.top_nodes();
     let near = |v: usize| block.mesh.nodes[v].xy().norm();
     let centre = *top
         .iter()
@@ -433,13 +439,10 @@ fn the_shipped_breast_scene_meets_krouskops_moduli() {
 
 #[test]
 fn several_constraints_match_the_direct_solve_and_their_multipliers_balance() {
-    use palpa::nonlinear::LinearConstraint;
     let block = Block::new();
     let m = material(0.45);
     let n = block.mesh.nodes.len();
-    let top: Vec<usize> = (0..n)
-        .filter(|&v| block.mesh.nodes[v].z.abs() < 1e-12)
-        .collect();
+    let top = block.top_nodes();
     // Three top nodes, each along its own direction (a sphere's node rows are like this).
     let nodes = [top[0], top[top.len() / 2], top[top.len() - 1]];
     let directions = [

@@ -116,10 +116,8 @@ pub fn check_depths(depths: &[f64]) -> Result<(), String> {
             depths.len()
         ));
     }
-    if let Some(d) = depths
-        .iter()
-        .find(|&&d| !(d.is_finite() && (0.0..=MAX_DEPTH).contains(&d)))
-    {
+    // The range check also refuses NaN and the infinities.
+    if let Some(d) = depths.iter().find(|&&d| !(0.0..=MAX_DEPTH).contains(&d)) {
         return Err(format!(
             "depth {d} m: each must lie in [0, {MAX_DEPTH}] m (metres, not millimetres)"
         ));
