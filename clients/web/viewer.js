@@ -573,7 +573,10 @@ function updatePanel(now) {
     rate.rendered = state.renderedFrames;
     rate.count = 0;
     const l = rate.latencies.sort((a, b) => a - b);
-    $("latency").textContent = l.length ? `${l[Math.floor(l.length / 2)].toFixed(1)} ms` : "–";
+    const median = l.length ? l[Math.floor(l.length / 2)] : NaN;
+    // Latency compares this machine's clock with the server's; a negative one means the
+    // two clocks disagree (another machine, or a browser on virtual time), not a fast link.
+    $("latency").textContent = !l.length ? "–" : median < 0 ? "clocks differ" : `${median.toFixed(1)} ms`;
     rate.latencies = [];
     $("rate").textContent = `${rate.hz.toFixed(1)} Hz`;
     const seconds = (now - rate.since) / 1000 || 1;
@@ -585,7 +588,7 @@ function updatePanel(now) {
     const b = state.bandwidth;
     $("bandwidth").textContent = `${((b.frames + b.oneOff) / 1e3).toFixed(1)} kB/s`;
     $("bandwidth-detail").textContent =
-      `${b.lastFrame} B, ${(b.frames / 1e3).toFixed(1)} kB/s + columns ${(b.oneOff / 1e3).toFixed(1)} kB/s`;
+      `${b.lastFrame} B; columns ${(b.oneOff / 1e3).toFixed(1)} kB/s`;
   }
   const f = state.frame;
   if (f) {
