@@ -187,6 +187,75 @@ async fn a_client_that_never_reads_does_not_slow_others_and_is_dropped() {
     server.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_whose_socket_filled_resumes_with_the_newest_frames_exactly() {
+    let _serial = SERIAL.lock().await;
+    // Positions frames of ~90 kB at 30 Hz: 3 s without reading is ~8 MB, more than the
+    // server's 4 MB send buffer and the client's 4 kB receive buffer hold, so the
+    // publisher's direct writes would block and the client's own task takes over.
+    let (tissue, _producer, reader, control) =
+        running_tissue(AnalyticTissue::positions([48, 48, 16]));
+    let config = StreamConfig {
+        send_stall_timeout: Duration::from_secs(8),
+        idle_timeout: Duration::from_secs(60),
+        ..loopback_config()
+    };
+    let server = StreamServer::start(config, tissue.scene.clone(), reader, Some(control))
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let url = format!("ws://{addr}/ws");
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let stream = tokio_tungstenite::MaybeTlsStream::Plain(socket.connect(addr).await.unwrap());
+    let (socket, _) = tokio_tungstenite::client_async(url.as_str(), stream)
+        .await
+        .unwrap();
+    let mut client = Client::over(socket, None).await.unwrap();
+    let check = |client: &Client, frame: &wire::Frame| {
+        let got = client.positions(frame).expect("frame fits the scene");
+        let expected = tissue
+            .scene
+            .positions(&tissue.snapshot_at(frame.scene_time, Vec3::from(frame.probe)));
+        got.iter()
+            .zip(&expected)
+            .map(|(g, e)| (Vec3::new(g[0] as f64, g[1] as f64, g[2] as f64) - e).norm())
+            .fold(0.0f64, f64::max)
+    };
+    for _ in 0..5 {
+        let frame = client.next_frame().await.unwrap();
+        assert!(check(&client, &frame) <= 1e-5);
+    }
+    let before = client.stats.lost;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Resumed: what the buffers held, then the newest frames at 30 Hz again.
+    let mut max_error_m = 0.0f64;
+    let mut last_sequence = 0;
+    let end = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < end {
+        let frame = client.next_frame().await.unwrap();
+        max_error_m = max_error_m.max(check(&client, &frame));
+        last_sequence = frame.sequence;
+    }
+    let skipped = client.stats.lost - before;
+    println!("resumed: {skipped} frames skipped, max error {max_error_m:.2e} m");
+    assert!(skipped > 0, "the socket never filled: no frame was skipped");
+    assert!(max_error_m <= 1e-5, "positions off by {max_error_m} m");
+    // Caught up: the next 15 frames come one by one at the frame rate, not as a backlog.
+    let lost = client.stats.lost;
+    let start = Instant::now();
+    for _ in 0..15 {
+        let frame = client.next_frame().await.unwrap();
+        assert_eq!(frame.sequence, last_sequence + 1, "consecutive frames");
+        last_sequence = frame.sequence;
+    }
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(350), "15 frames in {took:?}");
+    assert_eq!(client.stats.lost, lost);
+    assert_eq!(server.client_count(), 1, "the client stays connected");
+    server.shutdown().await;
+}
+
 /// This process's resident memory (bytes), from /proc/self/statm.
 fn resident_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap();

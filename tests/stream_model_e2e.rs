@@ -1,6 +1,6 @@
 //! The real tissue models streamed over real loopback sockets: the default block is
 //! pressed 6 mm deep, slid across the lump and released while WebSocket clients watch
-//! (one of them joins during the slide). Every frame a client rebuilds — modal
+//! (one of them joins during the slide, one stops reading for 2 s). Every frame a client rebuilds — modal
 //! coordinates, nodal loads times the residual columns the server sent it, corrections
 //! — must equal the model's own displaced surface at that frame's time to 1e-5 m, on
 //! both backends; frames under contact must carry loads instead of per-vertex
@@ -27,13 +27,50 @@ struct Seen {
     corrections_in_contact: Vec<usize>,
     columns: usize,
     max_error_m: f64,
+    /// Most frames skipped at once, plus one.
+    largest_gap: u64,
 }
 
 /// Watches until `stop`, comparing every frame with the model's surface at its time.
-async fn watch(url: String, truth: Truth, stop: Arc<AtomicBool>) -> Seen {
-    let mut client = Client::connect(&url).await.expect("connect");
+/// With `pause = (after, for)`, the client's socket has a 4 kB receive buffer and it
+/// stops reading `after` connecting for `for`: what the server sent meanwhile waits in
+/// the kernel's buffers (the server's send buffer grows to 4 MB, more than the columns
+/// and frames of the pause), and every frame read after it is stale yet must rebuild
+/// exactly. (A socket that fills is tested in stream_e2e.)
+async fn watch(
+    url: String,
+    truth: Truth,
+    stop: Arc<AtomicBool>,
+    mut pause: Option<(Duration, Duration)>,
+) -> Seen {
+    let mut client = match pause {
+        None => Client::connect(&url).await.expect("connect"),
+        Some(_) => {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.set_recv_buffer_size(4096).unwrap();
+            let address = url
+                .trim_start_matches("ws://")
+                .trim_end_matches("/ws")
+                .parse()
+                .unwrap();
+            let stream = socket.connect(address).await.unwrap();
+            let stream = tokio_tungstenite::MaybeTlsStream::Plain(stream);
+            let (socket, _) = tokio_tungstenite::client_async(url.as_str(), stream)
+                .await
+                .unwrap();
+            Client::over(socket, None).await.expect("hello and scene")
+        }
+    };
+    let connected = std::time::Instant::now();
+    let mut last_sequence = None;
     let mut seen = Seen::default();
     while !stop.load(Ordering::Relaxed) {
+        if let Some((after, pause_for)) = pause {
+            if connected.elapsed() >= after {
+                tokio::time::sleep(pause_for).await;
+                pause = None;
+            }
+        }
         let Ok(Ok(frame)) =
             tokio::time::timeout(Duration::from_millis(200), client.next_frame()).await
         else {
@@ -53,6 +90,10 @@ async fn watch(url: String, truth: Truth, stop: Arc<AtomicBool>) -> Seen {
             seen.max_error_m = seen.max_error_m.max(d.norm());
         }
         seen.frames += 1;
+        if let Some(last) = last_sequence {
+            seen.largest_gap = seen.largest_gap.max(frame.sequence - last);
+        }
+        last_sequence = Some(frame.sequence);
         if let wire::Deformation::Superposed {
             loads, corrections, ..
         } = &frame.deformation
@@ -75,14 +116,18 @@ async fn press_slide_release(backend: BackendKind) {
     let truth = run.truth.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let early: Vec<_> = (0..3)
-        .map(|_| tokio::spawn(watch(url.clone(), truth.clone(), stop.clone())))
+        .map(|_| tokio::spawn(watch(url.clone(), truth.clone(), stop.clone(), None)))
         .collect();
+    // Stops reading through the press and the start of the slide, while the new nodes'
+    // columns go out.
+    let pause = Some((Duration::from_millis(500), Duration::from_secs(2)));
+    let paused = tokio::spawn(watch(url.clone(), truth.clone(), stop.clone(), pause));
     // Let the clients connect before the model moves.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let model = run.run_script();
     // A late joiner: connects in the middle of the slide.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let late = tokio::spawn(watch(url.clone(), truth.clone(), stop.clone()));
+    let late = tokio::spawn(watch(url.clone(), truth.clone(), stop.clone(), None));
     tokio::task::spawn_blocking(move || model.join().unwrap())
         .await
         .unwrap();
@@ -92,15 +137,21 @@ async fn press_slide_release(backend: BackendKind) {
     for w in early {
         all.push(("early", w.await.unwrap()));
     }
+    all.push(("paused 2 s", paused.await.unwrap()));
     all.push(("late joiner", late.await.unwrap()));
     for (who, seen) in &all {
         let mut corrections = seen.corrections_in_contact.clone();
         corrections.sort_unstable();
         let median = corrections.get(corrections.len() / 2).copied().unwrap_or(0);
         println!(
-            "{backend:?} {who}: {} frames, {} in contact ({} with loads, median {median} \
-             corrections), {} columns held, max error {:.2e} m",
-            seen.frames, seen.in_contact, seen.with_loads, seen.columns, seen.max_error_m
+            "{backend:?} {who}: {} frames (largest sequence step {}), {} in contact ({} with \
+             loads, median {median} corrections), {} columns held, max error {:.2e} m",
+            seen.frames,
+            seen.largest_gap,
+            seen.in_contact,
+            seen.with_loads,
+            seen.columns,
+            seen.max_error_m
         );
         assert!(seen.frames >= 20, "{who}: {} frames", seen.frames);
         assert!(

@@ -1,8 +1,8 @@
-//! One client connection: a writer that sends the newest frame whenever it changes
-//! (losing frames rather than queueing them), preceded by the residual columns that
-//! frame needs and this client lacks, and a reader that checks control messages.
-//! A control message with a wrong token is refused with a `ControlStatus` and the
-//! connection stays open, read-only; the token is never logged.
+//! One client connection: its task sends hello, scene init and the first frame, then
+//! stats, control-status messages, pings and whatever frames the publisher's fan-out
+//! could not send at once; a reader checks control messages. A control message with a
+//! wrong token is refused with a `ControlStatus` and the connection stays open,
+//! read-only; the token is never logged.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,9 +15,8 @@ use palpa_protocol as wire;
 use tokio::sync::watch;
 use wire::ErrorCode;
 
-use super::columns::{ClientColumns, CLIENT_CAPACITY};
+use super::fan_out::{ClientLink, SendFailure};
 use super::log_limit::{limited_warn, Admit, LogBudget};
-use super::publisher::PublishedFrame;
 use super::snapshot::ProbeControl;
 use super::state::Shared;
 use crate::Vec3;
@@ -42,12 +41,14 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
         return;
     };
     let log = LogBudget::new(shared.config.log_lines_per_second);
+    let link = Arc::new(ClientLink::new(sink));
     // The reader's answers to control messages, for the writer; only the newest counts.
     let (status_tx, status_rx) = watch::channel(None);
     let closed = tokio::select! {
-        closed = write_loop(&mut sink, &shared, status_rx) => closed,
+        closed = write_loop(&link, &shared, status_rx) => closed,
         closed = read_loop(stream, &shared, &log, &status_tx) => closed,
     };
+    shared.audience.leave(&link);
     match closed {
         Closed::Gone => {}
         Closed::Stalled(stall) => {
@@ -62,7 +63,7 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
             if let Admit::Log { suppressed } = shared.log.admit() {
                 tracing::debug!(suppressed, "closing stream client: {why}");
             }
-            send_error(&mut sink, &shared, code, why).await;
+            send_error(link.outbox().await.sink(), &shared, code, why).await;
         }
     }
     let held_back = log.take_suppressed();
@@ -77,28 +78,31 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
     }
 }
 
-/// Sends hello, scene init and the newest frame, then every new frame, stats and
-/// control-status message, and a ping every third of the idle timeout. A send that does
-/// not complete within the stall timeout drops the client.
+/// Sends hello, scene init and the newest frame, then joins the audience: from then on
+/// the publisher sends frames itself ([`super::fan_out`]) and this task sends stats,
+/// control-status messages, a ping every third of the idle timeout, and whatever the
+/// publisher could not send at once, followed by the newest frame. A send that does not
+/// complete within the stall timeout drops the client.
 async fn write_loop(
-    sink: &mut SplitSink<WebSocket, Message>,
+    link: &Arc<ClientLink>,
     shared: &Shared,
     mut status: watch::Receiver<Option<Bytes>>,
 ) -> Closed {
     let stall = shared.config.send_stall_timeout;
-    let mut frames = shared.frames.clone();
     let mut stats = shared.stats.clone();
     let mut shutdown = shared.shutdown.clone();
-    let mut columns = ClientColumns::new(CLIENT_CAPACITY);
-    let first_frame = frames.borrow_and_update().clone();
-    for bytes in [shared.hello.clone(), shared.scene_init.clone()] {
-        if let Err(closed) = send(sink, Message::Binary(bytes), stall).await {
-            return closed;
+    {
+        let mut outbox = link.outbox().await;
+        outbox.queue(Message::Binary(shared.hello.clone()));
+        outbox.queue(Message::Binary(shared.scene_init.clone()));
+        outbox.queue_frame(&shared.frames.borrow().clone());
+        if let Err(failure) = outbox.drain(stall).await {
+            return failure.into();
         }
     }
-    if let Err(closed) = send_frame(sink, &mut columns, first_frame, stall).await {
-        return closed;
-    }
+    shared.audience.join(link);
+    // A frame published before the join is caught up with at once.
+    link.fall_behind();
     stats.mark_changed();
     let mut ping = tokio::time::interval(shared.config.idle_timeout / 3);
     ping.tick().await;
@@ -107,66 +111,53 @@ async fn write_loop(
             biased;
             _ = async { shutdown.wait_for(|stop| *stop).await.is_ok() } => {
                 // The publisher's final frame goes out before the goodbye.
-                if frames.has_changed().unwrap_or(false) {
-                    let last = frames.borrow_and_update().clone();
-                    if let Err(closed) = send_frame(sink, &mut columns, last, stall).await {
-                        return closed;
-                    }
-                }
-                return Closed::Error(ErrorCode::ShuttingDown, "server is shutting down".into());
+                return match catch_up(link, shared, None, stall).await {
+                    Ok(()) => Closed::Error(ErrorCode::ShuttingDown, "server is shutting down".into()),
+                    Err(failure) => failure.into(),
+                };
             }
-            changed = frames.changed() => match changed {
-                Ok(()) => {
-                    let published = frames.borrow_and_update().clone();
-                    if let Err(closed) = send_frame(sink, &mut columns, published, stall).await {
-                        return closed;
-                    }
-                    continue;
-                }
-                Err(_) => return Closed::Error(ErrorCode::ShuttingDown, "stream ended".into()),
-            },
+            () = link.behind() => None,
             changed = stats.changed() => match (changed, stats.borrow_and_update().clone()) {
-                (Ok(()), Some(bytes)) => Message::Binary(bytes),
+                (Ok(()), Some(bytes)) => Some(Message::Binary(bytes)),
                 (Ok(()), None) => continue,
                 (Err(_), _) => return Closed::Error(ErrorCode::ShuttingDown, "stream ended".into()),
             },
             changed = status.changed() => match (changed, status.borrow_and_update().clone()) {
-                (Ok(()), Some(bytes)) => Message::Binary(bytes),
+                (Ok(()), Some(bytes)) => Some(Message::Binary(bytes)),
                 (Ok(()), None) => continue,
                 (Err(_), _) => return Closed::Gone,
             },
-            _ = ping.tick() => Message::Ping(Bytes::new()),
+            _ = ping.tick() => Some(Message::Ping(Bytes::new())),
         };
-        if let Err(closed) = send(sink, message, stall).await {
-            return closed;
+        if let Err(failure) = catch_up(link, shared, message, stall).await {
+            return failure.into();
         }
     }
 }
 
-/// Sends a frame after the one-off messages it needs: the `ForgetColumns` that keeps
-/// the client within its column capacity, then the columns it does not hold yet.
-async fn send_frame(
-    sink: &mut SplitSink<WebSocket, Message>,
-    columns: &mut ClientColumns,
-    published: PublishedFrame,
+/// Sends what is planned for the client, then `message`, then the newest frame if the
+/// client has not been sent it.
+async fn catch_up(
+    link: &ClientLink,
+    shared: &Shared,
+    message: Option<Message>,
     stall: Duration,
-) -> Result<(), Closed> {
-    let (forget, missing) = columns.plan(&published.columns);
-    for bytes in forget.into_iter().chain(missing) {
-        send(sink, Message::Binary(bytes), stall).await?;
+) -> Result<(), SendFailure> {
+    let mut outbox = link.outbox().await;
+    if let Some(message) = message {
+        outbox.queue(message);
     }
-    send(sink, Message::Binary(published.frame), stall).await
+    outbox.drain(stall).await?;
+    outbox.queue_frame(&shared.frames.borrow().clone());
+    outbox.drain(stall).await
 }
 
-async fn send(
-    sink: &mut SplitSink<WebSocket, Message>,
-    message: Message,
-    stall: Duration,
-) -> Result<(), Closed> {
-    match tokio::time::timeout(stall, sink.send(message)).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(_)) => Err(Closed::Gone),
-        Err(_) => Err(Closed::Stalled(stall)),
+impl From<SendFailure> for Closed {
+    fn from(failure: SendFailure) -> Self {
+        match failure {
+            SendFailure::Gone => Closed::Gone,
+            SendFailure::Stalled(stall) => Closed::Stalled(stall),
+        }
     }
 }
 

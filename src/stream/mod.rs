@@ -2,9 +2,10 @@
 //!
 //! Data flow: the model thread publishes a [`VisualSnapshot`] into a wait-free
 //! latest-value slot ([`snapshot_slot`]); the 30 Hz publisher encodes the newest one once
-//! into a frame ([`palpa_protocol`]) and replaces the shared latest frame; each client's
-//! writer sends whatever is newest when its socket is ready, so a slow client loses
-//! frames and never delays anyone. Frames carry the residual displacement near the
+//! into a frame ([`palpa_protocol`]), replaces the shared latest frame and writes it to
+//! every client whose socket takes it at once; a busy client's own task sends it the
+//! newest frame when its socket is ready, so a slow client loses frames and never
+//! delays anyone. Frames carry the residual displacement near the
 //! contact as a few nodal forces; the model thread exports each loaded node's
 //! compliance column once ([`column_link`]) and every connection sends a client the
 //! columns it lacks before the frame that needs them. Authorised viewers' control messages go to the sim
@@ -13,6 +14,7 @@
 mod columns;
 mod config;
 mod connection;
+mod fan_out;
 mod listener;
 pub(crate) mod log_limit;
 mod publisher;

@@ -10,6 +10,7 @@ use palpa_protocol as wire;
 use tokio::sync::watch;
 
 use super::columns::{add_response, ColumnFeed, ColumnStore, CLIENT_CAPACITY, STORE_CAPACITY};
+use super::fan_out::Audience;
 use super::scene::{f32x3, f64x3, unix_now_us, StreamScene, SurfaceModalBasis};
 use super::snapshot::{SnapshotDeformation, SnapshotReader, VisualSnapshot};
 use crate::Vec3;
@@ -223,17 +224,19 @@ fn fill_header(frame: &mut wire::Frame, sequence: u64, snapshot: &VisualSnapshot
 }
 
 /// Runs the publisher until `shutdown` turns true: every `period` it encodes the newest
-/// snapshot and replaces `frames`' value. `send_replace` never waits for a receiver, so
-/// no client can slow it down. On shutdown it encodes the newest snapshot once more, so
+/// snapshot, replaces `frames`' value and offers the frame to `audience`. Neither waits
+/// for a client, so no client can slow it down. On shutdown it encodes the newest snapshot once more, so
 /// the last thing published before shutdown becomes the final frame.
 pub async fn run(
     scene: std::sync::Arc<StreamScene>,
     mut reader: SnapshotReader,
     mut encoder: FrameEncoder,
     frames: watch::Sender<PublishedFrame>,
+    audience: Arc<Audience>,
     period: Duration,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let mut members = Vec::new();
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut reported_mismatch = false;
@@ -244,7 +247,13 @@ pub async fn run(
         };
         match encoder.encode_next(&scene, &mut reader) {
             Ok(published) => {
-                frames.send_replace(published);
+                frames.send_replace(published.clone());
+                // The writes are non-blocking; more than tokio's cooperative budget of
+                // them must not read as sockets that would block.
+                tokio::task::unconstrained(async {
+                    audience.deliver(&published, &mut members);
+                })
+                .await;
                 reported_mismatch = false;
             }
             Err(why) if !reported_mismatch => {

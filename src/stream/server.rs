@@ -17,9 +17,10 @@ use tokio::sync::{watch, Semaphore};
 use super::columns::ColumnFeed;
 use super::config::StreamConfig;
 use super::connection;
+use super::fan_out::Audience;
 use super::listener::{self, ConnectionCaps, ConnectionLimits};
 use super::log_limit::LogBudget;
-use super::publisher::{self, FrameEncoder, PublishedFrame};
+use super::publisher::{self, FrameEncoder};
 use super::scene::StreamScene;
 use super::snapshot::{ControlSender, SnapshotReader};
 use super::state::Shared;
@@ -31,7 +32,6 @@ pub struct StreamServer {
     stats: watch::Sender<Option<Bytes>>,
     shutdown: watch::Sender<bool>,
     stop_publisher: watch::Sender<bool>,
-    frames: watch::Sender<PublishedFrame>,
     publisher: tokio::task::JoinHandle<()>,
     server: tokio::task::JoinHandle<()>,
     /// The clients' connection slots: every connection holds one until it has said
@@ -95,6 +95,7 @@ impl StreamServer {
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let (stop_publisher_tx, stop_publisher_rx) = watch::channel(false);
 
+        let audience = Arc::new(Audience::default());
         let slots = Arc::new(Semaphore::new(config.max_clients));
         let log = Arc::new(LogBudget::new(config.log_lines_per_second));
         let shared = Arc::new(Shared {
@@ -103,6 +104,7 @@ impl StreamServer {
             )),
             scene_init: Bytes::from(wire::encode_server(&scene.scene_init())),
             frames: frames_rx,
+            audience: audience.clone(),
             stats: stats_rx,
             shutdown: shutdown_rx.clone(),
             slots: slots.clone(),
@@ -116,7 +118,8 @@ impl StreamServer {
             scene,
             snapshots,
             encoder,
-            frames_tx.clone(),
+            frames_tx,
+            audience,
             config.frame_period(),
             stop_publisher_rx,
         ));
@@ -146,7 +149,6 @@ impl StreamServer {
             stats: stats_tx,
             shutdown: shutdown_tx,
             stop_publisher: stop_publisher_tx,
-            frames: frames_tx,
             publisher,
             server,
             slots,
@@ -181,9 +183,9 @@ impl StreamServer {
         }
     }
 
-    /// Number of clients connected now.
+    /// Number of WebSocket clients connected now (each holds one client slot).
     pub fn client_count(&self) -> usize {
-        self.frames.receiver_count() - 1
+        self.max_clients - self.slots.available_permits()
     }
 
     /// Number of TCP connections open now, WebSocket or not.

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use tokio::sync::{watch, Semaphore};
 
 use super::config::{ProbeWorkspace, StreamConfig};
+use super::fan_out::Audience;
 use super::log_limit::LogBudget;
 use super::publisher::PublishedFrame;
 use super::snapshot::ControlSender;
@@ -22,6 +23,8 @@ pub(crate) struct Shared {
     pub scene_init: Bytes,
     /// The newest encoded frame and the columns it needs.
     pub frames: watch::Receiver<PublishedFrame>,
+    /// The clients the publisher sends each frame to.
+    pub audience: Arc<Audience>,
     /// The newest encoded haptic statistics, once there are any.
     pub stats: watch::Receiver<Option<Bytes>>,
     /// Turns true when the server stops.

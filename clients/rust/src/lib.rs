@@ -87,12 +87,21 @@ impl Client {
     /// Like [`Client::connect`], writing every received message to `recorder` as well.
     pub async fn connect_recording(
         url: &str,
-        mut recorder: Option<Recorder>,
+        recorder: Option<Recorder>,
     ) -> Result<Self, ClientError> {
         let url = websocket_url(url);
         // TCP_NODELAY: a control message must not wait for the ACK of the previous one.
-        let (mut socket, _) =
+        let (socket, _) =
             tokio_tungstenite::connect_async_with_config(url.as_str(), None, true).await?;
+        Self::over(socket, recorder).await
+    }
+
+    /// Reads the hello and the scene init from a WebSocket the caller connected itself
+    /// (to choose socket options such as buffer sizes), recording to `recorder` if given.
+    pub async fn over(
+        mut socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
+        mut recorder: Option<Recorder>,
+    ) -> Result<Self, ClientError> {
         let mut stats = StreamStats::new();
         let hello = match next_message(&mut socket, &mut stats, &mut recorder)
             .await?
