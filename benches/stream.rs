@@ -3,7 +3,8 @@
 //! * encode + fan-out of one frame to 64 real loopback clients: CPU time of the server's
 //!   threads per frame (target ≤ 1 ms), read from /proc/self/task/*/schedstat — with 32
 //!   corrections, and pressing (17 nodal loads whose residual columns every client holds,
-//!   the residual field rebuilt and checked by the publisher every frame);
+//!   the residual field rebuilt and checked by the publisher every frame), and two floors
+//!   under it: 64 plain loopback `send`s from one thread, and from one tokio task;
 //! * probe motion → frame received by a local client (target p99 ≤ 50 ms).
 
 #[path = "../tests/stream_support/mod.rs"]
