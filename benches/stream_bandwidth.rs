@@ -6,6 +6,8 @@
 //! `PALPA_BINARY=/path/to/palpa cargo bench --bench stream_bandwidth` measures another
 //! build (docs/benchmarks.md, "Bytes per viewer"). With `PALPA_WATCH=1` a `palpa watch`
 //! of that build watches the whole run as a 65th client and its report is printed.
+//! Per phase it also reads the CPU time of the server's async runtime threads (all of
+//! the stream: publisher, fan-out to the 64 viewers, their control messages) per frame.
 
 #[path = "../tests/serve_support/mod.rs"]
 mod serve_support;
@@ -41,6 +43,8 @@ struct Phase {
     name: &'static str,
     start: Option<Instant>,
     end: Option<Instant>,
+    /// The server's async runtime CPU time (ns) over the phase.
+    cpu_ns: u64,
 }
 
 fn main() {
@@ -66,7 +70,7 @@ fn main() {
             .spawn()
             .expect("start palpa watch")
     });
-    let phases = runtime.block_on(run(&ready.websocket, &ready.token));
+    let phases = runtime.block_on(run(&ready.websocket, &ready.token, served.pid()));
     if let Some(watch) = watch {
         let out = watch.wait_with_output().expect("palpa watch");
         println!("palpa watch:\n{}", String::from_utf8_lossy(&out.stdout));
@@ -75,17 +79,18 @@ fn main() {
     assert!(status.success(), "palpa serve failed: {stderr}");
     println!("palpa: {binary}");
     println!(
-        "phase      median frame  frames/s  frame B/s/viewer  one-off B/s/viewer  total B/s/viewer"
+        "phase      median frame  frames/s  frame B/s/viewer  one-off B/s/viewer  total B/s/viewer  async CPU/frame"
     );
     for (phase, stats) in phases {
         println!(
-            "{:<10} {:>10} B  {:>8.1}  {:>16.0}  {:>18.0}  {:>16.0}",
+            "{:<10} {:>10} B  {:>8.1}  {:>16.0}  {:>18.0}  {:>16.0}  {:>11.0} µs",
             phase,
             stats.median_frame,
             stats.frames_per_s,
             stats.frame_bps,
             stats.one_off_bps,
-            stats.total_bps
+            stats.total_bps,
+            stats.cpu_per_frame_us
         );
     }
 }
@@ -96,9 +101,31 @@ struct PhaseStats {
     frame_bps: f64,
     one_off_bps: f64,
     total_bps: f64,
+    /// CPU time of the server's async runtime threads per frame (µs).
+    cpu_per_frame_us: f64,
 }
 
-async fn run(url: &str, token: &str) -> Vec<(&'static str, PhaseStats)> {
+/// Nanoseconds on CPU of process `pid`'s tokio worker threads so far.
+fn runtime_cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.starts_with("tokio-rt-worker") {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+            total += stat
+                .split_whitespace()
+                .next()
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    total
+}
+
+async fn run(url: &str, token: &str, pid: u32) -> Vec<(&'static str, PhaseStats)> {
     let logs: Vec<Arc<Mutex<Vec<Received>>>> = (0..CLIENTS).map(|_| Arc::default()).collect();
     let mut readers = Vec::new();
     let mut control = None;
@@ -138,9 +165,11 @@ async fn run(url: &str, token: &str) -> Vec<(&'static str, PhaseStats)> {
     let tick = Duration::from_millis(10);
     // Rest: the stylus idles above the block.
     tokio::time::sleep(Duration::from_secs(1)).await;
+    let cpu = runtime_cpu_ns(pid);
     phases[0].start = Some(Instant::now());
     tokio::time::sleep(Duration::from_secs(3)).await;
     phases[0].end = Some(Instant::now());
+    phases[0].cpu_ns = runtime_cpu_ns(pid) - cpu;
     // Press in over 1 s, then hold for 3 s (measured).
     for i in 0..=100 {
         let z = 0.005 - (0.005 + DEPTH) * i as f64 / 100.0;
@@ -154,10 +183,13 @@ async fn run(url: &str, token: &str) -> Vec<(&'static str, PhaseStats)> {
         .await;
         tokio::time::sleep(tick).await;
     }
+    let cpu = runtime_cpu_ns(pid);
     phases[1].start = Some(Instant::now());
     tokio::time::sleep(Duration::from_secs(3)).await;
     phases[1].end = Some(Instant::now());
+    phases[1].cpu_ns = runtime_cpu_ns(pid) - cpu;
     // Slide across the lump in 4 s (1.5 cm/s), 6 mm deep (measured).
+    let cpu = runtime_cpu_ns(pid);
     phases[2].start = Some(Instant::now());
     for i in 0..=400 {
         let x = SLIDE_FROM + (SLIDE_TO - SLIDE_FROM) * i as f64 / 400.0;
@@ -172,6 +204,7 @@ async fn run(url: &str, token: &str) -> Vec<(&'static str, PhaseStats)> {
         tokio::time::sleep(tick).await;
     }
     phases[2].end = Some(Instant::now());
+    phases[2].cpu_ns = runtime_cpu_ns(pid) - cpu;
     command(&mut control, token, wire::ControlCommand::ReleaseProbe).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     for r in &readers {
@@ -206,6 +239,9 @@ async fn run(url: &str, token: &str) -> Vec<(&'static str, PhaseStats)> {
                 frame_bps: per_viewer(frame_bytes),
                 one_off_bps: per_viewer(one_off),
                 total_bps: per_viewer(total),
+                cpu_per_frame_us: phase.cpu_ns as f64
+                    / 1e3
+                    / (frames.len() as f64 / CLIENTS as f64).max(1.0),
             };
             (phase.name, stats)
         })
