@@ -7,6 +7,8 @@
 //!   under it: 64 plain loopback `send`s from one thread, and from one tokio task;
 //! * probe motion → frame received by a local client (target p99 ≤ 50 ms).
 
+#[path = "support/cpu.rs"]
+mod cpu;
 #[path = "../tests/stream_support/mod.rs"]
 mod stream_support;
 
@@ -133,23 +135,6 @@ fn frame_size_and_encode(c: &mut Criterion) {
     group.finish();
 }
 
-/// Nanoseconds on CPU of this process's threads whose name starts with `prefix`.
-fn threads_cpu_ns(prefix: &str) -> u64 {
-    let mut total = 0;
-    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if comm.starts_with(prefix) {
-            let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-            total += stat
-                .split_whitespace()
-                .next()
-                .and_then(|s| s.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-    }
-    total
-}
-
 fn fan_out_to_64_clients(c: &mut Criterion) {
     send_floor(c);
     tokio_send_floor(c);
@@ -164,13 +149,11 @@ fn fan_out_to_64_clients(c: &mut Criterion) {
 /// Bytes per send in [`send_floor`]: the pressing frame's size.
 const FLOOR_MESSAGE: usize = 593;
 
-/// The floor under the fan-out: one plain thread writing [`FLOOR_MESSAGE`] bytes to each
-/// of 64 loopback TCP sockets (TCP_NODELAY, blocking reads on 64 threads), 200 rounds a
-/// second; CPU time of the writing thread per round. On loopback a `send` also runs the
-/// receiver's TCP input path in the sender's context, so this is what any server pays
-/// here before WebSocket framing, tasks and wake-ups.
-fn send_floor(c: &mut Criterion) {
-    use std::io::{Read, Write};
+/// 64 loopback TCP connections (TCP_NODELAY on the server side), each read on its own
+/// thread in messages of [`FLOOR_MESSAGE`] bytes; returns the server sockets and the
+/// count of messages the first reader got.
+fn loopback_readers() -> (Vec<std::net::TcpStream>, Arc<AtomicU64>) {
+    use std::io::Read;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     let received = Arc::new(AtomicU64::new(0));
@@ -190,6 +173,38 @@ fn send_floor(c: &mut Criterion) {
             }
         });
     }
+    (sockets, received)
+}
+
+/// Benchmarks `name` in the fan-out group: CPU time of the threads named `threads` per
+/// message the first client received.
+fn cpu_per_message(c: &mut Criterion, name: &str, threads: &str, received: &AtomicU64) {
+    let mut group = c.benchmark_group("stream/fan_out");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let start = received.load(Ordering::Relaxed);
+            let cpu0 = cpu::threads_cpu_ns(None, threads);
+            while received.load(Ordering::Relaxed) < start + iters {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            Duration::from_nanos(cpu::threads_cpu_ns(None, threads) - cpu0)
+        })
+    });
+    group.finish();
+}
+
+/// The floor under the fan-out: one plain thread writing [`FLOOR_MESSAGE`] bytes to each
+/// of 64 loopback TCP sockets (blocking reads on 64 threads), 200 rounds a second; CPU
+/// time of the writing thread per round. On loopback a `send` also runs the receiver's
+/// TCP input path in the sender's context, so this is what any server pays here before
+/// WebSocket framing, tasks and wake-ups.
+fn send_floor(c: &mut Criterion) {
+    use std::io::Write;
+    let (mut sockets, received) = loopback_readers();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
         let stop = stop.clone();
@@ -208,22 +223,12 @@ fn send_floor(c: &mut Criterion) {
             })
             .unwrap()
     };
-    let mut group = c.benchmark_group("stream/fan_out");
-    group
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
-    group.bench_function("floor_64_loopback_sends_cpu_per_round", |b| {
-        b.iter_custom(|iters| {
-            let start = received.load(Ordering::Relaxed);
-            let cpu0 = threads_cpu_ns("floor-send");
-            while received.load(Ordering::Relaxed) < start + iters {
-                std::thread::sleep(Duration::from_micros(200));
-            }
-            Duration::from_nanos(threads_cpu_ns("floor-send") - cpu0)
-        })
-    });
-    group.finish();
+    cpu_per_message(
+        c,
+        "floor_64_loopback_sends_cpu_per_round",
+        "floor-send",
+        &received,
+    );
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
 }
@@ -231,7 +236,6 @@ fn send_floor(c: &mut Criterion) {
 /// [`send_floor`] through tokio: one task on a 1-worker runtime writes to 64 tokio
 /// TcpStreams (epoll-registered, as the server's sockets are) each round.
 fn tokio_send_floor(c: &mut Criterion) {
-    use std::io::Read;
     use tokio::io::AsyncWriteExt;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -239,30 +243,14 @@ fn tokio_send_floor(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    let received = Arc::new(AtomicU64::new(0));
-    let mut sockets = Vec::new();
-    for i in 0..64 {
-        let mut client = std::net::TcpStream::connect(address).unwrap();
-        let (server, _) = listener.accept().unwrap();
-        server.set_nodelay(true).unwrap();
-        server.set_nonblocking(true).unwrap();
-        sockets.push(server);
-        let received = received.clone();
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; FLOOR_MESSAGE];
-            while client.read_exact(&mut buffer).is_ok() {
-                if i == 0 {
-                    received.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        });
-    }
+    let (sockets, received) = loopback_readers();
     let task = rt.spawn(async move {
         let mut sockets: Vec<_> = sockets
             .into_iter()
-            .map(|s| tokio::net::TcpStream::from_std(s).unwrap())
+            .map(|s| {
+                s.set_nonblocking(true).unwrap();
+                tokio::net::TcpStream::from_std(s).unwrap()
+            })
             .collect();
         let message = [7u8; FLOOR_MESSAGE];
         let mut ticker = tokio::time::interval(Duration::from_millis(5));
@@ -275,22 +263,12 @@ fn tokio_send_floor(c: &mut Criterion) {
             }
         }
     });
-    let mut group = c.benchmark_group("stream/fan_out");
-    group
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
-    group.bench_function("tokio_floor_64_loopback_sends_cpu_per_round", |b| {
-        b.iter_custom(|iters| {
-            let start = received.load(Ordering::Relaxed);
-            let cpu0 = threads_cpu_ns("tfloor-send");
-            while received.load(Ordering::Relaxed) < start + iters {
-                std::thread::sleep(Duration::from_micros(200));
-            }
-            Duration::from_nanos(threads_cpu_ns("tfloor-send") - cpu0)
-        })
-    });
-    group.finish();
+    cpu_per_message(
+        c,
+        "tokio_floor_64_loopback_sends_cpu_per_round",
+        "tfloor-send",
+        &received,
+    );
     task.abort();
     rt.shutdown_background();
 }
@@ -398,11 +376,6 @@ fn fan_out(c: &mut Criterion, workers: usize, loads: bool) {
     while server.client_count() < 64 {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let mut group = c.benchmark_group("stream/fan_out");
-    group
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
     let what = if loads {
         "pressing_17_loads"
     } else {
@@ -410,17 +383,7 @@ fn fan_out(c: &mut Criterion, workers: usize, loads: bool) {
     };
     let name =
         format!("bunny_modal_64_clients_server_cpu_per_frame/{what}/{workers}_worker_threads");
-    group.bench_function(name, |b| {
-        b.iter_custom(|iters| {
-            let start = received.load(Ordering::Relaxed);
-            let cpu0 = threads_cpu_ns("stream-srv");
-            while received.load(Ordering::Relaxed) < start + iters {
-                std::thread::sleep(Duration::from_micros(200));
-            }
-            Duration::from_nanos(threads_cpu_ns("stream-srv") - cpu0)
-        })
-    });
-    group.finish();
+    cpu_per_message(c, &name, "stream-srv", &received);
     server_rt.block_on(server.shutdown());
     client_rt.shutdown_background();
 }

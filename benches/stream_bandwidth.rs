@@ -9,6 +9,8 @@
 //! Per phase it also reads the CPU time of the server's async runtime threads (all of
 //! the stream: publisher, fan-out to the 64 viewers, their control messages) per frame.
 
+#[path = "support/cpu.rs"]
+mod cpu;
 #[path = "../tests/serve_support/mod.rs"]
 mod serve_support;
 
@@ -28,6 +30,9 @@ const DEPTH: f64 = 0.006;
 /// centred under x = 0.
 const SLIDE_FROM: f64 = -0.03;
 const SLIDE_TO: f64 = 0.03;
+
+/// Name of `palpa serve`'s async runtime threads.
+const SERVE_RUNTIME_THREADS: &str = "tokio-rt-worker";
 
 /// `ServerMessage` tag of a frame (every protocol version so far).
 const FRAME_TAG: u32 = 2;
@@ -105,26 +110,6 @@ struct PhaseStats {
     cpu_per_frame_us: f64,
 }
 
-/// Nanoseconds on CPU of process `pid`'s tokio worker threads so far.
-fn runtime_cpu_ns(pid: u32) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    let mut total = 0;
-    for task in tasks.flatten() {
-        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if comm.starts_with("tokio-rt-worker") {
-            let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-            total += stat
-                .split_whitespace()
-                .next()
-                .and_then(|s| s.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-    }
-    total
-}
-
 async fn run(url: &str, token: &str, pid: u32) -> Vec<(&'static str, PhaseStats)> {
     let logs: Vec<Arc<Mutex<Vec<Received>>>> = (0..CLIENTS).map(|_| Arc::default()).collect();
     let mut readers = Vec::new();
@@ -165,11 +150,11 @@ async fn run(url: &str, token: &str, pid: u32) -> Vec<(&'static str, PhaseStats)
     let tick = Duration::from_millis(10);
     // Rest: the stylus idles above the block.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let cpu = runtime_cpu_ns(pid);
+    let cpu = cpu::threads_cpu_ns(Some(pid), SERVE_RUNTIME_THREADS);
     phases[0].start = Some(Instant::now());
     tokio::time::sleep(Duration::from_secs(3)).await;
     phases[0].end = Some(Instant::now());
-    phases[0].cpu_ns = runtime_cpu_ns(pid) - cpu;
+    phases[0].cpu_ns = cpu::threads_cpu_ns(Some(pid), SERVE_RUNTIME_THREADS) - cpu;
     // Press in over 1 s, then hold for 3 s (measured).
     for i in 0..=100 {
         let z = 0.005 - (0.005 + DEPTH) * i as f64 / 100.0;
@@ -183,13 +168,13 @@ async fn run(url: &str, token: &str, pid: u32) -> Vec<(&'static str, PhaseStats)
         .await;
         tokio::time::sleep(tick).await;
     }
-    let cpu = runtime_cpu_ns(pid);
+    let cpu = cpu::threads_cpu_ns(Some(pid), SERVE_RUNTIME_THREADS);
     phases[1].start = Some(Instant::now());
     tokio::time::sleep(Duration::from_secs(3)).await;
     phases[1].end = Some(Instant::now());
-    phases[1].cpu_ns = runtime_cpu_ns(pid) - cpu;
+    phases[1].cpu_ns = cpu::threads_cpu_ns(Some(pid), SERVE_RUNTIME_THREADS) - cpu;
     // Slide across the lump in 4 s (1.5 cm/s), 6 mm deep (measured).
-    let cpu = runtime_cpu_ns(pid);
+    let cpu = cpu::threads_cpu_ns(Some(pid), SERVE_RUNTIME_THREADS);
     phases[2].start = Some(Instant::now());
     for i in 0..=400 {
         let x = SLIDE_FROM + (SLIDE_TO - SLIDE_FROM) * i as f64 / 400.0;
@@ -204,7 +189,7 @@ async fn run(url: &str, token: &str, pid: u32) -> Vec<(&'static str, PhaseStats)
         tokio::time::sleep(tick).await;
     }
     phases[2].end = Some(Instant::now());
-    phases[2].cpu_ns = runtime_cpu_ns(pid) - cpu;
+    phases[2].cpu_ns = cpu::threads_cpu_ns(Some(pid), SERVE_RUNTIME_THREADS) - cpu;
     command(&mut control, token, wire::ControlCommand::ReleaseProbe).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     for r in &readers {

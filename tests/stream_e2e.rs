@@ -24,6 +24,29 @@ fn loopback_config() -> StreamConfig {
     }
 }
 
+/// Drops a client blocked for 8 s; closes one silent for 60 s.
+fn stalling_config() -> StreamConfig {
+    StreamConfig {
+        send_stall_timeout: Duration::from_secs(8),
+        idle_timeout: Duration::from_secs(60),
+        ..loopback_config()
+    }
+}
+
+/// A WebSocket to the server at `addr` whose socket has a 4 kB receive buffer.
+async fn small_buffer_websocket(
+    addr: std::net::SocketAddr,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let stream = tokio_tungstenite::MaybeTlsStream::Plain(socket.connect(addr).await.unwrap());
+    let url = format!("ws://{addr}/ws");
+    let (socket, _) = tokio_tungstenite::client_async(url.as_str(), stream)
+        .await
+        .unwrap();
+    socket
+}
+
 /// What one watching client saw.
 struct Watched {
     frames: usize,
@@ -119,24 +142,19 @@ async fn a_client_that_never_reads_does_not_slow_others_and_is_dropped() {
         running_tissue(AnalyticTissue::positions([48, 48, 16]));
     let frame_bytes = 145 + 12 * tissue.scene.rest_positions.len();
     assert!(frame_bytes > 80_000, "frames of {frame_bytes} bytes");
-    let config = StreamConfig {
-        send_stall_timeout: Duration::from_secs(8),
-        idle_timeout: Duration::from_secs(60),
-        ..loopback_config()
-    };
-    let server = StreamServer::start(config, tissue.scene.clone(), reader, Some(control))
-        .await
-        .unwrap();
+    let server = StreamServer::start(
+        stalling_config(),
+        tissue.scene.clone(),
+        reader,
+        Some(control),
+    )
+    .await
+    .unwrap();
     let addr = server.local_addr();
     let url = format!("ws://{addr}/ws");
 
     // The stalled client: a tiny receive buffer, a completed handshake, then no reads.
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let stream = socket.connect(addr).await.unwrap();
-    let (stalled, _) = tokio_tungstenite::client_async(url.as_str(), stream)
-        .await
-        .unwrap();
+    let stalled = small_buffer_websocket(addr).await;
 
     let watchers: Vec<_> = (0..4)
         .map(|_| tokio::spawn(watch(url.clone(), Duration::from_secs(6), tissue.clone())))
@@ -195,23 +213,17 @@ async fn a_client_whose_socket_filled_resumes_with_the_newest_frames_exactly() {
     // publisher's direct writes would block and the client's own task takes over.
     let (tissue, _producer, reader, control) =
         running_tissue(AnalyticTissue::positions([48, 48, 16]));
-    let config = StreamConfig {
-        send_stall_timeout: Duration::from_secs(8),
-        idle_timeout: Duration::from_secs(60),
-        ..loopback_config()
-    };
-    let server = StreamServer::start(config, tissue.scene.clone(), reader, Some(control))
+    let server = StreamServer::start(
+        stalling_config(),
+        tissue.scene.clone(),
+        reader,
+        Some(control),
+    )
+    .await
+    .unwrap();
+    let mut client = Client::over(small_buffer_websocket(server.local_addr()).await, None)
         .await
         .unwrap();
-    let addr = server.local_addr();
-    let url = format!("ws://{addr}/ws");
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let stream = tokio_tungstenite::MaybeTlsStream::Plain(socket.connect(addr).await.unwrap());
-    let (socket, _) = tokio_tungstenite::client_async(url.as_str(), stream)
-        .await
-        .unwrap();
-    let mut client = Client::over(socket, None).await.unwrap();
     let check = |client: &Client, frame: &wire::Frame| {
         let got = client.positions(frame).expect("frame fits the scene");
         let expected = tissue
