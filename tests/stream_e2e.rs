@@ -55,6 +55,19 @@ struct Watched {
     lost: u64,
 }
 
+/// Largest distance (m) between the surface `client` rebuilds from `frame` and the
+/// analytic tissue recomputed in f64 at the frame's time and probe position.
+fn frame_error(client: &Client, frame: &wire::Frame, tissue: &AnalyticTissue) -> f64 {
+    let got = client.positions(frame).expect("frame fits the scene");
+    let expected = tissue
+        .scene
+        .positions(&tissue.snapshot_at(frame.scene_time, Vec3::from(frame.probe)));
+    got.iter()
+        .zip(&expected)
+        .map(|(g, e)| (Vec3::new(g[0] as f64, g[1] as f64, g[2] as f64) - e).norm())
+        .fold(0.0f64, f64::max)
+}
+
 /// Watches for `duration`, checking every frame's reconstructed surface against the
 /// analytic tissue recomputed in f64 at the frame's time and probe position.
 async fn watch(url: String, duration: Duration, tissue: Arc<AnalyticTissue>) -> Watched {
@@ -73,14 +86,7 @@ async fn watch(url: String, duration: Duration, tissue: Arc<AnalyticTissue>) -> 
     while Instant::now() < end {
         let frame = client.next_frame().await.expect("frame");
         arrivals.push(Instant::now());
-        let got = client.positions(&frame).expect("frame fits the scene");
-        let expected = tissue
-            .scene
-            .positions(&tissue.snapshot_at(frame.scene_time, Vec3::from(frame.probe)));
-        for (g, e) in got.iter().zip(&expected) {
-            let d = Vec3::new(g[0] as f64, g[1] as f64, g[2] as f64) - e;
-            max_error_m = max_error_m.max(d.norm());
-        }
+        max_error_m = max_error_m.max(frame_error(&client, &frame, &tissue));
     }
     // The first frame is the late-joiner frame sent at once; measure the rate after it.
     let span = arrivals
@@ -224,19 +230,9 @@ async fn a_client_whose_socket_filled_resumes_with_the_newest_frames_exactly() {
     let mut client = Client::over(small_buffer_websocket(server.local_addr()).await, None)
         .await
         .unwrap();
-    let check = |client: &Client, frame: &wire::Frame| {
-        let got = client.positions(frame).expect("frame fits the scene");
-        let expected = tissue
-            .scene
-            .positions(&tissue.snapshot_at(frame.scene_time, Vec3::from(frame.probe)));
-        got.iter()
-            .zip(&expected)
-            .map(|(g, e)| (Vec3::new(g[0] as f64, g[1] as f64, g[2] as f64) - e).norm())
-            .fold(0.0f64, f64::max)
-    };
     for _ in 0..5 {
         let frame = client.next_frame().await.unwrap();
-        assert!(check(&client, &frame) <= 1e-5);
+        assert!(frame_error(&client, &frame, &tissue) <= 1e-5);
     }
     let before = client.stats.lost;
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -246,7 +242,7 @@ async fn a_client_whose_socket_filled_resumes_with_the_newest_frames_exactly() {
     let end = Instant::now() + Duration::from_secs(3);
     while Instant::now() < end {
         let frame = client.next_frame().await.unwrap();
-        max_error_m = max_error_m.max(check(&client, &frame));
+        max_error_m = max_error_m.max(frame_error(&client, &frame, &tissue));
         last_sequence = frame.sequence;
     }
     let skipped = client.stats.lost - before;

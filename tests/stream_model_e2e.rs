@@ -1,8 +1,8 @@
 //! The real tissue models streamed over real loopback sockets: the default block is
 //! pressed 6 mm deep, slid across the lump and released while WebSocket clients watch
-//! (one of them joins during the slide, one stops reading for 2 s). Every frame a client rebuilds — modal
-//! coordinates, nodal loads times the residual columns the server sent it, corrections
-//! — must equal the model's own displaced surface at that frame's time to 1e-5 m, on
+//! (one of them joins during the slide, one stops reading for 2 s). Every frame a client
+//! rebuilds — modal coordinates, nodal loads times the residual columns the server sent
+//! it, corrections — must equal the model's own displaced surface at that frame's time to 1e-5 m, on
 //! both backends; frames under contact must carry loads instead of per-vertex
 //! corrections.
 
@@ -27,42 +27,20 @@ struct Seen {
     corrections_in_contact: Vec<usize>,
     columns: usize,
     max_error_m: f64,
-    /// Most frames skipped at once, plus one.
-    largest_gap: u64,
 }
 
 /// Watches until `stop`, comparing every frame with the model's surface at its time.
-/// With `pause = (after, for)`, the client's socket has a 4 kB receive buffer and it
-/// stops reading `after` connecting for `for`: what the server sent meanwhile waits in
-/// the kernel's buffers (the server's send buffer grows to 4 MB, more than the columns
-/// and frames of the pause), and every frame read after it is stale yet must rebuild
-/// exactly. (A socket that fills is tested in stream_e2e.)
+/// With `pause = (after, for)`, it stops reading `after` connecting for `for`: what the
+/// server sent meanwhile waits in the kernel's buffers, and every frame read after it is
+/// stale yet must rebuild exactly. (A socket that fills is tested in stream_e2e.)
 async fn watch(
     url: String,
     truth: Truth,
     stop: Arc<AtomicBool>,
     mut pause: Option<(Duration, Duration)>,
 ) -> Seen {
-    let mut client = match pause {
-        None => Client::connect(&url).await.expect("connect"),
-        Some(_) => {
-            let socket = tokio::net::TcpSocket::new_v4().unwrap();
-            socket.set_recv_buffer_size(4096).unwrap();
-            let address = url
-                .trim_start_matches("ws://")
-                .trim_end_matches("/ws")
-                .parse()
-                .unwrap();
-            let stream = socket.connect(address).await.unwrap();
-            let stream = tokio_tungstenite::MaybeTlsStream::Plain(stream);
-            let (socket, _) = tokio_tungstenite::client_async(url.as_str(), stream)
-                .await
-                .unwrap();
-            Client::over(socket, None).await.expect("hello and scene")
-        }
-    };
+    let mut client = Client::connect(&url).await.expect("connect");
     let connected = std::time::Instant::now();
-    let mut last_sequence = None;
     let mut seen = Seen::default();
     while !stop.load(Ordering::Relaxed) {
         if let Some((after, pause_for)) = pause {
@@ -90,10 +68,6 @@ async fn watch(
             seen.max_error_m = seen.max_error_m.max(d.norm());
         }
         seen.frames += 1;
-        if let Some(last) = last_sequence {
-            seen.largest_gap = seen.largest_gap.max(frame.sequence - last);
-        }
-        last_sequence = Some(frame.sequence);
         if let wire::Deformation::Superposed {
             loads, corrections, ..
         } = &frame.deformation
@@ -144,14 +118,9 @@ async fn press_slide_release(backend: BackendKind) {
         corrections.sort_unstable();
         let median = corrections.get(corrections.len() / 2).copied().unwrap_or(0);
         println!(
-            "{backend:?} {who}: {} frames (largest sequence step {}), {} in contact ({} with \
-             loads, median {median} corrections), {} columns held, max error {:.2e} m",
-            seen.frames,
-            seen.largest_gap,
-            seen.in_contact,
-            seen.with_loads,
-            seen.columns,
-            seen.max_error_m
+            "{backend:?} {who}: {} frames, {} in contact ({} with loads, median {median} \
+             corrections), {} columns held, max error {:.2e} m",
+            seen.frames, seen.in_contact, seen.with_loads, seen.columns, seen.max_error_m
         );
         assert!(seen.frames >= 20, "{who}: {} frames", seen.frames);
         assert!(

@@ -147,7 +147,6 @@ async fn catch_up(
     if let Some(message) = message {
         outbox.queue(message);
     }
-    outbox.drain(stall).await?;
     outbox.queue_frame(&shared.frames.borrow().clone());
     outbox.drain(stall).await
 }

@@ -225,8 +225,9 @@ fn fill_header(frame: &mut wire::Frame, sequence: u64, snapshot: &VisualSnapshot
 
 /// Runs the publisher until `shutdown` turns true: every `period` it encodes the newest
 /// snapshot, replaces `frames`' value and offers the frame to `audience`. Neither waits
-/// for a client, so no client can slow it down. On shutdown it encodes the newest snapshot once more, so
-/// the last thing published before shutdown becomes the final frame.
+/// for a client, so no client can slow it down. On shutdown it encodes the newest
+/// snapshot once more, so the last thing published before shutdown becomes the final
+/// frame.
 pub async fn run(
     scene: std::sync::Arc<StreamScene>,
     mut reader: SnapshotReader,
