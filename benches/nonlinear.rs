@@ -2,12 +2,17 @@
 //! tetrahedra, 10,584 free DOFs) with Veronda–Westmann γ = 5 in both materials: internal
 //! forces and the tangent at a pressed state, and a whole press from rest to 2 mm over
 //! the lump (Newton with line search, every tangent factorised). This is the offline
-//! ground truth (`palpa indent --full`), not a model step.
+//! ground truth (`palpa indent --full`), not a model step. The `nonlinear_reduced`
+//! group times the reduced model (`ReducedStatics`) on the same block.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use palpa::nonlinear::{Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearStatics};
+
+use palpa::nonlinear::{
+    Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearStatics, ReducedStatics,
+};
 use palpa::scene::{FemInputs, Scene};
 use palpa::Vec3;
 
@@ -85,5 +90,65 @@ fn nonlinear(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, nonlinear);
+/// The reduced model (`ReducedStatics`) pressed over the lump to 6 mm with its basis
+/// grown on the way (0.25, 1, 2, 3, 4, 6 mm), then: one move of the press by 0.1 mm
+/// solved in the basis as it is (what a model step would do as the probe moves), one
+/// reduced gradient and tangent (a Newton iteration's work), and one enrichment (full
+/// residual, two solves with K).
+fn reduced(c: &mut Criterion) {
+    let (statics, inputs) = problem();
+    let n = inputs.mesh.mesh.nodes.len();
+    let loads = vec![Vec3::zeros(); n];
+    let options = NewtonOptions {
+        relative: 1e-9,
+        max_iterations: 40,
+    };
+    let mut model = ReducedStatics::new(Arc::new(statics), 32).expect("K factorises");
+    let mut constraint = [press(&inputs, 0.0)];
+    model
+        .add_constraint_shapes(&constraint)
+        .expect("room for the shape");
+    let mut q = vec![0.0; model.shapes()];
+    for depth in [0.00025, 0.001, 0.002, 0.003, 0.004, 0.006] {
+        constraint[0].value = -depth;
+        model
+            .solve_adaptive(&mut q, &loads, &mut constraint, &options, 1e-3)
+            .expect("the reduced press converges");
+    }
+    eprintln!(
+        "reduced, 6 mm over the lump: {:.4} N, {} shapes, {} of {} elements active",
+        -constraint[0].multiplier,
+        model.shapes(),
+        model.active_elements(),
+        inputs.mesh.mesh.tets.len()
+    );
+    let mut g = c.benchmark_group("nonlinear_reduced");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    g.bench_function("move_0.1mm_default_block", |b| {
+        b.iter(|| {
+            let mut moved = constraint.clone();
+            moved[0].value = -0.0059;
+            let mut q = q.clone();
+            model
+                .solve(&mut q, &loads, &mut moved, &options)
+                .expect("the move converges")
+        })
+    });
+    g.bench_function("newton_iteration_default_block", |b| {
+        let r = model.shapes();
+        let (mut forces, mut tangent) = (vec![0.0; r], vec![0.0; r * r]);
+        b.iter(|| model.reduced_forces_and_tangent(&q, &mut forces, &mut tangent))
+    });
+    g.bench_function("enrich_default_block", |b| {
+        b.iter(|| {
+            // An infinite tolerance estimates and refreshes the cut but adds no shape.
+            model
+                .enrich(&q, &loads, &constraint, f64::INFINITY)
+                .expect("the state is valid")
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, nonlinear, reduced);
 criterion_main!(benches);

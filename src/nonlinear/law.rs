@@ -88,25 +88,47 @@ impl Hyperelastic {
 
     /// The stress differential dP = ∂²W/∂F² : dF (Pa) at F, for a change dF.
     pub fn stress_differential(&self, f: &Mat3, df: &Mat3) -> Mat3 {
+        let mut out = [Mat3::zeros()];
+        self.stress_differentials(f, std::slice::from_ref(df), &mut out);
+        out[0]
+    }
+
+    /// [`Hyperelastic::stress_differential`] for several changes `dfs` at one F, into
+    /// `out` (same length; Pa): the kinematics of F are computed once.
+    pub fn stress_differentials(&self, f: &Mat3, dfs: &[Mat3], out: &mut [Mat3]) {
         match self.kind {
             LawKind::Linear => {
-                (df + df.transpose()) * self.mu + Mat3::identity() * (self.lambda * df.trace())
+                for (o, df) in out.iter_mut().zip(dfs) {
+                    *o = (df + df.transpose()) * self.mu
+                        + Mat3::identity() * (self.lambda * df.trace());
+                }
             }
             _ => {
                 let k = Kinematics::new(f);
                 let (_, d1, d2) = self.isochoric(k.i1_bar);
                 let finv_t = k.f_inv_t;
-                let tr_finv_df = finv_t.dot(df);
-                // d(F⁻ᵀ) = −F⁻ᵀ dFᵀ F⁻ᵀ
-                let d_finv_t = -(finv_t * df.transpose() * finv_t);
-                let d_i1_bar = 2.0 * k.a * k.a_dev.dot(df);
-                let d_a = -2.0 / 3.0 * k.a * tr_finv_df;
-                let d_a_dev = df - finv_t * (2.0 / 3.0 * f.dot(df)) - d_finv_t * (k.i1 / 3.0);
-                let iso = k.a_dev * (2.0 * d2 * d_i1_bar * k.a)
-                    + (k.a_dev * d_a + d_a_dev * k.a) * (2.0 * d1);
-                let vol = finv_t * (self.kappa * tr_finv_df) + d_finv_t * (self.kappa * k.j.ln());
-                iso + vol
+                for (o, df) in out.iter_mut().zip(dfs) {
+                    let tr_finv_df = finv_t.dot(df);
+                    // d(F⁻ᵀ) = −F⁻ᵀ dFᵀ F⁻ᵀ
+                    let d_finv_t = -(finv_t * df.transpose() * finv_t);
+                    let d_i1_bar = 2.0 * k.a * k.a_dev.dot(df);
+                    let d_a = -2.0 / 3.0 * k.a * tr_finv_df;
+                    let d_a_dev = df - finv_t * (2.0 / 3.0 * f.dot(df)) - d_finv_t * (k.i1 / 3.0);
+                    let iso = k.a_dev * (2.0 * d2 * d_i1_bar * k.a)
+                        + (k.a_dev * d_a + d_a_dev * k.a) * (2.0 * d1);
+                    let vol =
+                        finv_t * (self.kappa * tr_finv_df) + d_finv_t * (self.kappa * k.j.ln());
+                    *o = iso + vol;
+                }
             }
+        }
+    }
+
+    /// The small-strain law with the same moduli (W = μ ε:ε + λ/2 (tr ε)²).
+    pub fn linearised(&self) -> Self {
+        Self {
+            kind: LawKind::Linear,
+            ..*self
         }
     }
 

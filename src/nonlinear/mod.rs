@@ -6,9 +6,11 @@
 //! displacements by Newton's method on the existing sparse Cholesky.
 
 mod law;
+mod reduced;
 mod statics;
 
 pub use law::{Hyperelastic, LawKind};
+pub use reduced::{Estimate, ReducedStatics, ACTIVE_NONLINEARITY};
 pub use statics::{
     LinearConstraint, NewtonOptions, NewtonReport, NonlinearError, NonlinearStatics,
 };

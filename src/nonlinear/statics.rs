@@ -55,6 +55,9 @@ pub enum NonlinearError {
         /// Tolerance (N).
         tolerance: f64,
     },
+    /// A reduced basis already holds as many shapes as it has room for.
+    #[error("the reduced basis is full ({0} shapes)")]
+    BasisFull(usize),
     /// The tangent could not be factorised even with regularisation.
     #[error(transparent)]
     Fem(#[from] FemError),
@@ -104,16 +107,16 @@ pub struct NewtonReport {
 /// A hyperelastic mesh with prescribed degrees of freedom, ready to solve.
 #[derive(Clone, Debug)]
 pub struct NonlinearStatics {
-    tets: Vec<[usize; 4]>,
+    pub(super) tets: Vec<[usize; 4]>,
     rest: Vec<Vec3>,
-    elements: Vec<TetElement>,
-    laws: Vec<Hyperelastic>,
+    pub(super) elements: Vec<TetElement>,
+    pub(super) laws: Vec<Hyperelastic>,
     col_ptr: Vec<usize>,
     row_idx: Vec<usize>,
     /// Position of node a in node b's block column, per tetrahedron and (a, b).
     slot: Vec<[[usize; 4]; 4]>,
     /// Whether each DOF (3·node + axis) is prescribed.
-    prescribed: Vec<bool>,
+    pub(super) prescribed: Vec<bool>,
 }
 
 impl NonlinearStatics {
@@ -523,7 +526,8 @@ impl NonlinearStatics {
         at.abs() <= 0.5 * slope.abs()
     }
 
-    fn first_inverted(&self, u: &[Vec3]) -> usize {
+    /// The first tetrahedron inverted (det F ≤ 0) under `u` (0 if none).
+    pub(super) fn first_inverted(&self, u: &[Vec3]) -> usize {
         (0..self.tets.len())
             .find(|&e| {
                 self.laws[e]
