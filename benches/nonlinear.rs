@@ -11,7 +11,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use palpa::nonlinear::{
-    Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearStatics, ReducedStatics,
+    train_cubature, Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearStatics,
+    ReducedStatics,
 };
 use palpa::scene::{FemInputs, Scene};
 use palpa::Vec3;
@@ -94,7 +95,8 @@ fn nonlinear(c: &mut Criterion) {
 /// grown on the way (0.25, 1, 2, 3, 4, 6 mm), then: one move of the press by 0.1 mm
 /// solved in the basis as it is (what a model step would do as the probe moves), one
 /// reduced gradient and tangent (a Newton iteration's work), and one enrichment (full
-/// residual, two solves with K).
+/// residual, two solves with K); then the move and the iteration again with the forces
+/// summed over a cubature trained on the press.
 fn reduced(c: &mut Criterion) {
     let (statics, inputs) = problem();
     let n = inputs.mesh.mesh.nodes.len();
@@ -146,6 +148,42 @@ fn reduced(c: &mut Criterion) {
                 .enrich(&q, &loads, &constraint, f64::INFINITY)
                 .expect("the state is valid")
         })
+    });
+    // A cubature trained on the press every 0.25 mm to 6 mm.
+    let mut states = Vec::new();
+    let mut at = q.clone();
+    let mut c = constraint.clone();
+    for i in 1..=24 {
+        c[0].value = -0.00025 * i as f64;
+        model
+            .solve(&mut at, &loads, &mut c, &options)
+            .expect("the press converges");
+        states.push(at.clone());
+    }
+    let started = std::time::Instant::now();
+    let cubature = train_cubature(&model, &states, 100, 1e-3);
+    eprintln!(
+        "cubature: {} of {} elements, training error {:.1e}, trained in {:.2} s",
+        cubature.elements.len(),
+        model.active().len(),
+        cubature.training_error,
+        started.elapsed().as_secs_f64()
+    );
+    model.set_cubature(&cubature);
+    g.bench_function("move_0.1mm_cubature_default_block", |b| {
+        b.iter(|| {
+            let mut moved = constraint.clone();
+            moved[0].value = -0.0059;
+            let mut q = q.clone();
+            model
+                .solve(&mut q, &loads, &mut moved, &options)
+                .expect("the move converges")
+        })
+    });
+    g.bench_function("newton_iteration_cubature_default_block", |b| {
+        let r = model.shapes();
+        let (mut forces, mut tangent) = (vec![0.0; r], vec![0.0; r * r]);
+        b.iter(|| model.reduced_forces_and_tangent(&q, &mut forces, &mut tangent))
     });
     g.finish();
 }

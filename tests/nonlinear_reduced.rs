@@ -1,7 +1,8 @@
 //! The reduced nonlinear static model (`nonlinear::ReducedStatics`) against independent
 //! solves: for linear tissue the constraint's own shape gives the direct sparse solve
 //! exactly; pressed deep into large-strain tissue, the adaptively grown basis gives the
-//! full Newton solve's force on the whole mesh; its basis is K-orthonormal; its Newton
+//! full Newton solve's force on the whole mesh; a cubature of a few elements trained on
+//! a press gives the exact reduced model's force; its basis is K-orthonormal; its Newton
 //! iteration converges quadratically; bad input is an error.
 
 use std::sync::Arc;
@@ -10,8 +11,8 @@ use palpa::fem::{fixed_nodes, Axis, Fix, Material};
 use palpa::mesh::generate::{grid_mesh, CubeSplit};
 use palpa::mesh::TetMesh;
 use palpa::nonlinear::{
-    Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearError, NonlinearStatics,
-    ReducedStatics,
+    train_cubature, Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearError,
+    NonlinearStatics, ReducedStatics,
 };
 use palpa::scene::{FemInputs, Scene};
 use palpa::Vec3;
@@ -329,8 +330,9 @@ fn bad_input_is_an_error_naming_it() {
 }
 
 /// The default block made neo-Hookean and Veronda–Westmann γ = 5, pressed beside the
-/// lump and over it to 0.25–6 mm by a 1 cm patch: the reduced model against the full
-/// FEM (the issue's curves), and the linear curve for scale.
+/// lump and over it to 0.25–6 mm by a 1 cm patch: the reduced model, exact over its
+/// active elements and over a cubature trained on the press, against the full FEM (the
+/// issue's curves), and the linear curve for scale.
 #[test]
 fn on_the_default_block_the_reduced_model_is_within_a_percent_of_the_full_fem() {
     let inputs = FemInputs::resolve(&Scene::embedded_default()).unwrap();
@@ -362,31 +364,114 @@ fn on_the_default_block_the_reduced_model_is_within_a_percent_of_the_full_fem() 
             let full = full_forces(&model, &press, &depths, n);
             let mut reduced = ReducedStatics::new(model, 32).unwrap();
             let (forces, _) = reduced_forces(&mut reduced, &press, &depths, n);
+            // A cubature trained on the press every 0.25 mm, then the curve again.
+            let zero = vec![Vec3::zeros(); n];
+            let mut c = [press.clone()];
+            let mut q = vec![0.0; reduced.shapes()];
+            let states: Vec<Vec<f64>> = (1..=24)
+                .map(|i| {
+                    c[0].value = -2.5e-4 * i as f64;
+                    reduced.solve(&mut q, &zero, &mut c, &options()).unwrap();
+                    q.clone()
+                })
+                .collect();
+            let cubature = train_cubature(&reduced, &states, 100, 1e-3);
             println!(
-                "{name}, {kind:?}: {} shapes, {} of {} elements active at 6 mm",
+                "{name}, {kind:?}: {} shapes, {} of {} elements active at 6 mm, cubature of {}",
                 reduced.shapes(),
                 reduced.active_elements(),
-                mesh.tets.len()
+                mesh.tets.len(),
+                cubature.elements.len()
             );
+            reduced.set_cubature(&cubature);
+            let mut q = vec![0.0; reduced.shapes()];
+            let cubed: Vec<f64> = depths
+                .iter()
+                .map(|&d| {
+                    c[0].value = -d;
+                    reduced.solve(&mut q, &zero, &mut c, &options()).unwrap();
+                    -c[0].multiplier
+                })
+                .collect();
             for (i, d) in depths.iter().enumerate() {
                 println!(
-                    "  {:5.2} mm: linear {:7.4} N, full {:7.4} N, reduced {:7.4} N ({:+.3} %)",
+                    "  {:5.2} mm: linear {:7.4} N, full {:7.4} N, reduced {:7.4} N ({:+.3} %), \
+                     cubature {:7.4} N ({:+.3} %)",
                     d * 1e3,
                     linear[i],
                     full[i],
                     forces[i],
-                    100.0 * (forces[i] / full[i] - 1.0)
+                    100.0 * (forces[i] / full[i] - 1.0),
+                    cubed[i],
+                    100.0 * (cubed[i] / full[i] - 1.0)
                 );
-                assert!(
-                    (forces[i] / full[i] - 1.0).abs() <= 1e-2,
-                    "{name}, {kind:?}, {d} m: reduced {} N, full {} N",
-                    forces[i],
-                    full[i]
-                );
+                for (what, f) in [("reduced", forces[i]), ("cubature", cubed[i])] {
+                    assert!(
+                        (f / full[i] - 1.0).abs() <= 1e-2,
+                        "{name}, {kind:?}, {d} m: {what} {f} N, full {} N",
+                        full[i]
+                    );
+                }
             }
             // Force grows with the stiffening at depth.
             assert!(full[5] > last[5], "{name}: {full:?} after {last:?}");
             last = full;
         }
     }
+}
+
+#[test]
+fn a_cubature_trained_on_a_press_gives_the_exact_reduced_force_from_a_few_elements() {
+    let (mesh, prescribed) = block();
+    let n = mesh.nodes.len();
+    let model = statics(&mesh, &prescribed, uniform(&mesh, VW5));
+    let mut reduced = ReducedStatics::new(model, 24).unwrap();
+    let press = patch(&mesh, [0.0, 0.0], 0.008, 0.0);
+    reduced_forces(&mut reduced, &press, &[1e-3, 2e-3, 4e-3], n);
+    let active = reduced.active().len();
+    // Training states: the press every 0.25 mm in the basis as grown; test depths
+    // between them.
+    let loads = vec![Vec3::zeros(); n];
+    let solve_at = |reduced: &ReducedStatics, depths: &[f64]| -> (Vec<Vec<f64>>, Vec<f64>) {
+        let mut c = [press.clone()];
+        let mut q = vec![0.0; reduced.shapes()];
+        depths
+            .iter()
+            .map(|&d| {
+                c[0].value = -d;
+                reduced.solve(&mut q, &loads, &mut c, &options()).unwrap();
+                (q.clone(), -c[0].multiplier)
+            })
+            .unzip()
+    };
+    let training: Vec<f64> = (1..=16).map(|i| 2.5e-4 * i as f64).collect();
+    let (states, _) = solve_at(&reduced, &training);
+    let tests = [3e-4, 1.1e-3, 2.3e-3, 3.6e-3];
+    let (_, exact) = solve_at(&reduced, &tests);
+    let cubature = train_cubature(&reduced, &states, 40, 1e-3);
+    println!(
+        "{} of {active} active elements, training error {:.1e}",
+        cubature.elements.len(),
+        cubature.training_error
+    );
+    assert!(cubature.training_error <= 1e-3, "{cubature:?}");
+    assert!(cubature.elements.len() <= 40 && 4 * cubature.elements.len() < active);
+    assert!(cubature
+        .elements
+        .iter()
+        .all(|&(e, w)| w > 0.0 && e < mesh.tets.len()));
+    reduced.set_cubature(&cubature);
+    assert_eq!(reduced.quadrature_elements(), cubature.elements.len());
+    let (_, cubed) = solve_at(&reduced, &tests);
+    for ((d, a), b) in tests.iter().zip(&cubed).zip(&exact) {
+        println!("  {:.1} mm: cubature {a:.5} N, exact {b:.5} N", d * 1e3);
+        assert!((a / b - 1.0).abs() <= 2e-3, "{d} m: {a} N against {b} N");
+    }
+    // The next enrichment sums over the active elements again.
+    let mut c = [press.clone()];
+    c[0].value = -1e-3;
+    let mut q = states[3].clone();
+    reduced.solve(&mut q, &loads, &mut c, &options()).unwrap();
+    reduced.enrich(&q, &loads, &c, f64::INFINITY).unwrap();
+    assert_eq!(reduced.quadrature_elements(), reduced.active().len());
 }

@@ -1,14 +1,20 @@
-//! Large-strain (hyperelastic) tissue: material laws and the full nonlinear static FEM.
+//! Large-strain (hyperelastic) tissue: material laws, the full nonlinear static FEM, and
+//! its reduced model.
 //!
 //! [`Hyperelastic`] gives W(F), P(F) and dP for the linear, neo-Hookean and
 //! Veronda–Westmann laws, all matching linear elasticity (E, ν) at small strain;
 //! [`NonlinearStatics`] solves a mesh's static equilibrium under loads and prescribed
-//! displacements by Newton's method on the existing sparse Cholesky.
+//! displacements by Newton's method on the existing sparse Cholesky;
+//! [`ReducedStatics`] solves it in a small basis of static shapes grown to the full
+//! model's accuracy, its forces summed over the strained elements or over a trained
+//! [`Cubature`] of a few of them.
 
+mod cubature;
 mod law;
 mod reduced;
 mod statics;
 
+pub use cubature::{train_cubature, Cubature};
 pub use law::{Hyperelastic, LawKind};
 pub use reduced::{Estimate, ReducedStatics, ACTIVE_NONLINEARITY};
 pub use statics::{
