@@ -36,6 +36,13 @@ fn press(scene: Scene, at: [f64; 2], full: bool) -> Indentation {
     indent(built, at, &DEPTHS, full, &mut |_, _| {}).unwrap()
 }
 
+/// The runtime model pressed to `depths` (m).
+fn press_at(scene: Scene, at: [f64; 2], depths: &[f64]) -> Indentation {
+    let cache = tempfile::tempdir().unwrap();
+    let built = build(scene, cache.path(), &mut |_| {}).unwrap();
+    indent(built, at, depths, false, &mut |_, _| {}).unwrap()
+}
+
 fn assert_close(a: &Indentation, b: &Indentation, tolerance: f64, what: &str) {
     for ((d, fa), fb) in a.depth_m.iter().zip(&a.force_n).zip(&b.force_n) {
         assert!(
@@ -128,6 +135,34 @@ fn force_grows_with_stiffening_and_agrees_with_the_linear_law_when_shallow() {
         // Exponential stiffening: the γ = 5 curve's secant stiffness rises with depth.
         let secant = |i: usize| vw5.force_n[i] / DEPTHS[i];
         assert!(secant(5) > 1.2 * secant(1), "{vw5:?}");
+    }
+}
+
+/// A sphere tip is pressed by its lowest point: at depth 0 it just touches (no force),
+/// and the model's own indentation (the rest-surface proxy's) is each depth pressed (the
+/// command checks it). Pressing the centre to the depth instead put half the sphere in
+/// the tissue at depth 0.
+#[test]
+fn a_sphere_tip_is_pressed_by_its_lowest_point() {
+    let depths = [0.0, 2.5e-4, 5e-4, 1e-3];
+    for backend in ["modal", "condensed"] {
+        let sphere = scene_with(
+            "",
+            &format!("[contact]\nprobe_radius = 0.005\n[backend]\nkind = \"{backend}\""),
+        );
+        let result = press_at(sphere, BESIDE, &depths);
+        println!("{backend}: {:?} N", result.force_n);
+        assert_eq!(result.force_n[0], 0.0, "{backend}: touching pushes nothing");
+        assert!(
+            result.force_n.windows(2).all(|w| w[1] > w[0]),
+            "{backend}: {:?}",
+            result.force_n
+        );
+        // From touching, the force grows at least linearly in the depth (Hertz: as
+        // d^1.5), so a quarter of the depth carries well under half the force; with the
+        // centre pressed instead, 5.25 mm against 6 mm of sphere would carry most of it.
+        let f = &result.force_n;
+        assert!(f[1] < 0.5 * f[3], "{backend}: {f:?}");
     }
 }
 

@@ -1,6 +1,7 @@
 //! `palpa indent`: the virtual indentation test a tissue scientist runs on a sample. The
 //! scene's probe is pressed quasi-statically along the inward surface normal at a point
-//! of the surface to each depth, and the normal force is reported: by the scene's
+//! of the surface to each depth (a sphere tip's lowest point, so depth 0 is touching),
+//! and the normal force is reported: by the scene's
 //! runtime model, held at each depth until its force settles (the default), or by the
 //! full nonlinear static FEM (`--full`: Newton on the whole mesh with each material's
 //! strain-energy law, the probe's contact patch held at the depth by a Lagrange
@@ -57,7 +58,8 @@ pub struct IndentArgs {
     /// down the up axis there onto the first surface it meets.
     #[arg(long, value_name = "X,Y", value_parser = parse_at, allow_hyphen_values = true)]
     pub at: At,
-    /// Depths to press to (m), in order, e.g. `--depths 0.001,0.002,0.004`.
+    /// Depths to press to (m), in order, e.g. `--depths 0.001,0.002,0.004`; a sphere
+    /// tip (`contact.probe_radius`) is pressed by its lowest point.
     #[arg(long, value_name = "D1,D2,...", value_parser = parse_depths)]
     pub depths: Depths,
     /// Solve the full nonlinear static FEM (each material's `model`) instead of running
@@ -181,6 +183,7 @@ pub fn indent(
         model: &mut model,
         dt,
         t: 0.0,
+        radius: scene.contact.probe_radius,
     };
     let (force_n, method) = if full {
         let inputs = FemInputs::resolve(&scene).map_err(|e| e.to_string())?;
@@ -249,9 +252,18 @@ struct Press<'a> {
     model: &'a mut SceneModel,
     dt: f64,
     t: f64,
+    /// The probe tip's radius (m; 0 for a point probe).
+    radius: f64,
 }
 
 impl Press<'_> {
+    /// Where the probe is (its centre, m) when its tip is `depth` (m; negative: above)
+    /// into the surface at `surface` with outward normal `normal`: a sphere's lowest
+    /// point, not its centre, goes to the depth.
+    fn at_depth(&self, surface: Vec3, normal: Vec3, depth: f64) -> Vec3 {
+        surface + normal * (self.radius - depth)
+    }
+
     /// One model step with the probe at `probe` (m); the normal force along `normal`
     /// on the probe (N).
     fn step(&mut self, probe: Vec3, normal: &Vec3) -> f64 {
@@ -278,11 +290,11 @@ fn runtime_press(
     on_depth: &mut dyn FnMut(f64, f64),
 ) -> Result<Vec<f64>, String> {
     // Start just above the surface, so the probe enters it at the surface point.
-    let mut probe = surface + normal * 2e-3;
+    let mut probe = press.at_depth(surface, normal, -2e-3);
     press.step(probe, &normal);
     let mut forces = Vec::with_capacity(depths.len());
     for &depth in depths {
-        let target = surface - normal * depth;
+        let target = press.at_depth(surface, normal, depth);
         let mut last = press.ramp(probe, target, &normal);
         probe = target;
         let (mut calm, mut held) = (0, 0);
@@ -343,9 +355,9 @@ fn full_press(
         ));
     }
     // A shallow press tells which material point the probe holds.
-    let above = surface + normal * 2e-3;
+    let above = press.at_depth(surface, normal, -2e-3);
     press.step(above, &normal);
-    press.ramp(above, surface - normal * 1e-4, &normal);
+    press.ramp(above, press.at_depth(surface, normal, 1e-4), &normal);
     let constraints = press.model.constraints();
     let [contact] = constraints else {
         return Err(format!(
