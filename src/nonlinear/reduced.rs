@@ -298,13 +298,7 @@ impl ReducedStatics {
         for c in constraints.iter() {
             let mut a = vec![0.0; r];
             for &(d, w) in &c.coefficients {
-                if d >= n {
-                    return Err(NonlinearError::NodeCount {
-                        what: "constraint DOF index (3 per node)",
-                        given: d,
-                        nodes: n / 3,
-                    });
-                }
+                check_dof(d, n)?;
                 let row = &self.basis[d * self.capacity..][..r];
                 for (aj, u) in a.iter_mut().zip(row) {
                     *aj += w * u;
@@ -689,16 +683,23 @@ impl Work {
 fn constraint_force(c: &LinearConstraint, n: usize) -> Result<Vec<f64>, NonlinearError> {
     let mut force = vec![0.0; n];
     for &(d, w) in &c.coefficients {
-        if d >= n {
-            return Err(NonlinearError::NodeCount {
-                what: "constraint DOF index (3 per node)",
-                given: d,
-                nodes: n / 3,
-            });
-        }
+        check_dof(d, n)?;
         force[d] += w;
     }
     Ok(force)
+}
+
+/// A constraint's DOF index d must lie among the n DOFs.
+fn check_dof(d: usize, n: usize) -> Result<(), NonlinearError> {
+    if d < n {
+        Ok(())
+    } else {
+        Err(NonlinearError::NodeCount {
+            what: "constraint DOF index (3 per node)",
+            given: d,
+            nodes: n / 3,
+        })
+    }
 }
 
 /// |q|.
