@@ -31,6 +31,12 @@ fn problem() -> (NonlinearStatics, FemInputs) {
     (statics, inputs)
 }
 
+/// Newton's stopping rule for every solve here.
+const OPTIONS: NewtonOptions = NewtonOptions {
+    relative: 1e-9,
+    max_iterations: 40,
+};
+
 /// A patch of top-face nodes within 1 cm of the centre, weights (1 − (d/r)²)², pressed
 /// along −z to `depth` (m).
 fn press(inputs: &FemInputs, depth: f64) -> LinearConstraint {
@@ -54,14 +60,10 @@ fn press(inputs: &FemInputs, depth: f64) -> LinearConstraint {
 
 fn nonlinear(c: &mut Criterion) {
     let (statics, inputs) = problem();
-    let n = inputs.mesh.mesh.nodes.len();
-    let loads = vec![Vec3::zeros(); n];
-    let options = NewtonOptions {
-        relative: 1e-9,
-        max_iterations: 40,
-    };
+    let loads = vec![Vec3::zeros(); inputs.mesh.mesh.nodes.len()];
+    let options = OPTIONS;
     // The state 2 mm deep, for the per-iteration parts.
-    let mut pressed = vec![Vec3::zeros(); n];
+    let mut pressed = loads.clone();
     let mut constraint = press(&inputs, 0.002);
     let report = statics
         .solve_constrained(&mut pressed, &loads, Some(&mut constraint), &options)
@@ -81,7 +83,7 @@ fn nonlinear(c: &mut Criterion) {
     });
     g.bench_function("press_2mm_from_rest_default_block", |b| {
         b.iter(|| {
-            let mut u = vec![Vec3::zeros(); n];
+            let mut u = loads.clone();
             let mut constraint = press(&inputs, 0.002);
             statics
                 .solve_constrained(&mut u, &loads, Some(&mut constraint), &options)
@@ -99,12 +101,8 @@ fn nonlinear(c: &mut Criterion) {
 /// summed over a cubature trained on the press.
 fn reduced(c: &mut Criterion) {
     let (statics, inputs) = problem();
-    let n = inputs.mesh.mesh.nodes.len();
-    let loads = vec![Vec3::zeros(); n];
-    let options = NewtonOptions {
-        relative: 1e-9,
-        max_iterations: 40,
-    };
+    let loads = vec![Vec3::zeros(); inputs.mesh.mesh.nodes.len()];
+    let options = OPTIONS;
     let mut model = ReducedStatics::new(Arc::new(statics), 32).expect("K factorises");
     let mut constraint = [press(&inputs, 0.0)];
     model

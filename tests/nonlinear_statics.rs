@@ -12,6 +12,8 @@ use palpa::nonlinear::{
 };
 use palpa::Vec3;
 
+mod newton;
+
 const SIDE: f64 = 0.01;
 
 fn cube() -> TetMesh {
@@ -251,36 +253,8 @@ fn newton_converges_quadratically() {
                 },
             )
             .unwrap();
-        let e: Vec<f64> = report
-            .residuals
-            .iter()
-            .map(|r| r / report.residuals[0])
-            .collect();
-        println!(
-            "{kind:?}: relative residuals {}, steps {:?}",
-            e.iter()
-                .map(|x| format!("{x:.1e}"))
-                .collect::<Vec<_>>()
-                .join(" "),
-            report.steps
-        );
         // Once in the basin (full steps, e < 1e-2) and above round-off, e_{k+1} ≤ C e_k².
-        let mut quadratic = 0;
-        for k in 0..e.len() - 1 {
-            if report.steps[k] == 1.0 && e[k] < 1e-2 && e[k + 1] > 1e-13 {
-                assert!(
-                    e[k + 1] <= 10.0 * e[k] * e[k],
-                    "{kind:?}: {} after {}",
-                    e[k + 1],
-                    e[k]
-                );
-                quadratic += 1;
-            }
-        }
-        assert!(
-            quadratic >= 1,
-            "{kind:?}: no iteration in the quadratic regime: {e:?}"
-        );
+        newton::assert_quadratic(&report, 0, 1e-13, &format!("{kind:?}"));
         assert!(
             largest(&u) > 1e-3,
             "the load should deform the block by millimetres"

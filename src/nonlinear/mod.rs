@@ -11,6 +11,7 @@
 
 mod cubature;
 mod law;
+mod line_search;
 mod reduced;
 mod statics;
 

@@ -23,6 +23,7 @@ use faer::linalg::solvers::Solve;
 use faer::{Mat, Par};
 
 use super::cubature::Cubature;
+use super::line_search::{backtrack, Trial};
 use super::statics::{LinearConstraint, NewtonOptions, NewtonReport, NonlinearError};
 use super::{Hyperelastic, NonlinearStatics};
 use crate::fem::Factor;
@@ -395,28 +396,22 @@ impl ReducedStatics {
             let slope: f64 = (0..r)
                 .map(|j| (work.gradient[j] - f[j]) * step[(j, 0)])
                 .sum();
-            let mut alpha = 1.0;
-            loop {
-                for j in 0..r {
-                    trial[j] = q[j] + alpha * step[(j, 0)];
-                }
-                if let Some(e) = self.energy(&trial, &f, &mut work) {
-                    // Armijo on Π; or, where Π's change is lost in its round-off, the
-                    // slope along the step at least halves (as the full solver).
-                    let armijo = e <= energy + 1e-4 * alpha * slope;
-                    if armijo || self.slope_halves(&trial, &f, &step, slope, &mut work) {
-                        energy = e;
-                        break;
+            let searched = backtrack(energy, slope, |at| match at {
+                Trial::At(alpha) => {
+                    for j in 0..r {
+                        trial[j] = q[j] + alpha * step[(j, 0)];
                     }
+                    self.energy(&trial, &f, &mut work)
                 }
-                alpha *= 0.5;
-                if alpha < 1e-10 {
-                    return Err(NonlinearError::LineSearch {
-                        iteration,
-                        residual: norm,
-                    });
-                }
-            }
+                Trial::Slope => Some(self.slope_along(&trial, &f, &step, &mut work)),
+            });
+            let Some((alpha, e)) = searched else {
+                return Err(NonlinearError::LineSearch {
+                    iteration,
+                    residual: norm,
+                });
+            };
+            energy = e;
             report.steps.push(alpha);
             last_step = alpha * (0..r).map(|j| step[(j, 0)].powi(2)).sum::<f64>().sqrt();
             q.copy_from_slice(&trial);
@@ -578,23 +573,16 @@ impl ReducedStatics {
         def
     }
 
-    /// Whether the slope of the reduced energy along `step` at `trial` under the reduced
-    /// forces `f` is at most half (in magnitude) of `slope`, its value at the start.
-    fn slope_halves(
-        &self,
-        trial: &[f64],
-        f: &[f64],
-        step: &Mat<f64>,
-        slope: f64,
-        work: &mut Work,
-    ) -> bool {
+    /// The slope of the reduced energy along `step` at `trial` under the reduced forces
+    /// `f` (J per unit step).
+    fn slope_along(&self, trial: &[f64], f: &[f64], step: &Mat<f64>, work: &mut Work) -> f64 {
         let mut at = std::mem::take(&mut work.trial_gradient);
         self.accumulate(trial, work, &mut at, None);
-        let along: f64 = (0..trial.len())
+        let along = (0..trial.len())
             .map(|j| (at[j] - f[j]) * step[(j, 0)])
             .sum();
         work.trial_gradient = at;
-        along.abs() <= 0.5 * slope.abs()
+        along
     }
 
     /// The reduced internal forces Uᵀf_int(Uq) into `work.gradient` and the reduced

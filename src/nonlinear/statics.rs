@@ -8,6 +8,7 @@
 use faer::sparse::{SparseColMat, SymbolicSparseColMat};
 use faer::{Col, Par};
 
+use super::line_search::{backtrack, Trial};
 use super::Hyperelastic;
 use crate::fem::{Factor, FemError, TetElement};
 use crate::mesh::TetMesh;
@@ -408,29 +409,23 @@ impl NonlinearStatics {
             }
             let (residual, _) = self.residual(&f_int, &applied);
             let slope = residual.transpose() * &step;
-            let mut alpha = 1.0;
-            loop {
-                for (v, t) in trial.iter_mut().enumerate() {
-                    *t = u[v] + Vec3::new(step[3 * v], step[3 * v + 1], step[3 * v + 2]) * alpha;
-                }
-                if let Some(e) = self.energy(&trial, &applied) {
-                    // Armijo on Π; or, where Π's change is lost in its round-off (near the
-                    // solution, W is a difference of O(μ) terms), the slope along the step
-                    // shrinks: δ·r(u + αδ) at most half of δ·r(u).
-                    let armijo = e <= energy + 1e-4 * alpha * slope;
-                    if armijo || self.slope_halves(&trial, &applied, &step, slope) {
-                        energy = e;
-                        break;
+            let searched = backtrack(energy, slope, |at| match at {
+                Trial::At(alpha) => {
+                    for (v, t) in trial.iter_mut().enumerate() {
+                        *t =
+                            u[v] + Vec3::new(step[3 * v], step[3 * v + 1], step[3 * v + 2]) * alpha;
                     }
+                    self.energy(&trial, &applied)
                 }
-                alpha *= 0.5;
-                if alpha < 1e-10 {
-                    return Err(NonlinearError::LineSearch {
-                        iteration,
-                        residual: norm,
-                    });
-                }
-            }
+                Trial::Slope => self.slope_along(&trial, &applied, &step),
+            });
+            let Some((alpha, e)) = searched else {
+                return Err(NonlinearError::LineSearch {
+                    iteration,
+                    residual: norm,
+                });
+            };
+            energy = e;
             report.steps.push(alpha);
             u.copy_from_slice(&trial);
         }
@@ -515,15 +510,12 @@ impl NonlinearStatics {
         }
     }
 
-    /// Whether the slope of Π along `step` at `trial` is at most half (in magnitude) of
-    /// `slope`, its value at the start of the step.
-    fn slope_halves(&self, trial: &[Vec3], loads: &[Vec3], step: &Col<f64>, slope: f64) -> bool {
-        let Some(f_int) = self.internal_forces(trial) else {
-            return false;
-        };
+    /// The slope δ·r of Π along `step` at `trial` under `loads` (J per unit step);
+    /// `None` if an element is inverted there.
+    fn slope_along(&self, trial: &[Vec3], loads: &[Vec3], step: &Col<f64>) -> Option<f64> {
+        let f_int = self.internal_forces(trial)?;
         let (r, _) = self.residual(&f_int, loads);
-        let at: f64 = (0..r.nrows()).map(|d| r[d] * step[d]).sum();
-        at.abs() <= 0.5 * slope.abs()
+        Some((0..r.nrows()).map(|d| r[d] * step[d]).sum())
     }
 
     /// The first tetrahedron inverted (det F ≤ 0) under `u` (0 if none).
