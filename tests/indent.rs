@@ -64,6 +64,10 @@ fn the_linear_runtime_models_give_the_full_fems_forces() {
         assert_close(&modal, &full, 1e-6, "modal");
         let condensed = press(scene_with("", "[backend]\nkind = \"condensed\""), at, false);
         assert_close(&condensed, &full, 1e-6, "condensed");
+        // The nonlinear model's basis holds the patch's own shapes: K⁻¹ exactly.
+        let nonlinear = press(scene_with("", "[backend]\nkind = \"nonlinear\""), at, false);
+        assert_eq!(nonlinear.method, Method::Runtime { backend: "nonlinear" });
+        assert_close(&nonlinear, &full, 1e-6, "nonlinear");
         // The probe came down the up axis onto the top face and pressed along −z.
         assert!((full.surface_point.z).abs() < 1e-12, "{full:?}");
         assert!((full.normal - palpa::Vec3::z()).norm() < 1e-9, "{full:?}");
@@ -138,6 +142,51 @@ fn force_grows_with_stiffening_and_agrees_with_the_linear_law_when_shallow() {
     }
 }
 
+/// The default scene with `law` (TOML lines) in both materials, run by `backend`.
+fn default_with(law: &str, backend: &str) -> Scene {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/default.toml"),
+    )
+    .unwrap()
+    .replace("density = 1000\n", &format!("density = 1000\n{law}\n"))
+    .replace("kind = \"modal\"", &format!("kind = \"{backend}\""));
+    Scene::parse(&text, "default.toml", Path::new(".")).unwrap()
+}
+
+/// The acceptance curves: the runtime nonlinear model (`indent`) against the full FEM
+/// (`indent --full`) on the default block made neo-Hookean and Veronda–Westmann γ = 5,
+/// beside the lump and over it, 0.25–6 mm. The issue asks for 5 %; the reduced model
+/// gives 0.4 %, and the test holds it to 1 %.
+#[test]
+fn the_nonlinear_runtime_model_gives_the_full_fems_forces_on_the_default_block() {
+    let laws = [
+        ("neo-Hookean", "model = \"neo-hookean\""),
+        (
+            "Veronda–Westmann γ = 5",
+            "model = \"veronda-westmann\"\nstiffening = 5",
+        ),
+    ];
+    for (place, at) in [
+        ("beside the lump", BESIDE),
+        ("over the lump", OVER_THE_LUMP),
+    ] {
+        let linear = press(default_with("", "modal"), at, false);
+        eprintln!("force (N) {place}, default block, depths (mm) {DEPTHS:?}:");
+        eprintln!("{:>40} {:?}", "linear (modal runtime)", linear.force_n);
+        let mut deepest = vec![linear.force_n[5]];
+        for (name, law) in laws {
+            let runtime = press(default_with(law, "nonlinear"), at, false);
+            let full = press(default_with(law, "modal"), at, true);
+            eprintln!("{:>40} {:?}", format!("{name}, runtime"), runtime.force_n);
+            eprintln!("{:>40} {:?}", format!("{name}, full FEM"), full.force_n);
+            assert_close(&runtime, &full, 1e-2, &format!("{name} {place}"));
+            deepest.push(runtime.force_n[5]);
+        }
+        // The force at 6 mm grows with the stiffening: linear < neo-Hookean < γ = 5.
+        assert!(deepest.windows(2).all(|w| w[1] > w[0]), "{place}: {deepest:?}");
+    }
+}
+
 /// A sphere tip is pressed by its lowest point: at depth 0 it just touches (no force),
 /// and the model's own indentation (the rest-surface proxy's) is each depth pressed (the
 /// command checks it). Pressing the centre to the depth instead put half the sphere in
@@ -145,7 +194,7 @@ fn force_grows_with_stiffening_and_agrees_with_the_linear_law_when_shallow() {
 #[test]
 fn a_sphere_tip_is_pressed_by_its_lowest_point() {
     let depths = [0.0, 2.5e-4, 5e-4, 1e-3];
-    for backend in ["modal", "condensed"] {
+    for backend in ["modal", "condensed", "nonlinear"] {
         let sphere = scene_with(
             "",
             &format!("[contact]\nprobe_radius = 0.005\n[backend]\nkind = \"{backend}\""),

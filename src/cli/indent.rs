@@ -132,7 +132,7 @@ pub fn check_depths(depths: &[f64]) -> Result<(), String> {
 pub enum Method {
     /// The scene's runtime model (its backend named), held until its force settled.
     Runtime {
-        /// `modal` or `condensed`.
+        /// `modal`, `condensed` or `nonlinear`.
         backend: &'static str,
     },
     /// The full nonlinear static FEM.
@@ -192,6 +192,7 @@ pub fn indent(
         let backend = match press.model {
             SceneModel::Modal(_) => "modal",
             SceneModel::Condensed(_) => "condensed",
+            SceneModel::Nonlinear(_) => "nonlinear",
         };
         let forces = runtime_press(&mut press, surface_point, normal, depths, on_depth)?;
         (forces, Method::Runtime { backend })

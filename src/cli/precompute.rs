@@ -70,7 +70,9 @@ pub fn describe(outcome: &PrecomputeOutcome) -> String {
             "computed in {seconds:.2} s ({reason}), cache written to {}",
             path.display()
         ),
-        PrecomputeOutcome::NotModal => "condensed backend: nothing to precompute".into(),
+        PrecomputeOutcome::NotModal => {
+            "not the modal backend: nothing to precompute offline".into()
+        }
     }
 }
 
@@ -87,7 +89,7 @@ pub fn run(args: &PrecomputeArgs) -> Result<(), String> {
         mesh.tets.len(),
         mesh.volume()
     );
-    if scene.backend.kind == BackendKind::Condensed {
+    if scene.backend.kind != BackendKind::Modal {
         println!("{}", describe(&PrecomputeOutcome::NotModal));
         return Ok(());
     }

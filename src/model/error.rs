@@ -44,6 +44,9 @@ pub enum ModelError {
     /// A compliance column could not be computed.
     #[error(transparent)]
     Column(#[from] ColumnError),
+    /// The tissue's own solve failed (a nonlinear model's Newton iterations).
+    #[error("the tissue solve failed: {0}")]
+    Solve(String),
     /// The model's parts do not fit together (sizes, a free body with residual
     /// flexibility).
     #[error("{0}")]

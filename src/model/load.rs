@@ -92,6 +92,11 @@ impl HeldLoads {
         self.loads.is_empty()
     }
 
+    /// The held loads with a non-zero force.
+    pub(crate) fn loads(&self) -> &[PointLoad] {
+        &self.loads
+    }
+
     /// The nodal forces of the held loads (node, N).
     pub(crate) fn nodal(&self) -> &[(usize, Vec3)] {
         &self.nodal

@@ -7,13 +7,15 @@
 //! displacements by Newton's method on the existing sparse Cholesky;
 //! [`ReducedStatics`] solves it in a small basis of static shapes grown to the full
 //! model's accuracy, its forces summed over the strained elements or over a trained
-//! [`Cubature`] of a few of them.
+//! [`Cubature`] of a few of them; [`NonlinearTissue`] runs the reduced model as the
+//! `nonlinear` backend's tissue model (quasi-static, with contact).
 
 mod cubature;
 mod law;
 mod line_search;
 mod reduced;
 mod statics;
+mod tissue;
 
 pub use cubature::{train_cubature, Cubature};
 pub use law::{Hyperelastic, LawKind};
@@ -21,3 +23,4 @@ pub use reduced::{Estimate, ReducedStatics, ACTIVE_NONLINEARITY};
 pub use statics::{
     LinearConstraint, NewtonOptions, NewtonReport, NonlinearError, NonlinearStatics,
 };
+pub use tissue::{NonlinearParams, NonlinearTissue};

@@ -229,8 +229,49 @@ impl ReducedStatics {
     /// The displacement u = U q of every node (m) into `out`.
     pub fn displacement(&self, q: &[f64], out: &mut [Vec3]) {
         for (v, o) in out.iter_mut().enumerate() {
-            *o = Vec3::from_fn(|c, _| self.dof(3 * v + c, q));
+            *o = self.node_displacement(v, q);
         }
+    }
+
+    /// The displacement of node `v` at q (m).
+    pub fn node_displacement(&self, v: usize, q: &[f64]) -> Vec3 {
+        Vec3::from_fn(|c, _| self.dof(3 * v + c, q))
+    }
+
+    /// Uᵀc of a force c given as (DOF, N) pairs, into `out` (length
+    /// [`ReducedStatics::shapes`]): the reduced row of a constraint or load.
+    pub fn project(&self, force: &[(usize, f64)], out: &mut [f64]) {
+        let r = self.shapes;
+        out[..r].fill(0.0);
+        for &(d, w) in force {
+            let row = &self.basis[d * self.capacity..][..r];
+            for (o, u) in out.iter_mut().zip(row) {
+                *o += w * u;
+            }
+        }
+    }
+
+    /// Replaces the basis by one shape, the displacement U q itself (K-normalised), and
+    /// q by its coordinate in it (|q|; none at rest): the state is kept exactly while
+    /// the room of the other shapes is freed. The active elements stay.
+    pub fn restart(&mut self, q: &mut Vec<f64>) {
+        let r = self.shapes;
+        let norm = size(&q[..r]);
+        if norm == 0.0 {
+            self.shapes = 0;
+            q.clear();
+            return;
+        }
+        // UᵀKU = I, so ‖Uq‖_K = |q|; the new shape is Uq/|q| and K times it KUq/|q|.
+        for d in 0..self.statics.prescribed.len() {
+            let u = self.dof_of(&self.basis, d, q) / norm;
+            let f = self.dof_of(&self.stiffness, d, q) / norm;
+            self.basis[d * self.capacity] = u;
+            self.stiffness[d * self.capacity] = f;
+        }
+        self.shapes = 1;
+        q.clear();
+        q.push(norm);
     }
 
     fn dof(&self, d: usize, q: &[f64]) -> f64 {
@@ -266,6 +307,19 @@ impl ReducedStatics {
         loads: &[Vec3],
         constraints: &mut [LinearConstraint],
         options: &NewtonOptions,
+    ) -> Result<NewtonReport, NonlinearError> {
+        self.solve_with_tangent(q, loads, constraints, options, &mut Vec::new())
+    }
+
+    /// [`ReducedStatics::solve`], leaving the reduced tangent UᵀK_T U at the solution in
+    /// `tangent` (N/m, row-major r × r).
+    pub fn solve_with_tangent(
+        &self,
+        q: &mut [f64],
+        loads: &[Vec3],
+        constraints: &mut [LinearConstraint],
+        options: &NewtonOptions,
+        tangent: &mut Vec<f64>,
     ) -> Result<NewtonReport, NonlinearError> {
         let r = self.shapes;
         let m = constraints.len();
@@ -349,6 +403,7 @@ impl ReducedStatics {
             let stalled = report.steps.last() == Some(&1.0) && last_step <= 1e-13 * size(q);
             if (norm <= tolerance || stalled) && on_constraints {
                 report.energy = energy;
+                tangent.clone_from(&work.tangent);
                 for (c, l) in constraints.iter_mut().zip(&lambda) {
                     c.multiplier = *l;
                 }

@@ -3,6 +3,7 @@
 
 use crate::condensed::CondensedModel;
 use crate::modal::ModalRuntime;
+use crate::nonlinear::NonlinearTissue;
 use crate::model::{LocalForceModel, ModelStep, PointConstraint, SurfaceEntry, TissueModel};
 use crate::Vec3;
 
@@ -15,6 +16,8 @@ pub enum SceneModel {
     Modal(Box<Simulation<ModalRuntime>>),
     /// Condensed static FEM.
     Condensed(Box<Simulation<CondensedModel>>),
+    /// Large-strain tissue in a reduced basis, quasi-static.
+    Nonlinear(Box<Simulation<NonlinearTissue>>),
 }
 
 impl SceneModel {
@@ -23,6 +26,7 @@ impl SceneModel {
         match self {
             SceneModel::Modal(s) => s.contact(),
             SceneModel::Condensed(s) => s.contact(),
+            SceneModel::Nonlinear(s) => s.contact(),
         }
     }
 
@@ -31,6 +35,7 @@ impl SceneModel {
         match self {
             SceneModel::Modal(s) => s.proxy_position(),
             SceneModel::Condensed(s) => s.proxy_position(),
+            SceneModel::Nonlinear(s) => s.proxy_position(),
         }
     }
 
@@ -40,6 +45,7 @@ impl SceneModel {
         match self {
             SceneModel::Modal(s) => SceneModel::Modal(Box::new(s.with_probes(count))),
             SceneModel::Condensed(s) => SceneModel::Condensed(Box::new(s.with_probes(count))),
+            SceneModel::Nonlinear(s) => SceneModel::Nonlinear(Box::new(s.with_probes(count))),
         }
     }
 
@@ -48,6 +54,7 @@ impl SceneModel {
         match self {
             SceneModel::Modal(s) => s.constraints(),
             SceneModel::Condensed(s) => s.constraints(),
+            SceneModel::Nonlinear(s) => s.constraints(),
         }
     }
 
@@ -56,6 +63,7 @@ impl SceneModel {
         match self {
             SceneModel::Modal(s) => s.workspace(),
             SceneModel::Condensed(s) => s.workspace(),
+            SceneModel::Nonlinear(s) => s.workspace(),
         }
     }
 
@@ -64,6 +72,7 @@ impl SceneModel {
         match self {
             SceneModel::Modal(s) => s.set_force_cap(force),
             SceneModel::Condensed(s) => s.set_force_cap(force),
+            SceneModel::Nonlinear(s) => s.set_force_cap(force),
         }
     }
 
@@ -72,6 +81,7 @@ impl SceneModel {
         match self {
             SceneModel::Modal(s) => s.reset(),
             SceneModel::Condensed(s) => s.reset(),
+            SceneModel::Nonlinear(s) => s.reset(),
         }
     }
 
@@ -80,6 +90,7 @@ impl SceneModel {
         match self {
             SceneModel::Modal(s) => s.model().rest_positions(),
             SceneModel::Condensed(s) => s.model().rest_positions(),
+            SceneModel::Nonlinear(s) => s.model().rest_positions(),
         }
     }
 
@@ -88,6 +99,7 @@ impl SceneModel {
         match self {
             SceneModel::Modal(s) => s.model().surface_triangles(),
             SceneModel::Condensed(s) => s.model().surface_triangles(),
+            SceneModel::Nonlinear(s) => s.model().surface_triangles(),
         }
     }
 
@@ -110,6 +122,7 @@ impl ModelStep for SceneModel {
         match self {
             SceneModel::Modal(s) => s.step(t, dt, probe),
             SceneModel::Condensed(s) => s.step(t, dt, probe),
+            SceneModel::Nonlinear(s) => s.step(t, dt, probe),
         }
     }
 
@@ -117,6 +130,7 @@ impl ModelStep for SceneModel {
         match self {
             SceneModel::Modal(s) => s.step_probes(t, dt, probes, out),
             SceneModel::Condensed(s) => s.step_probes(t, dt, probes, out),
+            SceneModel::Nonlinear(s) => s.step_probes(t, dt, probes, out),
         }
     }
 }

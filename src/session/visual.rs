@@ -126,6 +126,10 @@ impl SceneVisual {
                 sim.model_mut().displacements(&self.surface_nodes, field);
                 merge_loads(sim.model().last_loads(), loads);
             }
+            SceneModel::Nonlinear(sim) => {
+                sim.model_mut().displacements(&self.surface_nodes, field);
+                merge_loads(sim.model().last_loads(), loads);
+            }
         }
         // A load whose columns are still being completed contributes to the field at
         // the cached nodes only (and its modal part stays in q): not its K⁻¹ response.
@@ -143,6 +147,9 @@ impl SceneVisual {
                 *field_from_loads = complete(sim.model().columns_ref());
                 self.export(sim.model().columns_ref(), None, loads);
             }
+            // A large-strain field is no superposition of columns: it goes whole, as
+            // corrections.
+            SceneModel::Nonlinear(_) => *field_from_loads = false,
         }
     }
 

@@ -51,7 +51,7 @@ pub enum PrecomputeOutcome {
         /// Precompute wall time (s).
         seconds: f64,
     },
-    /// The condensed backend has nothing to precompute offline.
+    /// The condensed and nonlinear backends have nothing to precompute offline.
     NotModal,
 }
 

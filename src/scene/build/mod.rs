@@ -25,6 +25,7 @@ use crate::fem::{ComplianceColumns, Factor, FemSystem};
 use crate::haptic::HapticConfig;
 use crate::mesh::TetMesh;
 use crate::modal::{ModalParams, ModalRuntime, Progress};
+use crate::nonlinear::{NonlinearParams, NonlinearStatics, NonlinearTissue};
 use crate::model::TissueGeometry;
 use crate::scene::{BackendKind, Scene, SceneError};
 use crate::session::{SceneModel, Simulation};
@@ -164,7 +165,7 @@ pub fn build(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BuiltScene, BuildError> {
     let inputs = FemInputs::resolve(&scene)?;
-    if inputs.is_nonlinear() {
+    if inputs.is_nonlinear() && scene.backend.kind != BackendKind::Nonlinear {
         warn_linear_backend(&scene);
     }
     let mesh = &inputs.mesh.mesh;
@@ -260,6 +261,29 @@ pub fn build(
                 0,
             )
         }
+        BackendKind::Nonlinear => {
+            let prescribed: Vec<bool> = inputs.fixed.iter().flat_map(|&f| [f; 3]).collect();
+            let statics = NonlinearStatics::new(mesh, inputs.laws.clone(), prescribed)
+                .map_err(|e| stage(&scene, "nonlinear FEM", e))?;
+            let spec = &scene.backend.nonlinear;
+            let params = NonlinearParams {
+                shapes: spec.shapes,
+                tolerance: spec.tolerance,
+                corrections_per_step: spec.corrections_per_step,
+                max_rows: MAX_CONSTRAINT_ROWS,
+            };
+            let model = NonlinearTissue::new(geometry, Arc::new(statics), params)
+                .map_err(|e| stage(&scene, "nonlinear model", e))?;
+            (
+                SceneModel::Nonlinear(Box::new(
+                    Simulation::new(model, radius)
+                        .with_patch_radius(patch_radius)
+                        .with_friction(friction),
+                )),
+                PrecomputeOutcome::NotModal,
+                0,
+            )
+        }
     };
     Ok(BuiltScene {
         mesh: inputs.mesh,
@@ -282,6 +306,7 @@ fn warn_linear_backend(scene: &Scene) {
     let backend = match scene.backend.kind {
         BackendKind::Modal => "modal",
         BackendKind::Condensed => "condensed",
+        BackendKind::Nonlinear => "nonlinear",
     };
     let (verb, them) = if names.len() == 1 {
         ("follows", "it")

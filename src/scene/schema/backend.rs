@@ -30,6 +30,9 @@ pub enum BackendKind {
     Modal,
     /// Condensed static FEM (DESIGN §2.3).
     Condensed,
+    /// Large-strain tissue: each material's `model` law, solved quasi-statically in a
+    /// reduced basis of static shapes (docs/math.md §12).
+    Nonlinear,
 }
 
 /// Backend choice and both backends' parameters (only the chosen one is used).
@@ -42,8 +45,37 @@ pub struct BackendSpec {
     pub modal: ModalSpec,
     /// Condensed parameters.
     pub condensed: CondensedSpec,
+    /// Nonlinear parameters.
+    pub nonlinear: NonlinearSpec,
     /// The K⁻¹ column cache both backends use.
     pub columns: ColumnsSpec,
+}
+
+/// Most shapes a nonlinear basis may hold: the reduced solve is dense in them (r³ per
+/// Newton iteration, r² per element).
+pub const MAX_NONLINEAR_SHAPES: usize = 512;
+
+/// Nonlinear backend parameters: the reduced basis's size and accuracy.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NonlinearSpec {
+    /// Most shapes the reduced basis holds, 4 ..= 512; each costs 16 bytes per DOF.
+    pub shapes: usize,
+    /// The basis's relative energy-norm error estimate it is grown to, in (0, 0.5].
+    pub tolerance: f64,
+    /// Most nonlinear corrections one model step adds (each about a full residual and
+    /// two solves with K), ≥ 1.
+    pub corrections_per_step: usize,
+}
+
+impl Default for NonlinearSpec {
+    fn default() -> Self {
+        Self {
+            shapes: 64,
+            tolerance: 1e-3,
+            corrections_per_step: 2,
+        }
+    }
 }
 
 /// Modal backend parameters (mode count, selection cut-offs, Rayleigh damping).
@@ -134,6 +166,15 @@ impl BackendSpec {
                  `[backend.columns] cache_size = N`",
             ));
         }
+        let nl = &self.nonlinear;
+        c.count("backend.nonlinear.shapes", nl.shapes, 4, MAX_NONLINEAR_SHAPES)?;
+        c.positive_at_most("backend.nonlinear.tolerance", nl.tolerance, 0.5)?;
+        c.count(
+            "backend.nonlinear.corrections_per_step",
+            nl.corrections_per_step,
+            1,
+            1000,
+        )?;
         c.count(
             "backend.columns.cache_size",
             self.columns.cache_size,

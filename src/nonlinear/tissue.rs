@@ -1,0 +1,509 @@
+//! The runtime nonlinear tissue model: the reduced static model ([`ReducedStatics`])
+//! behind the [`TissueModel`] interface the contact pipeline drives.
+//!
+//! Quasi-static: each step solves the reduced large-strain equilibrium under the step's
+//! contact rows (Newton on the reduced KKT system from the last step's state; an active
+//! set makes the unilateral rows push or release) and reports the rows' forces. The
+//! basis holds, for every material point a row or load acts on, its three static shapes
+//! K⁻¹c (so the model is exact for linear tissue and its compliance at those points is
+//! the reduced tangent's), plus the nonlinear corrections [`ReducedStatics::enrich`]
+//! adds while the contact changes, a bounded number per step. When the basis is full it
+//! restarts from the current displacement as its one shape and grows again.
+
+use std::sync::Arc;
+
+use nalgebra::DMatrix;
+
+use super::reduced::{Estimate, ReducedStatics};
+use super::statics::{LinearConstraint, NewtonOptions, NonlinearError};
+use super::NonlinearStatics;
+use crate::fem::Support;
+use crate::model::{
+    push_nodal_loads, validate_step, ConstraintKind, HeldLoads, ModelError, PointConstraint,
+    PointLoad, TissueGeometry, TissueModel,
+};
+use crate::{Mat3, Vec3};
+
+/// How the runtime nonlinear model is sized and how closely it solves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NonlinearParams {
+    /// Most shapes the reduced basis holds (each costs 16 bytes per DOF).
+    pub shapes: usize,
+    /// Energy-norm error estimate (relative) the basis is grown to
+    /// ([`ReducedStatics::enrich`]).
+    pub tolerance: f64,
+    /// Most nonlinear corrections one step adds (each about a full residual and two
+    /// solves with K: 20 ms on the default block).
+    pub corrections_per_step: usize,
+    /// Most constraint rows one step takes.
+    pub max_rows: usize,
+}
+
+/// The Newton tolerance of a step (relative to the reduced applied forces) and its
+/// iteration limit.
+const NEWTON: NewtonOptions = NewtonOptions {
+    relative: 1e-9,
+    max_iterations: 30,
+};
+
+/// A constraint row's multiplier (N) beyond which an enforced unilateral row pulls,
+/// relative to the largest pushing force.
+const PULLING: f64 = 1e-9;
+
+/// How far (m) a released row's point may pass its target before it is enforced.
+const PASSING: f64 = 1e-9;
+
+/// The large-strain tissue model of the `nonlinear` backend (module docs).
+pub struct NonlinearTissue {
+    geometry: TissueGeometry,
+    reduced: ReducedStatics,
+    params: NonlinearParams,
+    /// Reduced coordinates (one per shape).
+    q: Vec<f64>,
+    /// The reduced tangent at q (row-major, `tangent_shapes`²; N/m).
+    tangent: Vec<f64>,
+    tangent_shapes: usize,
+    /// Material points whose three shapes are in the basis.
+    shaped: Vec<Support>,
+    /// External point loads held between steps, and the same as nodal forces (N).
+    point_loads: HeldLoads,
+    nodal_loads: Vec<Vec3>,
+    /// Each row's multiplier at the last step (N along its direction), the next
+    /// step's start.
+    multipliers: Vec<f64>,
+    /// The enforced rows at the last step whose corrections were complete; `None`
+    /// while the contact changes.
+    settled: Option<Vec<LinearConstraint>>,
+    /// The last step's rows (coefficients, value, unilateral) and whether the loads
+    /// changed since: a settled step given the same rows again is already solved.
+    last_rows: Vec<(LinearConstraint, bool)>,
+    loads_changed: bool,
+    /// Nodal forces of the last step's constraints and loads (node, N).
+    loads: Vec<(usize, Vec3)>,
+    /// Largest surface displacement at the last step (m).
+    bound: f64,
+    /// The last estimate of the basis's error.
+    estimate: Option<Estimate>,
+}
+
+/// One scalar row of a step: the constraint it belongs to, its direction, its linear
+/// constraint on the DOFs, and whether it may only push.
+struct Row {
+    constraint: usize,
+    direction: Vec3,
+    linear: LinearConstraint,
+    unilateral: bool,
+    enforced: bool,
+}
+
+impl NonlinearTissue {
+    /// The runtime model of `statics` (whose mesh `geometry` is the rest shape of):
+    /// factorises K at rest once.
+    pub fn new(
+        geometry: TissueGeometry,
+        statics: Arc<NonlinearStatics>,
+        params: NonlinearParams,
+    ) -> Result<Self, ModelError> {
+        if statics.prescribed.len() != 3 * geometry.rest.len() {
+            return Err(ModelError::Setup(format!(
+                "the nonlinear FEM has {} DOFs, the mesh {} nodes",
+                statics.prescribed.len(),
+                geometry.rest.len()
+            )));
+        }
+        if params.shapes < 4 {
+            return Err(ModelError::Setup(format!(
+                "a nonlinear basis of {} shapes cannot hold a contact point's three \
+                 shapes and the displacement",
+                params.shapes
+            )));
+        }
+        let n = geometry.rest.len();
+        let reduced = ReducedStatics::new(statics, params.shapes).map_err(solve_error)?;
+        Ok(Self {
+            geometry,
+            reduced,
+            params,
+            q: Vec::with_capacity(params.shapes),
+            tangent: Vec::new(),
+            tangent_shapes: 0,
+            shaped: Vec::new(),
+            point_loads: HeldLoads::new(params.max_rows),
+            nodal_loads: vec![Vec3::zeros(); n],
+            multipliers: Vec::new(),
+            settled: None,
+            last_rows: Vec::new(),
+            loads_changed: false,
+            loads: Vec::new(),
+            bound: 0.0,
+            estimate: None,
+        })
+    }
+
+    /// Nodal forces of the last step's constraints and point loads (node, N).
+    pub fn last_loads(&self) -> &[(usize, Vec3)] {
+        &self.loads
+    }
+
+    /// Shapes in the reduced basis now.
+    pub fn shapes(&self) -> usize {
+        self.reduced.shapes()
+    }
+
+    /// The last error estimate of the basis (relative energy norms), once a step has
+    /// estimated it.
+    pub fn estimate(&self) -> Option<Estimate> {
+        self.estimate
+    }
+
+    /// The reduced model (its basis and active elements).
+    pub fn reduced(&self) -> &ReducedStatics {
+        &self.reduced
+    }
+
+    /// Puts the three static shapes of each of `supports` into the basis, restarting
+    /// it from the current displacement when it is full.
+    fn shape_supports(&mut self, supports: &[Support]) -> Result<(), ModelError> {
+        for attempt in 0..2 {
+            match self.try_shape(supports) {
+                Ok(()) => return Ok(()),
+                Err(NonlinearError::BasisFull(_)) if attempt == 0 => {
+                    self.reduced.restart(&mut self.q);
+                    self.shaped.clear();
+                    self.settled = None;
+                }
+                Err(e) => return Err(solve_error(e)),
+            }
+        }
+        Err(ModelError::Setup(format!(
+            "{} contact points need more than the {} shapes of backend.nonlinear.shapes",
+            supports.len(),
+            self.params.shapes
+        )))
+    }
+
+    fn try_shape(&mut self, supports: &[Support]) -> Result<(), NonlinearError> {
+        let n = 3 * self.geometry.rest.len();
+        for s in supports {
+            if self.shaped.contains(s) {
+                continue;
+            }
+            let mut force = vec![0.0; n];
+            for axis in 0..3 {
+                force.fill(0.0);
+                for (v, w) in s.iter() {
+                    force[3 * v + axis] += w;
+                }
+                self.reduced.add_shape(&force)?;
+            }
+            self.shaped.push(*s);
+        }
+        self.q.resize(self.reduced.shapes(), 0.0);
+        Ok(())
+    }
+
+    /// Solves the reduced equilibrium under `rows` with an active set on the
+    /// unilateral ones; commits q only on success.
+    fn solve_rows(&mut self, rows: &mut [Row]) -> Result<(), ModelError> {
+        self.q.resize(self.reduced.shapes(), 0.0);
+        let mut q = self.q.clone();
+        let mut reduced_row = vec![0.0; self.reduced.shapes()];
+        // Each pass flips one row; a bounded number of passes (as the dense solver).
+        for _ in 0..=2 * rows.len() + 2 {
+            let mut enforced: Vec<LinearConstraint> = rows
+                .iter()
+                .filter(|r| r.enforced)
+                .map(|r| r.linear.clone())
+                .collect();
+            self.reduced
+                .solve_with_tangent(
+                    &mut q,
+                    &self.nodal_loads,
+                    &mut enforced,
+                    &NEWTON,
+                    &mut self.tangent,
+                )
+                .map_err(solve_error)?;
+            self.tangent_shapes = self.reduced.shapes();
+            for (row, solved) in rows.iter_mut().filter(|r| r.enforced).zip(&enforced) {
+                row.linear.multiplier = solved.multiplier;
+            }
+            // The pushing scale: the largest inward force.
+            let scale = rows
+                .iter()
+                .map(|r| (-r.linear.multiplier).max(0.0))
+                .fold(0.0, f64::max);
+            let pulling = rows
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.enforced && r.unilateral)
+                .filter(|(_, r)| r.linear.multiplier > PULLING * scale.max(1e-12))
+                .max_by(|a, b| a.1.linear.multiplier.total_cmp(&b.1.linear.multiplier))
+                .map(|(i, _)| i);
+            if let Some(i) = pulling {
+                rows[i].enforced = false;
+                rows[i].linear.multiplier = 0.0;
+                continue;
+            }
+            let mut passing = None;
+            let mut worst = PASSING;
+            for (i, r) in rows.iter().enumerate().filter(|(_, r)| !r.enforced) {
+                self.reduced
+                    .project(&r.linear.coefficients, &mut reduced_row);
+                let at: f64 = reduced_row.iter().zip(&q).map(|(a, q)| a * q).sum();
+                if at - r.linear.value > worst {
+                    worst = at - r.linear.value;
+                    passing = Some(i);
+                }
+            }
+            match passing {
+                Some(i) => rows[i].enforced = true,
+                None => break,
+            }
+        }
+        self.q = q;
+        Ok(())
+    }
+
+    /// Writes the rows' forces per constraint into `forces` and keeps what the next
+    /// step and the field need.
+    fn finish(&mut self, constraints: &[PointConstraint], rows: &[Row], forces: &mut [Vec3]) {
+        forces[..constraints.len()].fill(Vec3::zeros());
+        self.multipliers.clear();
+        for r in rows {
+            self.multipliers.push(r.linear.multiplier);
+            forces[r.constraint] += r.direction * r.linear.multiplier;
+        }
+        self.loads.clear();
+        push_nodal_loads(constraints, forces, &mut self.loads);
+        self.loads.extend_from_slice(self.point_loads.nodal());
+        self.bound = self
+            .geometry
+            .surface_nodes
+            .iter()
+            .map(|&v| self.reduced.node_displacement(v, &self.q).norm())
+            .fold(0.0, f64::max);
+    }
+
+    /// The reduced tangent at q over the whole basis, recomputed if shapes joined since.
+    fn current_tangent(&mut self) -> &[f64] {
+        let r = self.reduced.shapes();
+        if self.tangent_shapes != r {
+            self.q.resize(r, 0.0);
+            let mut forces = vec![0.0; r];
+            self.tangent = vec![0.0; r * r];
+            self.reduced
+                .reduced_forces_and_tangent(&self.q, &mut forces, &mut self.tangent);
+            self.tangent_shapes = r;
+        }
+        &self.tangent
+    }
+
+    /// Uᵀ of a unit force along each axis at `support`: r × 3.
+    fn reduced_point(&self, support: &Support) -> DMatrix<f64> {
+        let r = self.reduced.shapes();
+        let mut out = DMatrix::zeros(r, 3);
+        let mut column = vec![0.0; r];
+        for axis in 0..3 {
+            let force: Vec<(usize, f64)> = support.iter().map(|(v, w)| (3 * v + axis, w)).collect();
+            self.reduced.project(&force, &mut column);
+            out.column_mut(axis).copy_from_slice(&column);
+        }
+        out
+    }
+}
+
+/// A nonlinear solve's failure as the model interface reports it.
+fn solve_error(e: NonlinearError) -> ModelError {
+    ModelError::Solve(e.to_string())
+}
+
+impl TissueModel for NonlinearTissue {
+    fn geometry(&self) -> &TissueGeometry {
+        &self.geometry
+    }
+
+    fn advance(
+        &mut self,
+        dt: f64,
+        constraints: &[PointConstraint],
+        forces: &mut [Vec3],
+    ) -> Result<(), ModelError> {
+        validate_step(
+            dt,
+            constraints,
+            forces,
+            self.geometry.rest.len(),
+            self.params.max_rows,
+        )?;
+        if let Some(c) = constraints.first() {
+            if c.kind != ConstraintKind::Position {
+                return Err(ModelError::BadConstraint {
+                    index: 0,
+                    msg: format!(
+                        "the quasi-static nonlinear model takes position constraints only, \
+                         not {:?}",
+                        c.kind
+                    ),
+                });
+            }
+        }
+        let supports: Vec<Support> = constraints
+            .iter()
+            .map(|c| c.support)
+            .chain(self.point_loads.loads().iter().map(|l| l.support))
+            .collect();
+        self.shape_supports(&supports)?;
+        let mut rows = Vec::new();
+        for (i, c) in constraints.iter().enumerate() {
+            let rest = c.rest_point(&self.geometry.rest);
+            for k in 0..c.rows() {
+                let d = c.direction(k);
+                let coefficients = c
+                    .support
+                    .iter()
+                    .flat_map(|(v, w)| (0..3).map(move |a| (3 * v + a, w * d[a])))
+                    .filter(|&(_, w)| w != 0.0)
+                    .collect();
+                let start = self.multipliers.get(rows.len()).copied().unwrap_or(0.0);
+                let linear = LinearConstraint {
+                    coefficients,
+                    value: d.dot(&(c.target - rest)),
+                    multiplier: start,
+                };
+                // A unilateral row starts enforced where it pushed at the last step or
+                // its point is past its target now.
+                let mut at = vec![0.0; self.reduced.shapes()];
+                self.reduced.project(&linear.coefficients, &mut at);
+                let now: f64 = at.iter().zip(&self.q).map(|(a, q)| a * q).sum();
+                let enforced = !c.unilateral || start < 0.0 || now > linear.value;
+                rows.push(Row {
+                    constraint: i,
+                    direction: d,
+                    linear,
+                    unilateral: c.unilateral,
+                    enforced,
+                });
+            }
+        }
+        let repeated = self.settled.is_some()
+            && !self.loads_changed
+            && rows.len() == self.last_rows.len()
+            && rows.iter().zip(&self.last_rows).all(|(r, (last, unilateral))| {
+                r.unilateral == *unilateral
+                    && r.linear.value == last.value
+                    && r.linear.coefficients == last.coefficients
+            });
+        self.last_rows.clear();
+        self.last_rows
+            .extend(rows.iter().map(|r| (r.linear.clone(), r.unilateral)));
+        self.loads_changed = false;
+        if repeated {
+            // The same equilibrium as the last step's, solved and corrected already.
+            for (r, &m) in rows.iter_mut().zip(&self.multipliers) {
+                r.linear.multiplier = m;
+            }
+            self.finish(constraints, &rows, forces);
+            return Ok(());
+        }
+        self.solve_rows(&mut rows)?;
+        let enforced = |rows: &[Row]| -> Vec<LinearConstraint> {
+            rows.iter()
+                .filter(|r| r.enforced)
+                .map(|r| r.linear.clone())
+                .collect()
+        };
+        let unchanged = self.settled.as_ref().is_some_and(|s| {
+            let now = enforced(&rows);
+            s.len() == now.len()
+                && s.iter().zip(&now).all(|(a, b)| {
+                    a.coefficients == b.coefficients && (a.value - b.value).abs() <= PASSING
+                })
+        });
+        if !unchanged {
+            self.settled = None;
+            for _ in 0..self.params.corrections_per_step {
+                let shapes = self.reduced.shapes();
+                let active = self.reduced.active_elements();
+                let estimate = match self.reduced.enrich(
+                    &self.q,
+                    &self.nodal_loads,
+                    &enforced(&rows),
+                    self.params.tolerance,
+                ) {
+                    Err(NonlinearError::BasisFull(_)) => {
+                        self.reduced.restart(&mut self.q);
+                        self.shaped.clear();
+                        self.shape_supports(&supports)?;
+                        self.solve_rows(&mut rows)?;
+                        continue;
+                    }
+                    other => other.map_err(solve_error)?,
+                };
+                self.estimate = Some(estimate);
+                let grown = self.reduced.shapes() != shapes;
+                if !grown && self.reduced.active_elements() == active {
+                    self.settled = Some(enforced(&rows));
+                    break;
+                }
+                self.solve_rows(&mut rows)?;
+            }
+        }
+        self.finish(constraints, &rows, forces);
+        Ok(())
+    }
+
+    fn set_loads(&mut self, loads: &[PointLoad]) -> Result<(), ModelError> {
+        let before = self.point_loads.loads().to_vec();
+        self.point_loads.set(loads, self.geometry.rest.len())?;
+        self.loads_changed |= self.point_loads.loads() != before.as_slice();
+        self.nodal_loads.fill(Vec3::zeros());
+        for &(v, f) in self.point_loads.nodal() {
+            self.nodal_loads[v] += f;
+        }
+        Ok(())
+    }
+
+    fn constraint_capacity(&self) -> usize {
+        self.params.max_rows
+    }
+
+    /// The reduced tangent compliance Aₐᵀ T⁻¹ A_b, A = Uᵀ (the point's unit forces):
+    /// the points' shapes join the basis first, so at rest it is K⁻¹'s block exactly.
+    fn compliance_between(&mut self, a: &Support, b: &Support) -> Result<Mat3, ModelError> {
+        self.shape_supports(&[*a, *b])?;
+        let r = self.reduced.shapes();
+        let t = DMatrix::from_row_slice(r, r, self.current_tangent());
+        let (pa, pb) = (self.reduced_point(a), self.reduced_point(b));
+        let x = match t.clone().cholesky() {
+            Some(llt) => llt.solve(&pb),
+            None => t.lu().solve(&pb).ok_or_else(|| {
+                ModelError::Solve("the reduced tangent is singular (a buckled state)".into())
+            })?,
+        };
+        let c = pa.transpose() * x;
+        Ok(Mat3::from_fn(|i, j| c[(i, j)]))
+    }
+
+    fn displacement_bound(&self) -> f64 {
+        self.bound
+    }
+
+    fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
+        for (o, &v) in out.iter_mut().zip(nodes) {
+            *o = self.reduced.node_displacement(v, &self.q);
+        }
+    }
+
+    fn reset(&mut self) {
+        self.q.fill(0.0);
+        self.tangent_shapes = 0;
+        self.multipliers.clear();
+        self.settled = None;
+        self.last_rows.clear();
+        self.point_loads.clear();
+        self.nodal_loads.fill(Vec3::zeros());
+        self.loads.clear();
+        self.bound = 0.0;
+    }
+}
