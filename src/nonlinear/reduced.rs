@@ -20,6 +20,7 @@
 use std::sync::Arc;
 
 use faer::linalg::solvers::Solve;
+use faer::sparse::SparseColMat;
 use faer::{Mat, Par};
 
 use super::cubature::Cubature;
@@ -49,13 +50,16 @@ pub struct Estimate {
 }
 
 /// A basis shape's energy norm, relative to the forces' shape it came from, below which
-/// it adds nothing new (already in the span) and is dropped.
-const NEW_SHAPE: f64 = 1e-9;
+/// it adds nothing new (already in the span) and is dropped: what it would add moves
+/// the state by less, and normalising so small a remainder would magnify round-off
+/// into the basis's K-orthonormality.
+const NEW_SHAPE: f64 = 1e-6;
 
 /// A hyperelastic mesh reduced to a basis of static shapes (module docs).
 pub struct ReducedStatics {
     statics: Arc<NonlinearStatics>,
-    /// K at rest (prescribed DOFs as identity rows), factorised.
+    /// K at rest (prescribed DOFs as identity rows), and factorised.
+    k: SparseColMat<usize, f64>,
     factor: Factor,
     /// Each element's small-strain law.
     linear: Vec<Hyperelastic>,
@@ -101,6 +105,7 @@ impl ReducedStatics {
         let linear = statics.laws.iter().map(Hyperelastic::linearised).collect();
         Ok(Self {
             statics,
+            k,
             factor,
             linear,
             capacity,
@@ -141,6 +146,23 @@ impl ReducedStatics {
         }
     }
 
+    /// max |UᵀKU − I| over the basis, with K applied afresh (not the stored KU): how far
+    /// round-off has taken the basis from K-orthonormal (dimensionless).
+    pub fn orthonormality_error(&self) -> f64 {
+        let (r, n) = (self.shapes, self.statics.prescribed.len());
+        let column = |j: usize| -> Vec<f64> { (0..n).map(|d| self.basis[d * self.capacity + j]).collect() };
+        let ku: Vec<Vec<f64>> = (0..r).map(|j| self.k_times(&column(j))).collect();
+        let mut worst: f64 = 0.0;
+        for i in 0..r {
+            let ui = column(i);
+            for (j, kuj) in ku.iter().enumerate() {
+                let v: f64 = ui.iter().zip(kuj).map(|(a, b)| a * b).sum();
+                worst = worst.max((v - if i == j { 1.0 } else { 0.0 }).abs());
+            }
+        }
+        worst
+    }
+
     /// Shapes in the basis.
     pub fn shapes(&self) -> usize {
         self.shapes
@@ -172,7 +194,7 @@ impl ReducedStatics {
                 nodes: n / 3,
             });
         }
-        let mut load = Mat::<f64>::from_fn(n, 1, |d, _| {
+        let load = Mat::<f64>::from_fn(n, 1, |d, _| {
             if self.statics.prescribed[d] {
                 0.0
             } else {
@@ -186,7 +208,10 @@ impl ReducedStatics {
             return Ok((0.0, 0.0));
         }
         // Classical Gram–Schmidt in the K inner product, twice (the second pass removes
-        // what round-off left of the first).
+        // what round-off left of the first). K times what is left is taken afresh from
+        // K, not updated alongside: a contact patch sliding by a fraction of a cell adds
+        // shapes mostly in the span already, and the updated product lost UᵀKU = I
+        // (off by 9 after 200 steps of a 1 cm slide; docs/math.md §12).
         for _ in 0..2 {
             for j in 0..self.shapes {
                 let c: f64 = (0..n)
@@ -194,11 +219,18 @@ impl ReducedStatics {
                     .sum();
                 for d in 0..n {
                     shape[(d, 0)] -= c * self.basis[d * self.capacity + j];
-                    load[(d, 0)] -= c * self.stiffness[d * self.capacity + j];
                 }
             }
         }
-        let left = dot_col(&shape, &load).max(0.0).sqrt();
+        let shape: Vec<f64> = (0..n).map(|d| shape[(d, 0)]).collect();
+        let load = self.k_times(&shape);
+        let left = shape
+            .iter()
+            .zip(&load)
+            .map(|(u, f)| u * f)
+            .sum::<f64>()
+            .max(0.0)
+            .sqrt();
         if left <= NEW_SHAPE * whole {
             return Ok((whole, 0.0));
         }
@@ -207,11 +239,27 @@ impl ReducedStatics {
         }
         let j = self.shapes;
         for d in 0..n {
-            self.basis[d * self.capacity + j] = shape[(d, 0)] / left;
-            self.stiffness[d * self.capacity + j] = load[(d, 0)] / left;
+            self.basis[d * self.capacity + j] = shape[d] / left;
+            self.stiffness[d * self.capacity + j] = load[d] / left;
         }
         self.shapes += 1;
         Ok((whole, left))
+    }
+
+    /// K x (N) of a displacement x (m per DOF) that is zero on the prescribed DOFs.
+    fn k_times(&self, x: &[f64]) -> Vec<f64> {
+        let mut y = vec![0.0; x.len()];
+        let (col_ptr, rows, values) = (
+            self.k.symbolic().col_ptr(),
+            self.k.symbolic().row_idx(),
+            self.k.val(),
+        );
+        for (col, &xc) in x.iter().enumerate().filter(|(_, &xc)| xc != 0.0) {
+            for p in col_ptr[col]..col_ptr[col + 1] {
+                y[rows[p]] += values[p] * xc;
+            }
+        }
+        y
     }
 
     /// Adds each constraint's shape K⁻¹c ([`ReducedStatics::add_shape`]).
@@ -262,12 +310,13 @@ impl ReducedStatics {
             q.clear();
             return;
         }
-        // UᵀKU = I, so ‖Uq‖_K = |q|; the new shape is Uq/|q| and K times it KUq/|q|.
-        for d in 0..self.statics.prescribed.len() {
-            let u = self.dof_of(&self.basis, d, q) / norm;
-            let f = self.dof_of(&self.stiffness, d, q) / norm;
-            self.basis[d * self.capacity] = u;
-            self.stiffness[d * self.capacity] = f;
+        // UᵀKU = I, so ‖Uq‖_K = |q|; the new shape is Uq/|q|.
+        let n = self.statics.prescribed.len();
+        let u: Vec<f64> = (0..n).map(|d| self.dof(d, q) / norm).collect();
+        let f = self.k_times(&u);
+        for d in 0..n {
+            self.basis[d * self.capacity] = u[d];
+            self.stiffness[d * self.capacity] = f[d];
         }
         self.shapes = 1;
         q.clear();
