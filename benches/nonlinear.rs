@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
+use palpa::model::ModelStep;
 use palpa::nonlinear::{
     train_cubature, Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearStatics,
     ReducedStatics,
 };
-use palpa::model::ModelStep;
 use palpa::scene::{build, FemInputs, Scene};
 use palpa::session::SceneModel;
 use palpa::Vec3;

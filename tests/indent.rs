@@ -66,7 +66,12 @@ fn the_linear_runtime_models_give_the_full_fems_forces() {
         assert_close(&condensed, &full, 1e-6, "condensed");
         // The nonlinear model's basis holds the patch's own shapes: K⁻¹ exactly.
         let nonlinear = press(scene_with("", "[backend]\nkind = \"nonlinear\""), at, false);
-        assert_eq!(nonlinear.method, Method::Runtime { backend: "nonlinear" });
+        assert_eq!(
+            nonlinear.method,
+            Method::Runtime {
+                backend: "nonlinear"
+            }
+        );
         assert_close(&nonlinear, &full, 1e-6, "nonlinear");
         // The probe came down the up axis onto the top face and pressed along −z.
         assert!((full.surface_point.z).abs() < 1e-12, "{full:?}");
@@ -144,12 +149,11 @@ fn force_grows_with_stiffening_and_agrees_with_the_linear_law_when_shallow() {
 
 /// The default scene with `law` (TOML lines) in both materials, run by `backend`.
 fn default_with(law: &str, backend: &str) -> Scene {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/default.toml"),
-    )
-    .unwrap()
-    .replace("density = 1000\n", &format!("density = 1000\n{law}\n"))
-    .replace("kind = \"modal\"", &format!("kind = \"{backend}\""));
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/default.toml"))
+            .unwrap()
+            .replace("density = 1000\n", &format!("density = 1000\n{law}\n"))
+            .replace("kind = \"modal\"", &format!("kind = \"{backend}\""));
     Scene::parse(&text, "default.toml", Path::new(".")).unwrap()
 }
 
@@ -183,7 +187,10 @@ fn the_nonlinear_runtime_model_gives_the_full_fems_forces_on_the_default_block()
             deepest.push(runtime.force_n[5]);
         }
         // The force at 6 mm grows with the stiffening: linear < neo-Hookean < γ = 5.
-        assert!(deepest.windows(2).all(|w| w[1] > w[0]), "{place}: {deepest:?}");
+        assert!(
+            deepest.windows(2).all(|w| w[1] > w[0]),
+            "{place}: {deepest:?}"
+        );
     }
 }
 

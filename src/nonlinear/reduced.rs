@@ -150,7 +150,8 @@ impl ReducedStatics {
     /// round-off has taken the basis from K-orthonormal (dimensionless).
     pub fn orthonormality_error(&self) -> f64 {
         let (r, n) = (self.shapes, self.statics.prescribed.len());
-        let column = |j: usize| -> Vec<f64> { (0..n).map(|d| self.basis[d * self.capacity + j]).collect() };
+        let column =
+            |j: usize| -> Vec<f64> { (0..n).map(|d| self.basis[d * self.capacity + j]).collect() };
         let ku: Vec<Vec<f64>> = (0..r).map(|j| self.k_times(&column(j))).collect();
         let mut worst: f64 = 0.0;
         for i in 0..r {
@@ -300,11 +301,13 @@ impl ReducedStatics {
     }
 
     /// Replaces the basis by one shape, the displacement U q itself (K-normalised), and
-    /// q by its coordinate in it (|q|; none at rest): the state is kept exactly while
+    /// q by its coordinate in it (|q|; none at rest; q may be shorter than the basis:
+    /// the missing coordinates are 0): the state is kept exactly while
     /// the room of the other shapes is freed. The active elements stay.
     pub fn restart(&mut self, q: &mut Vec<f64>) {
-        let r = self.shapes;
-        let norm = size(&q[..r]);
+        // Shapes added since q was last solved have coordinate 0.
+        q.resize(self.shapes, 0.0);
+        let norm = size(q);
         if norm == 0.0 {
             self.shapes = 0;
             q.clear();

@@ -389,11 +389,14 @@ impl TissueModel for NonlinearTissue {
         let repeated = self.settled.is_some()
             && !self.loads_changed
             && rows.len() == self.last_rows.len()
-            && rows.iter().zip(&self.last_rows).all(|(r, (last, unilateral))| {
-                r.unilateral == *unilateral
-                    && r.linear.value == last.value
-                    && r.linear.coefficients == last.coefficients
-            });
+            && rows
+                .iter()
+                .zip(&self.last_rows)
+                .all(|(r, (last, unilateral))| {
+                    r.unilateral == *unilateral
+                        && r.linear.value == last.value
+                        && r.linear.coefficients == last.coefficients
+                });
         self.last_rows.clear();
         self.last_rows
             .extend(rows.iter().map(|r| (r.linear.clone(), r.unilateral)));

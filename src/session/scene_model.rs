@@ -3,8 +3,8 @@
 
 use crate::condensed::CondensedModel;
 use crate::modal::ModalRuntime;
-use crate::nonlinear::NonlinearTissue;
 use crate::model::{LocalForceModel, ModelStep, PointConstraint, SurfaceEntry, TissueModel};
+use crate::nonlinear::NonlinearTissue;
 use crate::Vec3;
 
 use super::{ProbeContact, Simulation};

@@ -167,7 +167,12 @@ impl BackendSpec {
             ));
         }
         let nl = &self.nonlinear;
-        c.count("backend.nonlinear.shapes", nl.shapes, 4, MAX_NONLINEAR_SHAPES)?;
+        c.count(
+            "backend.nonlinear.shapes",
+            nl.shapes,
+            4,
+            MAX_NONLINEAR_SHAPES,
+        )?;
         c.positive_at_most("backend.nonlinear.tolerance", nl.tolerance, 0.5)?;
         c.count(
             "backend.nonlinear.corrections_per_step",
