@@ -120,12 +120,15 @@ fn replay_press_hold_release(scene: Option<&str>) {
     assert_eq!(header, "t,x,y,z,fx,fy,fz,depth,contact");
 
     // The same scene and trajectory in lock-step, in this process; a modal build must
-    // load the precompute the binary cached (the condensed backend has none).
+    // load the precompute the binary cached (the condensed and nonlinear backends have
+    // none).
     let traj = Trajectory::load(&traj_path).unwrap();
     let built = build(Scene::load(&scene_path).unwrap(), &cache, &mut |_| {}).unwrap();
     let expected_outcome = match built.scene.backend.kind {
         BackendKind::Modal => matches!(built.precompute, PrecomputeOutcome::Loaded { .. }),
-        BackendKind::Condensed => matches!(built.precompute, PrecomputeOutcome::NotModal),
+        BackendKind::Condensed | BackendKind::Nonlinear => {
+            matches!(built.precompute, PrecomputeOutcome::NotModal)
+        }
     };
     assert!(expected_outcome, "{:?}", built.precompute);
     let expected = palpa::cli::replay::replay(built, traj.clone());

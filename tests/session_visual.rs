@@ -3,7 +3,7 @@
 //! (modal coordinates, nodal loads times columns, corrections), and a reset returns it
 //! to rest.
 
-use palpa::model::{ModelStep, TissueModel};
+use palpa::model::ModelStep;
 use palpa::scene::build;
 use palpa::scene::Scene;
 use palpa::session::{SceneModel, SceneVisual};
@@ -38,10 +38,7 @@ fn press(model: &mut SceneModel) -> Vec3 {
 /// Surface positions the model itself reports (m): rest + displacements.
 fn model_positions(model: &mut SceneModel, nodes: &[usize]) -> Vec<Vec3> {
     let mut d = vec![Vec3::zeros(); nodes.len()];
-    match model {
-        SceneModel::Modal(s) => s.model_mut().displacements(nodes, &mut d),
-        SceneModel::Condensed(s) => s.model_mut().displacements(nodes, &mut d),
-    }
+    model.displacements(nodes, &mut d);
     let rest = model.rest_positions();
     nodes.iter().zip(&d).map(|(&n, d)| rest[n] + d).collect()
 }

@@ -189,11 +189,7 @@ pub fn indent(
         let inputs = FemInputs::resolve(&scene).map_err(|e| e.to_string())?;
         full_press(&mut press, &inputs, surface_point, normal, depths, on_depth)?
     } else {
-        let backend = match press.model {
-            SceneModel::Modal(_) => "modal",
-            SceneModel::Condensed(_) => "condensed",
-            SceneModel::Nonlinear(_) => "nonlinear",
-        };
+        let backend = press.model.backend_name();
         let forces = runtime_press(&mut press, surface_point, normal, depths, on_depth)?;
         (forces, Method::Runtime { backend })
     };

@@ -298,7 +298,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         stream_scene.rest_positions.len(),
         match stream_scene.mode_count() {
             Some(k) => format!("{k} modes"),
-            None => "condensed backend".into(),
+            None => format!("{} backend", built.model.backend_name()),
         }
     );
 

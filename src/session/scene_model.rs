@@ -21,6 +21,15 @@ pub enum SceneModel {
 }
 
 impl SceneModel {
+    /// The backend's name as scenes write it: `modal`, `condensed` or `nonlinear`.
+    pub fn backend_name(&self) -> &'static str {
+        match self {
+            SceneModel::Modal(_) => "modal",
+            SceneModel::Condensed(_) => "condensed",
+            SceneModel::Nonlinear(_) => "nonlinear",
+        }
+    }
+
     /// The first probe's contact at the last step (its indentation, contact point).
     pub fn contact(&self) -> Option<ProbeContact> {
         match self {
@@ -91,6 +100,15 @@ impl SceneModel {
             SceneModel::Modal(s) => s.model().rest_positions(),
             SceneModel::Condensed(s) => s.model().rest_positions(),
             SceneModel::Nonlinear(s) => s.model().rest_positions(),
+        }
+    }
+
+    /// Current displacements (m) of mesh nodes `nodes` into `out` (same length).
+    pub fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
+        match self {
+            SceneModel::Modal(s) => s.model_mut().displacements(nodes, out),
+            SceneModel::Condensed(s) => s.model_mut().displacements(nodes, out),
+            SceneModel::Nonlinear(s) => s.model_mut().displacements(nodes, out),
         }
     }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use palpa::model::{ModelStep, TissueModel};
+use palpa::model::ModelStep;
 use palpa::scene::{build, BackendKind, Scene};
 use palpa::session::{SceneModel, SceneVisual};
 use palpa::stream::{snapshot_slot, SnapshotWriter, StreamConfig, StreamScene, StreamServer};
@@ -110,12 +110,7 @@ impl ModelStream {
                 let probe = probe_at(t);
                 model.step(t, DT, probe);
                 visual.fill(&mut model, t, probe, Vec3::zeros(), &mut snapshot);
-                match &mut model {
-                    SceneModel::Modal(s) => s.model_mut().displacements(&nodes, &mut displacement),
-                    SceneModel::Condensed(s) => {
-                        s.model_mut().displacements(&nodes, &mut displacement)
-                    }
-                }
+                model.displacements(&nodes, &mut displacement);
                 let rest = model.rest_positions();
                 let surface = nodes
                     .iter()
