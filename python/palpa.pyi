@@ -114,7 +114,7 @@ class Indentation:
     negative."""
     method: str
     """"full" (the full nonlinear static FEM) or "runtime-modal" /
-    "runtime-condensed"."""
+    "runtime-condensed" / "runtime-nonlinear"."""
     scene: str
     """The scene's name (its ``name``, else its source)."""
 

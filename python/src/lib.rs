@@ -345,7 +345,8 @@ struct Indentation {
     surface_point: Py<PyArray1<f64>>,
     /// Outward unit surface normal there, shape (3,): the probe pressed along its negative.
     normal: Py<PyArray1<f64>>,
-    /// "full" (the full nonlinear static FEM) or "runtime-modal" / "runtime-condensed".
+    /// "full" (the full nonlinear static FEM) or "runtime-modal" / "runtime-condensed" /
+    /// "runtime-nonlinear".
     method: String,
     /// The scene's name (its `name`, else its source).
     scene: String,

@@ -115,6 +115,8 @@ pub struct Simulation<M: TissueModel> {
     /// Step stamp per node, to list each near node once.
     stamp: Vec<u64>,
     steps: u64,
+    /// Consecutive steps whose tissue solve failed (their forces are zero).
+    failed_steps: u64,
     constraints: Vec<PointConstraint>,
     forces: Vec<Vec3>,
     /// The probes' friction drags for the step.
@@ -177,6 +179,7 @@ impl<M: TissueModel> Simulation<M> {
             near_displacement: vec![Vec3::zeros(); n],
             stamp: vec![0; n],
             steps: 0,
+            failed_steps: 0,
             constraints: Vec::with_capacity(capacity),
             forces: vec![Vec3::zeros(); capacity],
             loads: Vec::with_capacity(crate::model::MAX_PROBES),
@@ -403,13 +406,24 @@ impl<M: TissueModel> Simulation<M> {
         self.loads.clear();
         self.loads
             .extend(self.probes[..n].iter().filter_map(|p| p.drag));
-        let ok = self.model.set_loads(&self.loads).is_ok()
-            && self
-                .model
-                .advance(dt, &self.constraints, &mut self.forces)
-                .is_ok();
-        if !ok {
-            self.forces.fill(Vec3::zeros());
+        let solved = self
+            .model
+            .set_loads(&self.loads)
+            .and_then(|()| self.model.advance(dt, &self.constraints, &mut self.forces));
+        match solved {
+            Ok(()) => self.failed_steps = 0,
+            Err(e) => {
+                // No force from a failed solve; said once, then once a second at 200 Hz.
+                if self.failed_steps % 200 == 0 {
+                    tracing::warn!(
+                        "the tissue step failed ({e}); its contact force is zero until a \
+                         step succeeds ({} steps in a row)",
+                        self.failed_steps + 1
+                    );
+                }
+                self.failed_steps += 1;
+                self.forces.fill(Vec3::zeros());
+            }
         }
         self.active_stiffness_setup();
         for i in 0..n {

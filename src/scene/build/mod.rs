@@ -19,13 +19,14 @@ pub use fem::FemInputs;
 pub use mesh::{build_mesh, RenderSurface, SceneMesh};
 
 use crate::condensed::CondensedModel;
+use crate::contact::Friction;
 use crate::device::mapped::Workspace;
 use crate::device::DeviceRating;
 use crate::fem::{ComplianceColumns, Factor, FemSystem};
 use crate::haptic::HapticConfig;
 use crate::mesh::TetMesh;
 use crate::modal::{ModalParams, ModalRuntime, Progress};
-use crate::model::TissueGeometry;
+use crate::model::{TissueGeometry, TissueModel};
 use crate::nonlinear::{NonlinearParams, NonlinearStatics, NonlinearTissue};
 use crate::scene::{BackendKind, Scene, SceneError};
 use crate::session::{SceneModel, Simulation};
@@ -200,6 +201,18 @@ pub fn build(
         .contact
         .friction()
         .map_err(|e| scene.invalid("contact.friction", e))?;
+    // The probes' contact over a tissue model, as the scene sets it up.
+    fn contact<M: TissueModel>(
+        model: M,
+        (radius, patch_radius, friction): (f64, f64, Friction),
+    ) -> Box<Simulation<M>> {
+        Box::new(
+            Simulation::new(model, radius)
+                .with_patch_radius(patch_radius)
+                .with_friction(friction),
+        )
+    }
+    let probe = (radius, patch_radius, friction);
     let (model, precompute, n_modes) = match scene.backend.kind {
         BackendKind::Modal => {
             let (pre, outcome) = modal_precompute(&scene, &inputs, &system, cache_dir, progress)?;
@@ -231,15 +244,7 @@ pub fn build(
                 residual,
             )
             .map_err(|e| stage(&scene, "modal runtime", e))?;
-            (
-                SceneModel::Modal(Box::new(
-                    Simulation::new(runtime, radius)
-                        .with_patch_radius(patch_radius)
-                        .with_friction(friction),
-                )),
-                outcome,
-                n_modes,
-            )
+            (SceneModel::Modal(contact(runtime, probe)), outcome, n_modes)
         }
         BackendKind::Condensed => {
             let columns = columns(&system, "condensed columns")?;
@@ -252,11 +257,7 @@ pub fn build(
             )
             .map_err(|e| stage(&scene, "condensed model", e))?;
             (
-                SceneModel::Condensed(Box::new(
-                    Simulation::new(model, radius)
-                        .with_patch_radius(patch_radius)
-                        .with_friction(friction),
-                )),
+                SceneModel::Condensed(contact(model, probe)),
                 PrecomputeOutcome::NotModal,
                 0,
             )
@@ -275,11 +276,7 @@ pub fn build(
             let model = NonlinearTissue::new(geometry, Arc::new(statics), params)
                 .map_err(|e| stage(&scene, "nonlinear model", e))?;
             (
-                SceneModel::Nonlinear(Box::new(
-                    Simulation::new(model, radius)
-                        .with_patch_radius(patch_radius)
-                        .with_friction(friction),
-                )),
+                SceneModel::Nonlinear(contact(model, probe)),
                 PrecomputeOutcome::NotModal,
                 0,
             )
