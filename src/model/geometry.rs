@@ -1,4 +1,4 @@
-//! The rest shape both backends are built on: every node's rest position and the
+//! The rest shape every backend is built on: every node's rest position and the
 //! outward surface that contact is computed against.
 
 use crate::mesh::TetMesh;

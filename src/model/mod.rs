@@ -1,5 +1,5 @@
-//! The tissue-model interface both backends (modal, condensed) implement, and the
-//! local force model the model thread hands to the haptic thread.
+//! The tissue-model interface every backend (modal, condensed, nonlinear) implements,
+//! and the local force model the model thread hands to the haptic thread.
 
 use crate::{Mat3, Vec3};
 

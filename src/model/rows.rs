@@ -1,7 +1,8 @@
-//! The rows of a step's constraints and their dense system S f = r, as both backends
-//! solve it: each row's direction, owning constraint and unilateral flag; S, r and f;
-//! and the solver. Sized once for the most rows a step may have, so a step allocates
-//! nothing. Each backend fills S and r its own way (modal rows, K⁻¹ blocks).
+//! The rows of a step's constraints and their dense system S f = r, as the modal and
+//! condensed backends solve it: each row's direction, owning constraint and unilateral
+//! flag; S, r and f; and the solver. Sized once for the most rows a step may have, so a
+//! step allocates nothing. Each backend fills S and r its own way (modal rows, K⁻¹
+//! blocks).
 
 use crate::Vec3;
 

@@ -1,5 +1,5 @@
-//! The interface both tissue backends (modal, condensed) implement: what the model
-//! thread needs from a tissue model each 5 ms step.
+//! The interface every tissue backend (modal, condensed, nonlinear) implements: what
+//! the model thread needs from a tissue model each 5 ms step.
 
 use crate::fem::Support;
 use crate::{Mat3, Vec3};

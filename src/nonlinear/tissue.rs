@@ -53,6 +53,10 @@ const PULLING: f64 = 1e-9;
 /// How far (m) a released row's point may pass its target before it is enforced.
 const PASSING: f64 = 1e-9;
 
+/// Most material points remembered as shaped (their shapes in the basis); the older half
+/// is forgotten beyond it (shaping one again costs a solve with K and adds nothing).
+const MAX_SHAPED: usize = 256;
+
 /// The large-strain tissue model of the `nonlinear` backend (module docs).
 pub struct NonlinearTissue {
     geometry: TissueGeometry,
@@ -167,11 +171,7 @@ impl NonlinearTissue {
         for attempt in 0..2 {
             match self.try_shape(supports) {
                 Ok(()) => return Ok(()),
-                Err(NonlinearError::BasisFull(_)) if attempt == 0 => {
-                    self.reduced.restart(&mut self.q);
-                    self.shaped.clear();
-                    self.settled = None;
-                }
+                Err(NonlinearError::BasisFull(_)) if attempt == 0 => self.restart(),
                 Err(e) => return Err(solve_error(e)),
             }
         }
@@ -182,11 +182,24 @@ impl NonlinearTissue {
         )))
     }
 
+    /// Restarts the basis from the current displacement ([`ReducedStatics::restart`]).
+    fn restart(&mut self) {
+        self.reduced.restart(&mut self.q);
+        self.shaped.clear();
+        self.settled = None;
+        self.tangent_shapes = 0;
+    }
+
     fn try_shape(&mut self, supports: &[Support]) -> Result<(), NonlinearError> {
         let n = 3 * self.geometry.rest.len();
         for s in supports {
             if self.shaped.contains(s) {
                 continue;
+            }
+            // Supports whose shapes were in the span already add none: a held, jittering
+            // probe would list them without end.
+            if self.shaped.len() == MAX_SHAPED {
+                self.shaped.drain(..MAX_SHAPED / 2);
             }
             let mut force = vec![0.0; n];
             for axis in 0..3 {
@@ -435,8 +448,7 @@ impl TissueModel for NonlinearTissue {
                     self.params.tolerance,
                 ) {
                     Err(NonlinearError::BasisFull(_)) => {
-                        self.reduced.restart(&mut self.q);
-                        self.shaped.clear();
+                        self.restart();
                         self.shape_supports(&supports)?;
                         self.solve_rows(&mut rows)?;
                         continue;

@@ -9,8 +9,8 @@ use crate::Vec3;
 
 use super::{ProbeContact, Simulation};
 
-/// The tissue model a scene runs: a [`Simulation`] over one of the two backends
-/// (boxed: both carry kilobytes of inline state and are built once per scene).
+/// The tissue model a scene runs: a [`Simulation`] over one of the three backends
+/// (boxed: each carries kilobytes of inline state and is built once per scene).
 pub enum SceneModel {
     /// Modal dynamics.
     Modal(Box<Simulation<ModalRuntime>>),

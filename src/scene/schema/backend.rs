@@ -1,5 +1,5 @@
 //! `[backend]`: which tissue backend runs the model thread, its parameters, and the K⁻¹
-//! column cache both backends share.
+//! column cache the modal and condensed backends share.
 
 use serde::Deserialize;
 
@@ -35,7 +35,7 @@ pub enum BackendKind {
     Nonlinear,
 }
 
-/// Backend choice and both backends' parameters (only the chosen one is used).
+/// Backend choice and every backend's parameters (only the chosen one's are used).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BackendSpec {
@@ -47,7 +47,7 @@ pub struct BackendSpec {
     pub condensed: CondensedSpec,
     /// Nonlinear parameters.
     pub nonlinear: NonlinearSpec,
-    /// The K⁻¹ column cache both backends use.
+    /// The K⁻¹ column cache the modal and condensed backends use.
     pub columns: ColumnsSpec,
 }
 
