@@ -13,7 +13,7 @@
 
 use crate::fem::{ComplianceColumns, Support, MAX_SUPPORT_NODES};
 use crate::model::{
-    add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, ConstraintRows,
+    add_point_compliance, push_nodal_loads, require_positions, validate_step, ConstraintRows,
     HeldLoads, ModelError, PointConstraint, PointLoad, TissueGeometry, TissueModel,
 };
 use crate::{Mat3, Vec3};
@@ -97,17 +97,7 @@ impl TissueModel for CondensedModel {
             self.geometry.rest.len(),
             self.rows.capacity(),
         )?;
-        if let Some(c) = constraints.first() {
-            if c.kind != ConstraintKind::Position {
-                return Err(ModelError::BadConstraint {
-                    index: 0,
-                    msg: format!(
-                        "the static condensed model takes position constraints only, not {:?}",
-                        c.kind
-                    ),
-                });
-            }
-        }
+        require_positions(constraints, "static condensed model")?;
         self.rows.lay_out(constraints);
         let mut row = 0;
         for c in constraints {

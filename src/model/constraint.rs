@@ -193,6 +193,21 @@ pub fn validate_step(
     Ok(m)
 }
 
+/// Refuses a step whose constraints are not position constraints (checked by
+/// [`validate_step`] to be of one kind), for a static model named `model`.
+pub fn require_positions(constraints: &[PointConstraint], model: &str) -> Result<(), ModelError> {
+    match constraints.first() {
+        Some(c) if c.kind != ConstraintKind::Position => Err(ModelError::BadConstraint {
+            index: 0,
+            msg: format!(
+                "the {model} takes position constraints only, not {:?}",
+                c.kind
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Appends the nodal loads (node, N) that the constraint forces put on the mesh: each
 /// constraint's force split over its support's nodes by their weights.
 pub fn push_nodal_loads(

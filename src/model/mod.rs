@@ -101,8 +101,8 @@ mod rows;
 pub mod tissue;
 
 pub use constraint::{
-    add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, DenseConstraintSolver,
-    Directions, PointConstraint,
+    add_point_compliance, push_nodal_loads, require_positions, validate_step, ConstraintKind,
+    DenseConstraintSolver, Directions, PointConstraint,
 };
 pub use error::ModelError;
 pub use geometry::TissueGeometry;

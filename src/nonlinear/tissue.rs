@@ -19,7 +19,7 @@ use super::statics::{LinearConstraint, NewtonOptions, NonlinearError};
 use super::NonlinearStatics;
 use crate::fem::Support;
 use crate::model::{
-    push_nodal_loads, validate_step, ConstraintKind, HeldLoads, ModelError, PointConstraint,
+    push_nodal_loads, require_positions, validate_step, HeldLoads, ModelError, PointConstraint,
     PointLoad, TissueGeometry, TissueModel,
 };
 use crate::{Mat3, Vec3};
@@ -349,18 +349,7 @@ impl TissueModel for NonlinearTissue {
             self.geometry.rest.len(),
             self.params.max_rows,
         )?;
-        if let Some(c) = constraints.first() {
-            if c.kind != ConstraintKind::Position {
-                return Err(ModelError::BadConstraint {
-                    index: 0,
-                    msg: format!(
-                        "the quasi-static nonlinear model takes position constraints only, \
-                         not {:?}",
-                        c.kind
-                    ),
-                });
-            }
-        }
+        require_positions(constraints, "quasi-static nonlinear model")?;
         let supports: Vec<Support> = constraints
             .iter()
             .map(|c| c.support)
