@@ -367,10 +367,7 @@ fn full_press(
     let direction = contact.direction(0);
     let support = contact.support;
     let rest_point = support.rest_point(&rest);
-    let coefficients: Vec<(usize, f64)> = support
-        .iter()
-        .flat_map(|(v, w)| (0..3).map(move |a| (3 * v + a, w * direction[a])))
-        .collect();
+    let coefficients: Vec<(usize, f64)> = support.along(direction).collect();
     let prescribed: Vec<bool> = inputs.fixed.iter().flat_map(|&f| [f; 3]).collect();
     let dofs = prescribed.iter().filter(|&&p| !p).count();
     let statics =

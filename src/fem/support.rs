@@ -107,6 +107,15 @@ impl Support {
             .zip(self.weights().iter().copied())
     }
 
+    /// A unit force along `direction` at the material point as (DOF, N) pairs, DOF =
+    /// 3 · node + axis: what the point's motion along `direction` is measured by and
+    /// its force acts through. Zero entries are left out.
+    pub fn along(&self, direction: Vec3) -> impl Iterator<Item = (usize, f64)> + '_ {
+        self.iter()
+            .flat_map(move |(v, w)| (0..3).map(move |a| (3 * v + a, w * direction[a])))
+            .filter(|&(_, w)| w != 0.0)
+    }
+
     /// Rest position of the material point (m): the patch's contact point, or
     /// Σ w_v · rest[v].
     pub fn rest_point(&self, rest: &[Vec3]) -> Vec3 {

@@ -204,8 +204,8 @@ impl NonlinearTissue {
             let mut force = vec![0.0; n];
             for axis in 0..3 {
                 force.fill(0.0);
-                for (v, w) in s.iter() {
-                    force[3 * v + axis] += w;
+                for (d, w) in s.along(Vec3::ith(axis, 1.0)) {
+                    force[d] += w;
                 }
                 self.reduced.add_shape(&force)?;
             }
@@ -318,7 +318,7 @@ impl NonlinearTissue {
         let mut out = DMatrix::zeros(r, 3);
         let mut column = vec![0.0; r];
         for axis in 0..3 {
-            let force: Vec<(usize, f64)> = support.iter().map(|(v, w)| (3 * v + axis, w)).collect();
+            let force: Vec<(usize, f64)> = support.along(Vec3::ith(axis, 1.0)).collect();
             self.reduced.project(&force, &mut column);
             out.column_mut(axis).copy_from_slice(&column);
         }
@@ -361,12 +361,7 @@ impl TissueModel for NonlinearTissue {
             let rest = c.rest_point(&self.geometry.rest);
             for k in 0..c.rows() {
                 let d = c.direction(k);
-                let coefficients = c
-                    .support
-                    .iter()
-                    .flat_map(|(v, w)| (0..3).map(move |a| (3 * v + a, w * d[a])))
-                    .filter(|&(_, w)| w != 0.0)
-                    .collect();
+                let coefficients = c.support.along(d).collect();
                 let start = self.multipliers.get(rows.len()).copied().unwrap_or(0.0);
                 let linear = LinearConstraint {
                     coefficients,
