@@ -9,6 +9,7 @@ use palpa::mesh::generate::{grid_mesh, CubeSplit};
 use palpa::mesh::TetMesh;
 use palpa::nonlinear::{
     Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearError, NonlinearStatics,
+    RigidSphere, SphereContactState,
 };
 use palpa::Vec3;
 
@@ -292,6 +293,35 @@ fn bad_input_is_an_error_naming_it() {
         .unwrap_err();
     assert!(matches!(err, NonlinearError::Inverted(_)), "{err}");
     assert!(err.to_string().contains("inverted"), "{err}");
+    // A sphere without a size, or touching a node the mesh does not have.
+    let zero = vec![Vec3::zeros(); n];
+    let press = |radius: f64, candidates: &[usize]| {
+        let mut u = zero.clone();
+        let mut state = SphereContactState::default();
+        let options = NewtonOptions::default();
+        let centre = Vec3::new(0.0, 0.0, 0.004);
+        statics
+            .press_sphere(
+                &mut u,
+                &zero,
+                RigidSphere { centre, radius },
+                candidates,
+                &mut state,
+                &options,
+            )
+            .unwrap_err()
+            .to_string()
+    };
+    for radius in [0.0, -1.0, f64::NAN] {
+        let err = press(radius, &block.top_nodes());
+        assert!(err.contains("radius must be positive and finite"), "{err}");
+    }
+    let err = press(0.005, &[n + 2]);
+    let needle = format!(
+        "sphere contact candidate node {}: the mesh has {n} nodes",
+        n + 2
+    );
+    assert!(err.contains(&needle), "{err}");
 }
 
 /// A probe's patch pressed to a depth (one linear equality constraint): with the linear
@@ -486,4 +516,151 @@ fn several_constraints_match_the_direct_solve_and_their_multipliers_balance() {
         (base + applied).norm() <= 1e-8 * applied.norm(),
         "{base} vs {applied}"
     );
+}
+
+/// A 2 × 2 × 1 cm block of 1.25 mm cells fixed at its base, for sphere presses.
+fn fine_block() -> Block {
+    let xs: Vec<f64> = (0..=16).map(|i| -0.01 + 0.00125 * i as f64).collect();
+    let zs: Vec<f64> = (0..=8).map(|i| -0.01 + 0.00125 * i as f64).collect();
+    let mesh = grid_mesh("block", [&xs, &xs, &zs], CubeSplit::Six).unwrap();
+    let fixed = fixed_nodes(
+        &mesh,
+        &[Fix::Below {
+            axis: Axis::Z,
+            dist: 0.0,
+        }],
+    )
+    .unwrap();
+    Block { mesh, fixed }
+}
+
+/// A sphere touching one node only (its contact circle, √(R d) = 0.7 mm, inside the
+/// 1.25 mm cells) pushes that node alone, frictionless: the direct sparse solve under
+/// the found force λ d at the node gives the solver's whole displacement field and
+/// puts the node on the sphere with d its normal there.
+#[test]
+fn a_sphere_on_one_node_matches_the_direct_solve() {
+    let block = fine_block();
+    let m = material(0.45);
+    let n = block.mesh.nodes.len();
+    let top = block.top_nodes();
+    let node = *top
+        .iter()
+        .min_by(|a, b| {
+            block.mesh.nodes[**a]
+                .norm()
+                .total_cmp(&block.mesh.nodes[**b].norm())
+        })
+        .unwrap();
+    let (radius, depth) = (0.005, 1e-4);
+    let centre = block.mesh.nodes[node] + Vec3::z() * (radius - depth);
+    let statics = block.statics(LawKind::Linear, &m);
+    let zero = vec![Vec3::zeros(); n];
+    let mut u = zero.clone();
+    let mut state = SphereContactState::default();
+    statics
+        .press_sphere(
+            &mut u,
+            &zero,
+            RigidSphere { centre, radius },
+            &top,
+            &mut state,
+            &NewtonOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(state.rows.len(), 1, "{:?}", state.rows);
+    let row = state.rows[0];
+    assert_eq!(row.node, node);
+    let mut push = zero.clone();
+    push[node] = row.normal * row.multiplier;
+    let direct = block.linear(&m, &push);
+    let miss = u
+        .iter()
+        .zip(&direct)
+        .map(|(a, b)| (a - b).norm())
+        .fold(0.0, f64::max);
+    assert!(miss <= 1e-9 * depth, "field off by {miss:e} m");
+    let on = block.mesh.nodes[node] + direct[node] - centre;
+    assert!((on.norm() - radius).abs() <= 1e-9 * depth, "{on:?}");
+    assert!(
+        (on / radius - row.normal).norm() <= 1e-9,
+        "{on:?} vs {:?}",
+        row.normal
+    );
+    println!(
+        "one node: {:.6} N along {:?}, slid {:.2} µm",
+        row.multiplier,
+        row.normal,
+        direct[node].xy().norm() * 1e6
+    );
+}
+
+/// A sphere pressed over many nodes meets the contact conditions for every law: no
+/// surface node inside the sphere, every row pushing (λ ≥ 0) with its node on the
+/// sphere, the base reaction balancing the push; and the stiffening law pushes back
+/// hardest.
+#[test]
+fn a_pressed_sphere_meets_the_contact_conditions() {
+    let block = fine_block();
+    let m = material(0.45);
+    let n = block.mesh.nodes.len();
+    let top = block.top_nodes();
+    let (radius, depth) = (0.005, 0.0015);
+    let centre = Vec3::new(0.0003, -0.0002, radius - depth);
+    let zero = vec![Vec3::zeros(); n];
+    let mut pushes = Vec::new();
+    for kind in [
+        LawKind::Linear,
+        LawKind::NeoHookean,
+        LawKind::VerondaWestmann { stiffening: 5.0 },
+    ] {
+        let statics = block.statics(kind, &m);
+        let mut u = zero.clone();
+        let mut state = SphereContactState::default();
+        // Pressed in three increments, each starting from the last contact set.
+        for k in 1..=3 {
+            let at = centre + Vec3::z() * depth * (1.0 - k as f64 / 3.0);
+            let options = NewtonOptions::default();
+            statics
+                .press_sphere(
+                    &mut u,
+                    &zero,
+                    RigidSphere { centre: at, radius },
+                    &top,
+                    &mut state,
+                    &options,
+                )
+                .unwrap();
+        }
+        let on = |v: usize| (block.mesh.nodes[v] + u[v] - centre).norm();
+        let deepest = top.iter().map(|&v| on(v)).fold(f64::INFINITY, f64::min);
+        assert!(
+            deepest >= radius * (1.0 - 1e-6),
+            "{kind:?}: a node at {deepest}"
+        );
+        assert!(state.rows.len() >= 9, "{kind:?}: {} rows", state.rows.len());
+        for r in &state.rows {
+            assert!(r.multiplier >= 0.0, "{kind:?}: row {r:?} pulls");
+            assert!(
+                (on(r.node) - radius).abs() <= 1e-9 * radius,
+                "{kind:?}: {r:?} off"
+            );
+        }
+        let push = state.force_on_tissue();
+        let f = statics.internal_forces(&u).unwrap();
+        let base: Vec3 = (0..n).filter(|&v| block.fixed[v]).map(|v| f[v]).sum();
+        println!(
+            "{kind:?}: {} rows, {:.5} N, base {:.5} N, {} rounds",
+            state.rows.len(),
+            -push.z,
+            base.z,
+            state.rounds
+        );
+        assert!(
+            (base + push).norm() <= 1e-7 * push.norm(),
+            "{base:?} vs {push:?}"
+        );
+        pushes.push(-push.z);
+    }
+    assert!(pushes[2] > pushes[1], "{pushes:?}");
 }

@@ -4,8 +4,9 @@
 //! and the normal force is reported: by the scene's
 //! runtime model, held at each depth until its force settles (the default), or by the
 //! full nonlinear static FEM (`--full`: Newton on the whole mesh with each material's
-//! strain-energy law, the probe's contact patch held at the depth by a Lagrange
-//! multiplier). No device, force clamp or safety filter takes part.
+//! strain-energy law; a point probe's contact patch held at the depth by a Lagrange
+//! multiplier, a sphere probe as a rigid frictionless sphere every surface node stays
+//! out of). No device, force clamp or safety filter takes part.
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,9 @@ use super::precompute::SceneArgs;
 use crate::contact::geometry::plane_barycentric;
 use crate::contact::SurfaceBvh;
 use crate::model::ModelStep;
-use crate::nonlinear::{LinearConstraint, NewtonOptions, NonlinearStatics};
+use crate::nonlinear::{
+    LinearConstraint, NewtonOptions, NonlinearStatics, RigidSphere, SphereContactState,
+};
 use crate::scene::{BuiltScene, FemInputs};
 use crate::session::SceneModel;
 use crate::Vec3;
@@ -330,10 +333,9 @@ fn runtime_press(
     Ok(forces)
 }
 
-/// The full nonlinear static FEM pressed to each depth: the probe's contact patch as
-/// the runtime model holds it (its support and normal), its displacement along the
-/// normal prescribed by a Lagrange multiplier, each depth solved from the last one
-/// (bisecting the increment where Newton fails on the whole of it).
+/// The full nonlinear static FEM pressed to each depth: a sphere probe
+/// (`contact.probe_radius > 0`) as a rigid frictionless sphere on the surface nodes
+/// ([`NonlinearStatics::press_sphere`]), a point probe as its contact patch.
 fn full_press(
     press: &mut Press,
     inputs: &FemInputs,
@@ -343,7 +345,7 @@ fn full_press(
     on_depth: &mut dyn FnMut(f64, f64),
 ) -> Result<(Vec<f64>, Method), String> {
     let mesh = &inputs.mesh.mesh;
-    let rest = press.model.rest_positions().to_vec();
+    let rest = press.model.rest_positions();
     if mesh.nodes.len() != rest.len() {
         return Err(format!(
             "the scene's mesh has {} nodes, its model {}",
@@ -351,6 +353,62 @@ fn full_press(
             rest.len()
         ));
     }
+    let prescribed: Vec<bool> = inputs.fixed.iter().flat_map(|&f| [f; 3]).collect();
+    let dofs = prescribed.iter().filter(|&&p| !p).count();
+    let statics =
+        NonlinearStatics::new(mesh, inputs.laws.clone(), prescribed).map_err(|e| e.to_string())?;
+    let (forces, iterations) = if press.radius > 0.0 {
+        full_sphere_press(press, &statics, surface, normal, depths, on_depth)?
+    } else {
+        full_patch_press(press, &statics, surface, normal, depths, on_depth)?
+    };
+    Ok((forces, Method::Full { dofs, iterations }))
+}
+
+/// Newton's tolerance for the full solves.
+const FULL_NEWTON: NewtonOptions = NewtonOptions {
+    relative: 1e-9,
+    max_iterations: 40,
+};
+
+/// Solves each depth from the last one: `solve(from, to)` takes the press from
+/// parameter `from` to `to` and tells whether it converged; where it does not, the
+/// increment is halved, at most [`MAX_BISECTIONS`] times (continuation in depth).
+fn continue_in_depth(
+    start: f64,
+    goal: f64,
+    mut solve: impl FnMut(f64) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut value = start;
+    // Targets still to reach, the last one first to pop.
+    let mut targets = vec![goal];
+    while let Some(&next) = targets.last() {
+        match solve(next) {
+            Ok(()) => {
+                value = next;
+                targets.pop();
+            }
+            Err(e) if targets.len() <= MAX_BISECTIONS => {
+                targets.push(0.5 * (value + next));
+                tracing::debug!("bisecting the increment ({e})");
+            }
+            Err(e) => return Err(format!("even in {} steps: {e}", 1 << MAX_BISECTIONS)),
+        }
+    }
+    Ok(())
+}
+
+/// A point probe on the full FEM: its contact patch as the runtime model holds it (its
+/// support and normal), its displacement along the normal prescribed by a Lagrange
+/// multiplier. Returns the forces and the Newton iterations taken.
+fn full_patch_press(
+    press: &mut Press,
+    statics: &NonlinearStatics,
+    surface: Vec3,
+    normal: Vec3,
+    depths: &[f64],
+    on_depth: &mut dyn FnMut(f64, f64),
+) -> Result<(Vec<f64>, usize), String> {
     // A shallow press tells which material point the probe holds.
     let above = press.at_depth(surface, normal, -2e-3);
     press.step(above, &normal);
@@ -358,65 +416,112 @@ fn full_press(
     let constraints = press.model.constraints();
     let [contact] = constraints else {
         return Err(format!(
-            "indent --full presses a point probe (one contact patch); this scene's probe \
-             makes {} contact rows (a sphere probe, contact.probe_radius > 0), which the \
-             full solver does not hold yet",
+            "a point probe makes one contact patch; this one made {} rows",
             constraints.len()
         ));
     };
     let direction = contact.direction(0);
     let support = contact.support;
-    let rest_point = support.rest_point(&rest);
+    let rest = press.model.rest_positions();
+    let rest_point = support.rest_point(rest);
     let coefficients: Vec<(usize, f64)> = support.along(direction).collect();
-    let prescribed: Vec<bool> = inputs.fixed.iter().flat_map(|&f| [f; 3]).collect();
-    let dofs = prescribed.iter().filter(|&&p| !p).count();
-    let statics =
-        NonlinearStatics::new(mesh, inputs.laws.clone(), prescribed).map_err(|e| e.to_string())?;
-    let options = NewtonOptions {
-        relative: 1e-9,
-        max_iterations: 40,
-    };
     let loads = vec![Vec3::zeros(); rest.len()];
     let mut u = vec![Vec3::zeros(); rest.len()];
     let (mut value, mut lambda, mut iterations) = (0.0, 0.0, 0);
     let mut forces = Vec::with_capacity(depths.len());
     for &depth in depths {
         let goal = direction.dot(&(surface - normal * depth - rest_point));
-        // Targets still to reach, the last one first to pop.
-        let mut targets = vec![goal];
-        while let Some(&next) = targets.last() {
+        continue_in_depth(value, goal, |next| {
             let mut trial = u.clone();
             let mut constraint = LinearConstraint {
                 coefficients: coefficients.clone(),
                 value: next,
                 multiplier: lambda,
             };
-            match statics.solve_constrained(&mut trial, &loads, Some(&mut constraint), &options) {
-                Ok(report) => {
-                    iterations += report.steps.len();
-                    u = trial;
-                    lambda = constraint.multiplier;
-                    value = next;
-                    targets.pop();
-                }
-                Err(e) if targets.len() <= MAX_BISECTIONS => {
-                    targets.push(0.5 * (value + next));
-                    tracing::debug!("depth {depth} m: bisecting the increment ({e})");
-                }
-                Err(e) => {
-                    return Err(format!(
-                        "the full nonlinear FEM failed pressing to {depth} m, even in {} \
-                         steps: {e}",
-                        1 << MAX_BISECTIONS
-                    ))
-                }
-            }
-        }
+            let report = statics
+                .solve_constrained(&mut trial, &loads, Some(&mut constraint), &FULL_NEWTON)
+                .map_err(|e| e.to_string())?;
+            iterations += report.steps.len();
+            u = trial;
+            lambda = constraint.multiplier;
+            value = next;
+            Ok(())
+        })
+        .map_err(|e| format!("the full nonlinear FEM failed pressing to {depth} m, {e}"))?;
         // λ is the force on the tissue along the outward normal; the probe feels −λ.
         on_depth(depth, -lambda);
         forces.push(-lambda);
     }
-    Ok((forces, Method::Full { dofs, iterations }))
+    Ok((forces, iterations))
+}
+
+/// A sphere probe on the full FEM: a rigid frictionless sphere whose lowest point is
+/// pressed to each depth, every surface node kept outside it. Returns the forces and
+/// the Newton iterations taken.
+fn full_sphere_press(
+    press: &mut Press,
+    statics: &NonlinearStatics,
+    surface: Vec3,
+    normal: Vec3,
+    depths: &[f64],
+    on_depth: &mut dyn FnMut(f64, f64),
+) -> Result<(Vec<f64>, usize), String> {
+    let rest = press.model.rest_positions();
+    let mut nodes: Vec<usize> = press
+        .model
+        .surface_triangles()
+        .iter()
+        .flatten()
+        .copied()
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let loads = vec![Vec3::zeros(); rest.len()];
+    let mut u = vec![Vec3::zeros(); rest.len()];
+    let mut state = SphereContactState::default();
+    let (mut depth_done, mut iterations) = (0.0, 0);
+    let mut forces = Vec::with_capacity(depths.len());
+    for &depth in depths {
+        continue_in_depth(depth_done, depth, |next| {
+            let mut trial = u.clone();
+            let mut trial_state = state.clone();
+            let centre = press.at_depth(surface, normal, next);
+            statics
+                .press_sphere(
+                    &mut trial,
+                    &loads,
+                    RigidSphere {
+                        centre,
+                        radius: press.radius,
+                    },
+                    &nodes,
+                    &mut trial_state,
+                    &FULL_NEWTON,
+                )
+                .map_err(|e| e.to_string())?;
+            iterations += trial_state.iterations;
+            (u, state) = (trial, trial_state);
+            depth_done = next;
+            Ok(())
+        })
+        .map_err(|e| {
+            format!("the full nonlinear FEM failed pressing the sphere to {depth} m, {e}")
+        })?;
+        if depth > 0.0 && state.rows.len() < 3 {
+            tracing::warn!(
+                "at depth {depth} m the sphere touches {} surface node(s): the mesh is \
+                 coarse for this sphere, and the full FEM keeps only nodes out of it (the \
+                 runtime also keeps points of the sphere out of the faces)",
+                state.rows.len()
+            );
+        }
+        // The tissue pushes the sphere back with the opposite of the force on it (+ 0.0
+        // turns a −0 into 0).
+        let force = -state.force_on_tissue().dot(&normal) + 0.0;
+        on_depth(depth, force);
+        forces.push(force);
+    }
+    Ok((forces, iterations))
 }
 
 /// Writes `{"depth_m": [...], "force_n": [...]}` to `path`.

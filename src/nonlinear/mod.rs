@@ -7,19 +7,22 @@
 //! displacements by Newton's method on the existing sparse Cholesky;
 //! [`ReducedStatics`] solves it in a small basis of static shapes grown to the full
 //! model's accuracy, its forces summed over the strained elements or over a trained
-//! [`Cubature`] of a few of them; [`NonlinearTissue`] runs the reduced model as the
+//! [`Cubature`] of a few of them; [`NonlinearStatics::press_sphere`] presses a rigid
+//! sphere on the full model (an active set of surface nodes); [`NonlinearTissue`] runs the reduced model as the
 //! `nonlinear` backend's tissue model (quasi-static, with contact).
 
 mod cubature;
 mod law;
 mod line_search;
 mod reduced;
+mod sphere;
 mod statics;
 mod tissue;
 
 pub use cubature::{train_cubature, Cubature};
 pub use law::{Hyperelastic, LawKind};
 pub use reduced::{Estimate, ReducedStatics, ACTIVE_NONLINEARITY};
+pub use sphere::{RigidSphere, SphereContactState, SphereRow, MAX_SPHERE_ROUNDS};
 pub use statics::{
     LinearConstraint, NewtonOptions, NewtonReport, NonlinearError, NonlinearStatics,
 };

@@ -9,7 +9,7 @@ use faer::sparse::{SparseColMat, SymbolicSparseColMat};
 use faer::{Col, Par};
 
 use super::line_search::{backtrack, Trial};
-use super::Hyperelastic;
+use super::{Hyperelastic, LawKind};
 use crate::fem::{Factor, FemError, TetElement};
 use crate::mesh::TetMesh;
 use crate::{Mat3, Vec3};
@@ -56,6 +56,9 @@ pub enum NonlinearError {
         /// Tolerance (N).
         tolerance: f64,
     },
+    /// A contact problem is ill-posed or its active set did not settle.
+    #[error("{0}")]
+    Contact(String),
     /// A reduced basis already holds as many shapes as it has room for.
     #[error("the reduced basis is full ({0} shapes)")]
     BasisFull(usize),
@@ -109,7 +112,7 @@ pub struct NewtonReport {
 #[derive(Clone, Debug)]
 pub struct NonlinearStatics {
     pub(super) tets: Vec<[usize; 4]>,
-    rest: Vec<Vec3>,
+    pub(super) rest: Vec<Vec3>,
     pub(super) elements: Vec<TetElement>,
     pub(super) laws: Vec<Hyperelastic>,
     col_ptr: Vec<usize>,
@@ -307,6 +310,20 @@ impl NonlinearStatics {
         constraints: &mut [LinearConstraint],
         options: &NewtonOptions,
     ) -> Result<NewtonReport, NonlinearError> {
+        self.solve_reusing(u, loads, constraints, options, &mut None)
+    }
+
+    /// [`NonlinearStatics::solve_with_constraints`] keeping the tangent's factorisation
+    /// in `factor` for the next call: where every law is linear the tangent is K, so
+    /// one factorisation serves every solve (a sphere press's active-set rounds).
+    pub(super) fn solve_reusing(
+        &self,
+        u: &mut [Vec3],
+        loads: &[Vec3],
+        constraints: &mut [LinearConstraint],
+        options: &NewtonOptions,
+        factor: &mut Option<Factor>,
+    ) -> Result<NewtonReport, NonlinearError> {
         let n = self.rest.len();
         for (what, len) in [("displacement", u.len()), ("loads", loads.len())] {
             if len != n {
@@ -362,7 +379,6 @@ impl NonlinearStatics {
             energy,
         };
         let mut trial = u.to_vec();
-        let mut factor = None;
         for iteration in 0..=options.max_iterations {
             let f_int = self.internal_forces(u).expect("checked by the energy");
             let (residual, scale) = self.residual(&f_int, &applied);
@@ -388,7 +404,7 @@ impl NonlinearStatics {
                     tolerance,
                 });
             }
-            let factor = self.factor_tangent(u, &mut factor)?;
+            let factor = self.factor_tangent(u, factor)?;
             let mut step = -residual.clone();
             factor.solve_in_place(step.as_mat_mut())?;
             if k > 0 {
@@ -470,6 +486,10 @@ impl NonlinearStatics {
         u: &[Vec3],
         cached: &'a mut Option<Factor>,
     ) -> Result<&'a Factor, NonlinearError> {
+        let constant = self.laws.iter().all(|l| l.kind == LawKind::Linear);
+        if constant && cached.is_some() {
+            return Ok(cached.as_ref().expect("checked"));
+        }
         let mut k = self.tangent(u);
         let mean_diag = {
             let mut sum = 0.0;
