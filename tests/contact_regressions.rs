@@ -44,7 +44,7 @@ fn contact_holds_through_a_slide_on_a_coarse_block() {
     let mesh = s.mesh.box_.as_mut().expect("the default scene is a box");
     mesh.origin = [-0.04, -0.03, -0.02];
     mesh.size = [0.08, 0.06, 0.02];
-    mesh.cells = [16, 12, 4];
+    mesh.cells = Some([16, 12, 4]);
     let rows = run(s, "slide_over_inclusion.csv");
     let mut pressed = 0;
     for r in &rows {

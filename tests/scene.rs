@@ -110,6 +110,44 @@ fn bunny_is_scaled_to_metres_with_its_base_fixed() {
     assert_eq!(m.default.young, 50e3);
 }
 
+/// A graded box: the block's extent, a node at the focus with cells of `fine` around
+/// it, each cell away from it `growth` times the last (the end cells merged), and the
+/// same block as the default scene's outside.
+#[test]
+fn a_graded_box_is_fine_at_its_focus_and_grows_away_from_it() {
+    let s =
+        parse("[mesh.box]\ngraded = { focus = [0.035, 0.0, 0.0], fine = 0.001, growth = 1.2 }\n")
+            .unwrap();
+    let mesh = build_mesh(&s).unwrap().mesh;
+    let (lo, hi) = mesh.bounds();
+    assert!((lo - Vec3::new(-0.05, -0.05, -0.04)).norm() < 1e-12, "{lo}");
+    assert!((hi - Vec3::new(0.05, 0.05, 0.0)).norm() < 1e-12, "{hi}");
+    let focus = Vec3::new(0.035, 0.0, 0.0);
+    assert!(mesh.nodes.iter().any(|p| (p - focus).norm() < 1e-12));
+    let mut xs: Vec<f64> = mesh
+        .nodes
+        .iter()
+        .filter(|p| p.y.abs() < 1e-12 && p.z.abs() < 1e-12)
+        .map(|p| p.x)
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    let cells: Vec<f64> = xs.windows(2).map(|w| w[1] - w[0]).collect();
+    let at = xs.iter().position(|&x| (x - 0.035).abs() < 1e-12).unwrap();
+    assert!((cells[at] - 0.001).abs() < 1e-12 && (cells[at - 1] - 0.001).abs() < 1e-12);
+    // Away from the focus each cell is 1.2 times the last, but the last one each side.
+    for k in at + 1..cells.len() - 1 {
+        assert!((cells[k] / cells[k - 1] - 1.2).abs() < 1e-9, "{cells:?}");
+    }
+    for k in 2..at {
+        assert!((cells[k - 1] / cells[k] - 1.2).abs() < 1e-9, "{cells:?}");
+    }
+    println!(
+        "{} nodes; x cells (mm): {:.2?}",
+        mesh.nodes.len(),
+        cells.iter().map(|c| c * 1e3).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn an_empty_scene_is_the_default_block_with_defaults_everywhere() {
     let s = parse("").unwrap();
@@ -221,6 +259,26 @@ fn out_of_range_values_name_the_key_and_the_value() {
             "mesh.scale: must lie in (0, 1e6], got 0",
         ),
         ("[mesh.box]\ncells = [4, 0, 4]\n", "mesh.box.cells[1]"),
+        (
+            "[mesh.box]\ncells = [4, 4, 4]\ngraded = { focus = [0, 0, 0], fine = 0.001, growth = 1.2 }\n",
+            "mesh.box: give `cells` (uniform) or `graded`, not both",
+        ),
+        (
+            "[mesh.box]\ngraded = { focus = [0, 0, 0], fine = 0, growth = 1.2 }\n",
+            "mesh.box.graded.fine: must lie in (0, 4e-2], got 0",
+        ),
+        (
+            "[mesh.box]\ngraded = { focus = [0, 0, 0], fine = 0.001, growth = 0.9 }\n",
+            "mesh.box.graded.growth: must lie in [1, 2], got 0.9",
+        ),
+        (
+            "[mesh.box]\ngraded = { focus = [0, 0, 0], fine = 1e-6, growth = 1 }\n",
+            "mesh.box.graded: [100002, 100002, 40000] is more than 333334 cells",
+        ),
+        (
+            "[mesh.box]\ngraded = { focus = [0, 0], fine = 0.001, growth = 1.2 }\n",
+            "focus",
+        ),
         ("[backend.modal]\nmodes = 0\n", "backend.modal.modes"),
         ("[backend.modal]\nalpha1 = -1\n", "backend.modal.alpha1"),
         (

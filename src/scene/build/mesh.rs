@@ -2,10 +2,11 @@
 //! render surface.
 
 use crate::mesh::embed::Embedding;
-use crate::mesh::generate::box_mesh_split;
+use crate::mesh::generate::{box_mesh_split, grid_mesh};
 use crate::mesh::lattice::{fill_surface, LatticeOptions};
 use crate::mesh::surface::{load_surface, SurfaceMesh};
 use crate::mesh::{self, TetMesh};
+use crate::scene::schema::DEFAULT_BOX_CELLS;
 use crate::scene::{Scene, SceneError};
 use crate::Vec3;
 
@@ -51,8 +52,19 @@ pub fn build_mesh(scene: &Scene) -> Result<SceneMesh, SceneError> {
         fill_surface(&surface, l.cell_size, options).map_err(|e| mesh_err("mesh.lattice", e))?
     } else {
         let b = spec.box_.clone().unwrap_or_default();
-        let mut m = box_mesh_split(Vec3::from(b.size), b.cells, b.split.into())
-            .map_err(|e| mesh_err("mesh.box", e))?;
+        let mut m = match &b.graded {
+            Some(g) => {
+                let [x, y, z] = g.axes(&b.origin, &b.size);
+                let source = format!("graded box {}x{}x{}", x.len() - 1, y.len() - 1, z.len() - 1);
+                grid_mesh(&source, [&x, &y, &z], b.split.into())
+            }
+            None => box_mesh_split(
+                Vec3::from(b.size),
+                b.cells.unwrap_or(DEFAULT_BOX_CELLS),
+                b.split.into(),
+            ),
+        }
+        .map_err(|e| mesh_err("mesh.box", e))?;
         let origin = Vec3::from(b.origin);
         for p in &mut m.nodes {
             *p += origin;

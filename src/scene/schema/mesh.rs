@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
-use crate::mesh::generate::{MAX_GENERATED_CELLS, MAX_GENERATED_TETS};
+use crate::mesh::generate::{graded_axis, MAX_GENERATED_CELLS, MAX_GENERATED_TETS};
 
 /// Where the mesh comes from: exactly one of `file`, `box`, `lattice` (none: the
 /// default box).
@@ -68,10 +68,50 @@ pub struct BoxSpec {
     pub origin: [f64; 3],
     /// Edge lengths (m, before `mesh.scale`).
     pub size: [f64; 3],
-    /// Cells along x, y, z.
-    pub cells: [usize; 3],
+    /// Cells along x, y, z, uniform ([`DEFAULT_BOX_CELLS`] when absent); not with
+    /// `graded`.
+    pub cells: Option<[usize; 3]>,
+    /// Cells graded away from a focus instead of uniform ones.
+    pub graded: Option<Grading>,
     /// Cell split.
     pub split: Split,
+}
+
+/// Cells per axis of the default block: 5 mm cells.
+pub const DEFAULT_BOX_CELLS: [usize; 3] = [20, 20, 8];
+
+/// Cells graded away from a point: `fine` at the focus, each next cell `growth` times
+/// the last, on every axis (a mesh fine where a probe presses, coarse far from it).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grading {
+    /// The point the cells are finest at (m, before `mesh.scale`; clamped into the
+    /// box, and always a node).
+    pub focus: [f64; 3],
+    /// Cell size at the focus (m, before `mesh.scale`).
+    pub fine: f64,
+    /// Ratio of each cell to the one before it, away from the focus (dimensionless).
+    pub growth: f64,
+}
+
+/// The largest `mesh.box.graded.growth` accepted: a cell twice its neighbour already
+/// makes badly shaped tetrahedra.
+pub const MAX_GROWTH: f64 = 2.0;
+
+impl Grading {
+    /// The node coordinates along each axis of a box at `origin` of `size` (m, before
+    /// `mesh.scale`, measured from `origin`).
+    pub fn axes(&self, origin: &[f64; 3], size: &[f64; 3]) -> [Vec<f64>; 3] {
+        std::array::from_fn(|a| {
+            graded_axis(
+                0.0,
+                size[a],
+                self.focus[a] - origin[a],
+                self.fine,
+                self.growth,
+            )
+        })
+    }
 }
 
 impl Default for BoxSpec {
@@ -80,7 +120,8 @@ impl Default for BoxSpec {
         Self {
             origin: [-0.05, -0.05, -0.04],
             size: [0.10, 0.10, 0.04],
-            cells: [20, 20, 8],
+            cells: None,
+            graded: None,
             split: Split::Six,
         }
     }
@@ -106,6 +147,24 @@ fn yes() -> bool {
     true
 }
 
+/// Cells a graded axis of `length` (m) gets with cells of `fine` (m) at `focus` (m
+/// from its start) growing by `growth`, counted without building it (a geometric
+/// series each side).
+fn graded_cells(length: f64, focus: f64, fine: f64, growth: f64) -> usize {
+    let focus = focus.clamp(0.0, length);
+    let side = |l: f64| -> f64 {
+        if l <= 0.0 {
+            0.0
+        } else if growth <= 1.0 + 1e-12 {
+            (l / fine).ceil()
+        } else {
+            // fine (gⁿ − 1)/(g − 1) ≥ l
+            ((l * (growth - 1.0) / fine + 1.0).ln() / growth.ln()).ceil()
+        }
+    };
+    (side(focus) + side(length - focus)).min(usize::MAX as f64 / 4.0) as usize
+}
+
 impl MeshSpec {
     pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
         let sources = [
@@ -127,21 +186,47 @@ impl MeshSpec {
             c.bounded3("mesh.box.origin", &b.origin, MAX_COORDINATE)?;
             for i in 0..3 {
                 c.positive_at_most(&format!("mesh.box.size[{i}]"), b.size[i], MAX_COORDINATE)?;
-                c.count(
-                    &format!("mesh.box.cells[{i}]"),
-                    b.cells[i],
-                    1,
-                    MAX_GENERATED_CELLS,
-                )?;
             }
-            let cells = b.cells.iter().try_fold(1usize, |n, &c| n.checked_mul(c));
+            match (&b.cells, &b.graded) {
+                (Some(_), Some(_)) => {
+                    return Err(
+                        c.invalid("mesh.box", "give `cells` (uniform) or `graded`, not both")
+                    )
+                }
+                (Some(cells), None) => {
+                    for (i, &n) in cells.iter().enumerate() {
+                        c.count(&format!("mesh.box.cells[{i}]"), n, 1, MAX_GENERATED_CELLS)?;
+                    }
+                }
+                (None, Some(g)) => {
+                    c.bounded3("mesh.box.graded.focus", &g.focus, MAX_COORDINATE)?;
+                    let smallest = b.size.iter().copied().fold(f64::INFINITY, f64::min);
+                    c.positive_at_most("mesh.box.graded.fine", g.fine, smallest)?;
+                    c.within("mesh.box.graded.growth", g.growth, 1.0, MAX_GROWTH)?;
+                }
+                (None, None) => {}
+            }
+            // Graded axes are counted before they are built: a fine cell on a large box
+            // with no growth would be as many cells as uniform ones of that size.
+            let per_axis: [usize; 3] = match (&b.cells, &b.graded) {
+                (Some(cells), _) => *cells,
+                (None, Some(g)) => std::array::from_fn(|a| {
+                    graded_cells(b.size[a], g.focus[a] - b.origin[a], g.fine, g.growth)
+                }),
+                (None, None) => DEFAULT_BOX_CELLS,
+            };
+            let cells = per_axis.iter().try_fold(1usize, |n, &c| n.checked_mul(c));
             if cells.is_none_or(|n| n > MAX_GENERATED_CELLS) {
+                let key = match b.graded {
+                    Some(_) => "mesh.box.graded",
+                    None => "mesh.box.cells",
+                };
                 return Err(c.invalid(
-                    "mesh.box.cells",
+                    key,
                     format!(
-                        "{:?} is more than {MAX_GENERATED_CELLS} cells ({} tetrahedra): a mesh \
-                         this fine needs more memory than a workstation has",
-                        b.cells, MAX_GENERATED_TETS
+                        "{per_axis:?} is more than {MAX_GENERATED_CELLS} cells ({} tetrahedra): a \
+                         mesh this fine needs more memory than a workstation has",
+                        MAX_GENERATED_TETS
                     ),
                 ));
             }
