@@ -371,9 +371,9 @@ const FULL_NEWTON: NewtonOptions = NewtonOptions {
     max_iterations: 40,
 };
 
-/// Solves each depth from the last one: `solve(from, to)` takes the press from
-/// parameter `from` to `to` and tells whether it converged; where it does not, the
-/// increment is halved, at most [`MAX_BISECTIONS`] times (continuation in depth).
+/// Takes a press from parameter `start` to `goal` (continuation in depth): `solve(to)`
+/// moves it from where the last success left it to `to`, or fails and leaves it; a
+/// failed increment is halved, at most [`MAX_BISECTIONS`] times.
 fn continue_in_depth(
     start: f64,
     goal: f64,
