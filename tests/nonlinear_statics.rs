@@ -126,9 +126,16 @@ struct Block {
 }
 
 impl Block {
+    /// 5 mm cells.
     fn new() -> Self {
-        let xs: Vec<f64> = (0..=4).map(|i| -0.01 + 0.005 * i as f64).collect();
-        let zs: Vec<f64> = (0..=2).map(|i| -0.01 + 0.005 * i as f64).collect();
+        Self::of_cells(0.005)
+    }
+
+    /// Cells of `h` (m, dividing 1 cm).
+    fn of_cells(h: f64) -> Self {
+        let n = (0.01 / h).round() as usize;
+        let xs: Vec<f64> = (0..=2 * n).map(|i| -0.01 + h * i as f64).collect();
+        let zs: Vec<f64> = (0..=n).map(|i| -0.01 + h * i as f64).collect();
         let mesh = grid_mesh("block", [&xs, &xs, &zs], CubeSplit::Six).unwrap();
         let fixed = fixed_nodes(
             &mesh,
@@ -520,18 +527,7 @@ fn several_constraints_match_the_direct_solve_and_their_multipliers_balance() {
 
 /// A 2 × 2 × 1 cm block of 1.25 mm cells fixed at its base, for sphere presses.
 fn fine_block() -> Block {
-    let xs: Vec<f64> = (0..=16).map(|i| -0.01 + 0.00125 * i as f64).collect();
-    let zs: Vec<f64> = (0..=8).map(|i| -0.01 + 0.00125 * i as f64).collect();
-    let mesh = grid_mesh("block", [&xs, &xs, &zs], CubeSplit::Six).unwrap();
-    let fixed = fixed_nodes(
-        &mesh,
-        &[Fix::Below {
-            axis: Axis::Z,
-            dist: 0.0,
-        }],
-    )
-    .unwrap();
-    Block { mesh, fixed }
+    Block::of_cells(0.00125)
 }
 
 /// A sphere touching one node only (its contact circle, √(R d) = 0.7 mm, inside the
