@@ -247,6 +247,13 @@ fn surface_point(model: &SceneModel, up: Vec3, at: [f64; 2]) -> Result<(Vec3, Ve
     Ok((x, bvh.shaded_normal(hit.triangle, &bary, rest)))
 }
 
+/// Where a probe tip of `radius` (m) is centred (m) when the tip is `depth` (m;
+/// negative: above) into the surface at `surface` with outward normal `normal`: a
+/// sphere's lowest point, not its centre, goes to the depth.
+fn probe_centre(surface: Vec3, normal: Vec3, radius: f64, depth: f64) -> Vec3 {
+    surface + normal * (radius - depth)
+}
+
 /// The scene's model stepped at its model rate with the probe where a press puts it.
 struct Press<'a> {
     model: &'a mut SceneModel,
@@ -257,11 +264,10 @@ struct Press<'a> {
 }
 
 impl Press<'_> {
-    /// Where the probe is (its centre, m) when its tip is `depth` (m; negative: above)
-    /// into the surface at `surface` with outward normal `normal`: a sphere's lowest
-    /// point, not its centre, goes to the depth.
+    /// Where the probe is (its centre, m) when its tip is `depth` (m) into the surface
+    /// ([`probe_centre`]).
     fn at_depth(&self, surface: Vec3, normal: Vec3, depth: f64) -> Vec3 {
-        surface + normal * (self.radius - depth)
+        probe_centre(surface, normal, self.radius, depth)
     }
 
     /// One model step with the probe at `probe` (m); the normal force along `normal`
@@ -358,9 +364,13 @@ fn full_press(
     let statics =
         NonlinearStatics::new(mesh, inputs.laws.clone(), prescribed).map_err(|e| e.to_string())?;
     let (forces, iterations) = if press.radius > 0.0 {
-        full_sphere_press(press, &statics, surface, normal, depths, on_depth)?
+        let mut sphere = SpherePress::new(press, &statics, surface, normal);
+        let forces = press_each_depth(&mut sphere, depths, on_depth)?;
+        (forces, sphere.iterations)
     } else {
-        full_patch_press(press, &statics, surface, normal, depths, on_depth)?
+        let mut patch = PatchPress::new(press, &statics, surface, normal)?;
+        let forces = press_each_depth(&mut patch, depths, on_depth)?;
+        (forces, patch.iterations)
     };
     Ok((forces, Method::Full { dofs, iterations }))
 }
@@ -371,142 +381,181 @@ const FULL_NEWTON: NewtonOptions = NewtonOptions {
     max_iterations: 40,
 };
 
-/// Takes a press from parameter `start` to `goal` (continuation in depth): `solve(to)`
-/// moves it from where the last success left it to `to`, or fails and leaves it; a
-/// failed increment is halved, at most [`MAX_BISECTIONS`] times.
-fn continue_in_depth(
-    start: f64,
-    goal: f64,
-    mut solve: impl FnMut(f64) -> Result<(), String>,
-) -> Result<(), String> {
-    let mut value = start;
-    // Targets still to reach, the last one first to pop.
-    let mut targets = vec![goal];
-    while let Some(&next) = targets.last() {
-        match solve(next) {
-            Ok(()) => {
-                value = next;
-                targets.pop();
+/// A probe held on the full FEM at a depth.
+trait FullPress {
+    /// Solves the press at `depth` (m) from the last depth solved, keeping that one
+    /// where this fails.
+    fn solve(&mut self, depth: f64) -> Result<(), String>;
+    /// The normal force on the probe at the last depth solved (N).
+    fn force(&self) -> f64;
+}
+
+/// Presses to each of `depths` (m) in turn, each from the last (continuation in
+/// depth): an increment Newton fails on is halved, at most [`MAX_BISECTIONS`] times.
+fn press_each_depth(
+    press: &mut dyn FullPress,
+    depths: &[f64],
+    on_depth: &mut dyn FnMut(f64, f64),
+) -> Result<Vec<f64>, String> {
+    let mut reached = 0.0;
+    let mut forces = Vec::with_capacity(depths.len());
+    for &depth in depths {
+        // Depths still to reach, the last one first to pop.
+        let mut targets = vec![depth];
+        while let Some(&next) = targets.last() {
+            match press.solve(next) {
+                Ok(()) => {
+                    reached = next;
+                    targets.pop();
+                }
+                Err(e) if targets.len() <= MAX_BISECTIONS => {
+                    targets.push(0.5 * (reached + next));
+                    tracing::debug!("depth {depth} m: bisecting the increment ({e})");
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "the full nonlinear FEM failed pressing to {depth} m, even in {} \
+                         steps: {e}",
+                        1 << MAX_BISECTIONS
+                    ))
+                }
             }
-            Err(e) if targets.len() <= MAX_BISECTIONS => {
-                targets.push(0.5 * (value + next));
-                tracing::debug!("bisecting the increment ({e})");
-            }
-            Err(e) => return Err(format!("even in {} steps: {e}", 1 << MAX_BISECTIONS)),
         }
+        let force = press.force();
+        on_depth(depth, force);
+        forces.push(force);
     }
-    Ok(())
+    Ok(forces)
 }
 
 /// A point probe on the full FEM: its contact patch as the runtime model holds it (its
 /// support and normal), its displacement along the normal prescribed by a Lagrange
-/// multiplier. Returns the forces and the Newton iterations taken.
-fn full_patch_press(
-    press: &mut Press,
-    statics: &NonlinearStatics,
-    surface: Vec3,
-    normal: Vec3,
-    depths: &[f64],
-    on_depth: &mut dyn FnMut(f64, f64),
-) -> Result<(Vec<f64>, usize), String> {
-    // A shallow press tells which material point the probe holds.
-    let above = press.at_depth(surface, normal, -2e-3);
-    press.step(above, &normal);
-    press.ramp(above, press.at_depth(surface, normal, 1e-4), &normal);
-    let constraints = press.model.constraints();
-    let [contact] = constraints else {
-        return Err(format!(
-            "a point probe makes one contact patch; this one made {} rows",
-            constraints.len()
-        ));
-    };
-    let direction = contact.direction(0);
-    let support = contact.support;
-    let rest = press.model.rest_positions();
-    let rest_point = support.rest_point(rest);
-    let coefficients: Vec<(usize, f64)> = support.along(direction).collect();
-    let loads = vec![Vec3::zeros(); rest.len()];
-    let mut u = vec![Vec3::zeros(); rest.len()];
-    let (mut value, mut lambda, mut iterations) = (0.0, 0.0, 0);
-    let mut forces = Vec::with_capacity(depths.len());
-    for &depth in depths {
-        let goal = direction.dot(&(surface - normal * depth - rest_point));
-        continue_in_depth(value, goal, |next| {
-            let mut trial = u.clone();
-            let mut constraint = LinearConstraint {
-                coefficients: coefficients.clone(),
-                value: next,
-                multiplier: lambda,
-            };
-            let report = statics
-                .solve_constrained(&mut trial, &loads, Some(&mut constraint), &FULL_NEWTON)
-                .map_err(|e| e.to_string())?;
-            iterations += report.steps.len();
-            u = trial;
-            lambda = constraint.multiplier;
-            value = next;
-            Ok(())
+/// multiplier.
+struct PatchPress<'a> {
+    statics: &'a NonlinearStatics,
+    /// The patch's (DOF, weight) pairs along the press direction.
+    coefficients: Vec<(usize, f64)>,
+    /// The constraint's value (m) at depth d: `at_surface` − d·`per_depth`.
+    at_surface: f64,
+    per_depth: f64,
+    loads: Vec<Vec3>,
+    u: Vec<Vec3>,
+    /// λ (N): the force on the tissue along the press direction.
+    lambda: f64,
+    /// Newton iterations so far.
+    iterations: usize,
+}
+
+impl<'a> PatchPress<'a> {
+    fn new(
+        press: &mut Press,
+        statics: &'a NonlinearStatics,
+        surface: Vec3,
+        normal: Vec3,
+    ) -> Result<Self, String> {
+        // A shallow press tells which material point the probe holds.
+        let above = press.at_depth(surface, normal, -2e-3);
+        press.step(above, &normal);
+        press.ramp(above, press.at_depth(surface, normal, 1e-4), &normal);
+        let constraints = press.model.constraints();
+        let [contact] = constraints else {
+            return Err(format!(
+                "a point probe makes one contact patch; this one made {} rows",
+                constraints.len()
+            ));
+        };
+        let direction = contact.direction(0);
+        let rest = press.model.rest_positions();
+        let n = rest.len();
+        Ok(Self {
+            statics,
+            coefficients: contact.support.along(direction).collect(),
+            at_surface: direction.dot(&(surface - contact.support.rest_point(rest))),
+            per_depth: direction.dot(&normal),
+            loads: vec![Vec3::zeros(); n],
+            u: vec![Vec3::zeros(); n],
+            lambda: 0.0,
+            iterations: 0,
         })
-        .map_err(|e| format!("the full nonlinear FEM failed pressing to {depth} m, {e}"))?;
-        // λ is the force on the tissue along the outward normal; the probe feels −λ.
-        on_depth(depth, -lambda);
-        forces.push(-lambda);
     }
-    Ok((forces, iterations))
+}
+
+impl FullPress for PatchPress<'_> {
+    fn solve(&mut self, depth: f64) -> Result<(), String> {
+        let mut trial = self.u.clone();
+        let mut constraint = LinearConstraint {
+            coefficients: self.coefficients.clone(),
+            value: self.at_surface - depth * self.per_depth,
+            multiplier: self.lambda,
+        };
+        let report = self
+            .statics
+            .solve_constrained(&mut trial, &self.loads, Some(&mut constraint), &FULL_NEWTON)
+            .map_err(|e| e.to_string())?;
+        self.iterations += report.steps.len();
+        self.u = trial;
+        self.lambda = constraint.multiplier;
+        Ok(())
+    }
+
+    /// λ is the force on the tissue along the outward normal; the probe feels −λ.
+    fn force(&self) -> f64 {
+        -self.lambda
+    }
 }
 
 /// A sphere probe on the full FEM: a rigid frictionless sphere whose lowest point is
-/// pressed to each depth, every surface node kept outside it. Returns the forces and
-/// the Newton iterations taken.
-fn full_sphere_press(
-    press: &mut Press,
-    statics: &NonlinearStatics,
+/// pressed to each depth, every surface node kept outside it.
+struct SpherePress<'a> {
+    statics: &'a NonlinearStatics,
+    /// Where the sphere touches the rest surface, the outward normal there (m).
     surface: Vec3,
     normal: Vec3,
-    depths: &[f64],
-    on_depth: &mut dyn FnMut(f64, f64),
-) -> Result<(Vec<f64>, usize), String> {
-    let rest = press.model.rest_positions();
-    let mut nodes: Vec<usize> = press
-        .model
-        .surface_triangles()
-        .iter()
-        .flatten()
-        .copied()
-        .collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    let loads = vec![Vec3::zeros(); rest.len()];
-    let mut u = vec![Vec3::zeros(); rest.len()];
-    let mut state = SphereContactState::default();
-    let (mut depth_done, mut iterations) = (0.0, 0);
-    let mut forces = Vec::with_capacity(depths.len());
-    for &depth in depths {
-        continue_in_depth(depth_done, depth, |next| {
-            let mut trial = u.clone();
-            let mut trial_state = state.clone();
-            let centre = press.at_depth(surface, normal, next);
-            statics
-                .press_sphere(
-                    &mut trial,
-                    &loads,
-                    RigidSphere {
-                        centre,
-                        radius: press.radius,
-                    },
-                    &nodes,
-                    &mut trial_state,
-                    &FULL_NEWTON,
-                )
-                .map_err(|e| e.to_string())?;
-            iterations += trial_state.iterations;
-            (u, state) = (trial, trial_state);
-            depth_done = next;
-            Ok(())
-        })
-        .map_err(|e| {
-            format!("the full nonlinear FEM failed pressing the sphere to {depth} m, {e}")
-        })?;
+    radius: f64,
+    nodes: Vec<usize>,
+    loads: Vec<Vec3>,
+    u: Vec<Vec3>,
+    state: SphereContactState,
+    /// Newton iterations so far.
+    iterations: usize,
+}
+
+impl<'a> SpherePress<'a> {
+    fn new(press: &Press, statics: &'a NonlinearStatics, surface: Vec3, normal: Vec3) -> Self {
+        let n = press.model.rest_positions().len();
+        Self {
+            statics,
+            surface,
+            normal,
+            radius: press.radius,
+            nodes: press.model.surface_nodes().to_vec(),
+            loads: vec![Vec3::zeros(); n],
+            u: vec![Vec3::zeros(); n],
+            state: SphereContactState::default(),
+            iterations: 0,
+        }
+    }
+}
+
+impl FullPress for SpherePress<'_> {
+    fn solve(&mut self, depth: f64) -> Result<(), String> {
+        let mut trial = self.u.clone();
+        let mut state = self.state.clone();
+        let sphere = RigidSphere {
+            centre: probe_centre(self.surface, self.normal, self.radius, depth),
+            radius: self.radius,
+        };
+        self.statics
+            .press_sphere(
+                &mut trial,
+                &self.loads,
+                sphere,
+                &self.nodes,
+                &mut state,
+                &FULL_NEWTON,
+            )
+            .map_err(|e| e.to_string())?;
+        self.iterations += state.iterations;
         if depth > 0.0 && state.rows.len() < 3 {
             tracing::warn!(
                 "at depth {depth} m the sphere touches {} surface node(s): the mesh is \
@@ -515,13 +564,15 @@ fn full_sphere_press(
                 state.rows.len()
             );
         }
-        // The tissue pushes the sphere back with the opposite of the force on it (+ 0.0
-        // turns a −0 into 0).
-        let force = -state.force_on_tissue().dot(&normal) + 0.0;
-        on_depth(depth, force);
-        forces.push(force);
+        (self.u, self.state) = (trial, state);
+        Ok(())
     }
-    Ok((forces, iterations))
+
+    /// The tissue pushes the sphere back with the opposite of the force on it (+ 0.0
+    /// turns a −0 into 0).
+    fn force(&self) -> f64 {
+        -self.state.force_on_tissue().dot(&self.normal) + 0.0
+    }
 }
 
 /// Writes `{"depth_m": [...], "force_n": [...]}` to `path`.

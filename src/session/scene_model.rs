@@ -121,6 +121,15 @@ impl SceneModel {
         }
     }
 
+    /// The mesh nodes on the surface.
+    pub fn surface_nodes(&self) -> &[usize] {
+        match self {
+            SceneModel::Modal(s) => s.model().surface_nodes(),
+            SceneModel::Condensed(s) => s.model().surface_nodes(),
+            SceneModel::Nonlinear(s) => s.model().surface_nodes(),
+        }
+    }
+
     /// Indentation (m) of the first probe at `probe` (m; its centre, a point probe's
     /// tip) into the surface it pressed at the last step: how far it lies below where
     /// the rest-surface proxy holds it, along that surface's normal; 0 out of contact.
