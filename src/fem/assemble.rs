@@ -3,7 +3,7 @@
 use faer::sparse::{SparseColMat, SymbolicSparseColMat};
 use faer::{Col, ColRef, Mat, MatMut, MatRef, Par};
 
-use super::{node_graph, DofMap, FemError, Material, NodeGraph, TetElement};
+use super::{node_graph, DofMap, FemError, Material, NodalPressure, NodeGraph, TetElement};
 use crate::mesh::TetMesh;
 use crate::Vec3;
 
@@ -47,16 +47,41 @@ pub struct FemSystem {
     diag: Vec<usize>,
 }
 
+/// Where the volumetric strain of the linear tetrahedra is evaluated (the scene's
+/// `mesh.pressure`: `"element"` or `"nodal"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pressure {
+    /// In each element: the standard constant-strain tetrahedron, which locks as ν → 0.5.
+    #[default]
+    Element,
+    /// Averaged over each node's tetrahedra ([`NodalPressure`]): no volumetric locking,
+    /// at the cost of a stiffness that couples neighbours' neighbours.
+    Nodal,
+}
+
 /// Assembles K and the lumped M of `mesh` with one material per tetrahedron over the
-/// free DOFs of `dofs`. Fixed DOFs are dropped while assembling (rows and columns never
-/// exist), which is exact for zero prescribed displacement.
-///
-/// K's pattern is built from the node graph and element blocks are added in place: with
-/// 144 entries per tetrahedron, a triplet list would cost ~3× the memory of K and a sort.
+/// free DOFs of `dofs`, with element pressure ([`assemble_with`]).
 pub fn assemble(
     mesh: &TetMesh,
     materials: &[Material],
     dofs: DofMap,
+) -> Result<FemSystem, FemError> {
+    assemble_with(mesh, materials, dofs, Pressure::Element)
+}
+
+/// Assembles K and the lumped M of `mesh` with one material per tetrahedron over the
+/// free DOFs of `dofs`, the volumetric strain evaluated as `pressure` says. Fixed DOFs
+/// are dropped while assembling (rows and columns never exist), which is exact for zero
+/// prescribed displacement.
+///
+/// K's pattern is built from the node graph and element blocks are added in place: with
+/// 144 entries per tetrahedron, a triplet list would cost ~3× the memory of K and a sort.
+pub fn assemble_with(
+    mesh: &TetMesh,
+    materials: &[Material],
+    dofs: DofMap,
+    pressure: Pressure,
 ) -> Result<FemSystem, FemError> {
     check_count(mesh, materials)?;
     if dofs.n_nodes() != mesh.nodes.len() {
@@ -66,7 +91,22 @@ pub fn assemble(
             mesh.nodes.len()
         )));
     }
-    let graph = node_graph(mesh, &dofs);
+    let elements: Vec<TetElement> = mesh
+        .tets
+        .iter()
+        .map(|tet| TetElement::new(tet.map(|v| mesh.nodes[v])))
+        .collect();
+    let nodal = match pressure {
+        Pressure::Element => None,
+        Pressure::Nodal => {
+            let bulk: Vec<f64> = materials.iter().map(Material::bulk_modulus).collect();
+            Some(NodalPressure::new(mesh, &elements, &bulk))
+        }
+    };
+    let graph = match &nodal {
+        None => node_graph(mesh, &dofs),
+        Some(p) => coupling_graph(p, &dofs),
+    };
     let n_free_nodes = graph.n();
     let n = 3 * n_free_nodes;
     // Column 3j+c holds rows 3i..3i+3 for every i in {j} ∪ neighbours(j), ascending.
@@ -92,25 +132,38 @@ pub fn assemble(
         lists.push(rows);
     }
     let mut values = vec![0.0; row_idx.len()];
-    for (tet, material) in mesh.tets.iter().zip(materials) {
+    let mut add_block = |i: usize, j: usize, block: &dyn Fn(usize, usize) -> f64| {
+        let p = lists[j].partition_point(|&r| r < i);
+        for c in 0..3 {
+            let base = col_ptr[3 * j + c] + 3 * p;
+            for r in 0..3 {
+                values[base + r] += block(r, c);
+            }
+        }
+    };
+    for ((tet, material), element) in mesh.tets.iter().zip(materials).zip(&elements) {
         let free = tet.map(|v| dofs.free_node_index(v));
         if free.iter().all(Option::is_none) {
             continue;
         }
-        let ke = TetElement::new(tet.map(|v| mesh.nodes[v])).stiffness(material);
+        let ke = match nodal {
+            None => element.stiffness(material),
+            Some(_) => element.deviatoric_stiffness(material),
+        };
         for (b, j) in free.iter().enumerate() {
             let Some(j) = *j else { continue };
             for (a, i) in free.iter().enumerate() {
                 let Some(i) = *i else { continue };
-                let p = lists[j].partition_point(|&r| r < i);
-                for c in 0..3 {
-                    let base = col_ptr[3 * j + c] + 3 * p;
-                    for r in 0..3 {
-                        values[base + r] += ke[(3 * a + r, 3 * b + c)];
-                    }
-                }
+                add_block(i, j, &|r, c| ke[(3 * a + r, 3 * b + c)]);
             }
         }
+    }
+    if let Some(p) = &nodal {
+        p.for_each_block(|i, j, block| {
+            if let (Some(i), Some(j)) = (dofs.free_node_index(i), dofs.free_node_index(j)) {
+                add_block(i, j, &|r, c| block[(r, c)]);
+            }
+        });
     }
     let symbolic = SymbolicSparseColMat::new_checked(n, n, col_ptr, None, row_idx);
     let k = SparseColMat::new(symbolic, values);
@@ -129,6 +182,27 @@ pub fn assemble(
         positions,
         diag,
     })
+}
+
+/// The graph of free nodes coupled through nodal pressure (neighbours' neighbours).
+fn coupling_graph(pressure: &NodalPressure, dofs: &DofMap) -> NodeGraph {
+    let couplings = pressure.couplings();
+    let mut offsets = vec![0];
+    let mut adj = Vec::new();
+    let mut row = Vec::new();
+    for &v in dofs.free_nodes() {
+        row.clear();
+        row.extend(
+            couplings[v]
+                .iter()
+                .filter(|&&i| i != v)
+                .filter_map(|&i| dofs.free_node_index(i)),
+        );
+        row.sort_unstable();
+        adj.extend_from_slice(&row);
+        offsets.push(adj.len());
+    }
+    NodeGraph { offsets, adj }
 }
 
 impl FemSystem {

@@ -45,6 +45,21 @@ impl TetElement {
     /// K_ab = V (λ ∇Nₐ ∇Nᵦᵀ + μ ∇Nᵦ ∇Nₐᵀ + μ (∇Nₐ·∇Nᵦ) I).
     pub fn stiffness(&self, material: &Material) -> SMatrix<f64, ELEMENT_DOFS, ELEMENT_DOFS> {
         let (lambda, mu) = material.lame();
+        self.stiffness_lame(lambda, mu)
+    }
+
+    /// The deviatoric part of [`TetElement::stiffness`] (N/m): the same with bulk
+    /// modulus κ = λ + 2μ/3 set to 0, for [`NodalPressure`](super::NodalPressure) to
+    /// carry the volumetric part.
+    pub fn deviatoric_stiffness(
+        &self,
+        material: &Material,
+    ) -> SMatrix<f64, ELEMENT_DOFS, ELEMENT_DOFS> {
+        let (_, mu) = material.lame();
+        self.stiffness_lame(-2.0 * mu / 3.0, mu)
+    }
+
+    fn stiffness_lame(&self, lambda: f64, mu: f64) -> SMatrix<f64, ELEMENT_DOFS, ELEMENT_DOFS> {
         let mut k = SMatrix::<f64, ELEMENT_DOFS, ELEMENT_DOFS>::zeros();
         for a in 0..4 {
             for b in 0..4 {

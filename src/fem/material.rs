@@ -81,6 +81,11 @@ impl Material {
         let mu = e / (2.0 * (1.0 + nu));
         (lambda, mu)
     }
+
+    /// Bulk modulus κ = λ + 2μ/3 = E / (3(1 − 2ν)) (Pa).
+    pub fn bulk_modulus(&self) -> f64 {
+        self.young / (3.0 * (1.0 - 2.0 * self.poisson))
+    }
 }
 
 /// A geometric region for material overrides (e.g. a stiff inclusion); a tetrahedron

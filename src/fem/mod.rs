@@ -16,15 +16,17 @@ mod factor;
 mod fixed;
 mod material;
 mod ordering;
+mod pressure;
 mod support;
 
-pub use assemble::{assemble, lumped_mass, FemSystem};
+pub use assemble::{assemble, assemble_with, lumped_mass, FemSystem, Pressure};
 pub use columns::{ColumnError, ComplianceColumns, COMPLETION_PERIOD, DEFAULT_COMPLETION_BUDGET};
 pub use element::{TetElement, ELEMENT_DOFS};
 pub use factor::{Factor, Ordering, PathColumns, PathWorkspace, AUTO_ND_NODES};
 pub use fixed::{fixed_nodes, Axis, DofMap, Fix};
 pub use material::{Material, MaterialMap, MaterialSource, Shape, LOCKING_POISSON};
 pub use ordering::{expand_node_permutation, nested_dissection, node_graph, NodeGraph};
+pub use pressure::NodalPressure;
 pub use support::{Support, MAX_SUPPORT_NODES};
 
 /// Why an FEM model could not be built or solved. Every variant names what is wrong.
