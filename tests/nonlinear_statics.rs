@@ -4,7 +4,9 @@
 //! quadratic convergence; errors for bad input.
 
 use faer::{Col, Par};
-use palpa::fem::{assemble, fixed_nodes, Axis, DofMap, Factor, Fix, Material, Ordering};
+use palpa::fem::{
+    assemble_with, fixed_nodes, Axis, DofMap, Factor, Fix, Material, Ordering, Pressure,
+};
 use palpa::mesh::generate::{grid_mesh, CubeSplit};
 use palpa::mesh::TetMesh;
 use palpa::nonlinear::{
@@ -177,8 +179,13 @@ impl Block {
 
     /// The linear FEM's displacement under `loads` (the solver the runtime models use).
     fn linear(&self, m: &Material, loads: &[Vec3]) -> Vec<Vec3> {
+        self.linear_of(&vec![*m; self.mesh.tets.len()], Pressure::Element, loads)
+    }
+
+    /// [`Block::linear`] with a material per tetrahedron and `pressure`.
+    fn linear_of(&self, materials: &[Material], pressure: Pressure, loads: &[Vec3]) -> Vec<Vec3> {
         let dofs = DofMap::new(&self.fixed).unwrap();
-        let system = assemble(&self.mesh, &vec![*m; self.mesh.tets.len()], dofs).unwrap();
+        let system = assemble_with(&self.mesh, materials, dofs, pressure).unwrap();
         let factor = Factor::for_system(&system, 0.0, Ordering::Amd, Par::Seq).unwrap();
         let mut rhs: Col<f64> = system.gather(loads);
         factor.solve_in_place(rhs.as_mat_mut()).unwrap();
@@ -237,6 +244,67 @@ fn at_small_strain_every_law_agrees_with_the_linear_solver() {
         // First order: ten times less strain, ten times closer.
         assert!((d[0] / d[1] / 10.0 - 1.0).abs() < 0.05, "{differences:?}");
     }
+}
+
+/// Nodal-averaged pressure in the full FEM (its own pattern and tangent, the laws'
+/// deviatoric stress) and in the linear assembly (the elements' deviatoric stiffness)
+/// give the same displacement, with a lump 8× stiffer; it is softer than element
+/// pressure at ν = 0.45, and a large-strain law is refused by name.
+#[test]
+fn nodal_pressure_in_the_full_fem_matches_the_linear_assembly() {
+    let block = Block::new();
+    let (soft, stiff) = (material(0.45), Material::new(2.4e5, 0.45, 1000.0).unwrap());
+    let materials: Vec<Material> = block
+        .mesh
+        .tets
+        .iter()
+        .map(|t| {
+            let centroid: Vec3 = t.iter().map(|&v| block.mesh.nodes[v]).sum::<Vec3>() / 4.0;
+            if centroid.x < 0.0 && centroid.z > -0.005 {
+                stiff
+            } else {
+                soft
+            }
+        })
+        .collect();
+    let prescribed: Vec<bool> = block.fixed.iter().flat_map(|&f| [f; 3]).collect();
+    let laws = materials
+        .iter()
+        .map(|m| Hyperelastic::new(LawKind::Linear, m))
+        .collect();
+    let statics = NonlinearStatics::new(&block.mesh, laws, prescribed.clone())
+        .unwrap()
+        .with_nodal_pressure(&block.mesh)
+        .unwrap();
+    assert!(statics.has_nodal_pressure());
+    let loads = block.loads(Vec3::new(0.2, 0.1, -1.0) * 1e-3);
+    let mut u = vec![Vec3::zeros(); block.mesh.nodes.len()];
+    statics
+        .solve(&mut u, &loads, &NewtonOptions::default())
+        .unwrap();
+    let nodal = block.linear_of(&materials, Pressure::Nodal, &loads);
+    let element = block.linear_of(&materials, Pressure::Element, &loads);
+    let diff: Vec<Vec3> = u.iter().zip(&nodal).map(|(a, b)| a - b).collect();
+    assert!(
+        largest(&diff) < 1e-9 * largest(&nodal),
+        "{}",
+        largest(&diff)
+    );
+    let top_z = |u: &[Vec3]| -> f64 { block.top_nodes().iter().map(|&v| u[v].z).sum() };
+    println!(
+        "mean top deflection: nodal {:.4e} m, element {:.4e} m",
+        top_z(&nodal),
+        top_z(&element)
+    );
+    // Both press down; nodal pressure, without locking, further.
+    assert!(top_z(&nodal) / top_z(&element) > 1.1);
+
+    let laws = vec![Hyperelastic::new(LawKind::NeoHookean, &soft); block.mesh.tets.len()];
+    let err = NonlinearStatics::new(&block.mesh, laws, prescribed)
+        .unwrap()
+        .with_nodal_pressure(&block.mesh)
+        .unwrap_err();
+    assert!(matches!(err, NonlinearError::NodalPressureLaw(0)), "{err}");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use faer::{Col, Par};
 
 use super::line_search::{backtrack, Trial};
 use super::{Hyperelastic, LawKind};
-use crate::fem::{Factor, FemError, TetElement};
+use crate::fem::{Factor, FemError, NodalPressure, TetElement};
 use crate::mesh::TetMesh;
 use crate::{Mat3, Vec3};
 
@@ -59,6 +59,9 @@ pub enum NonlinearError {
     /// A contact problem is ill-posed or its active set did not settle.
     #[error("{0}")]
     Contact(String),
+    /// Nodal-averaged pressure was asked for with a large-strain law.
+    #[error("nodal pressure needs the linear law, and tetrahedron {0} has a large-strain law")]
+    NodalPressureLaw(usize),
     /// A reduced basis already holds as many shapes as it has room for.
     #[error("the reduced basis is full ({0} shapes)")]
     BasisFull(usize),
@@ -121,6 +124,8 @@ pub struct NonlinearStatics {
     slot: Vec<[[usize; 4]; 4]>,
     /// Whether each DOF (3·node + axis) is prescribed.
     pub(super) prescribed: Vec<bool>,
+    /// The nodes' volumetric energy, when the elements carry only their deviatoric part.
+    pressure: Option<NodalPressure>,
 }
 
 impl NonlinearStatics {
@@ -145,7 +150,56 @@ impl NonlinearStatics {
                 nodes: n,
             });
         }
-        let mut blocks: Vec<Vec<usize>> = (0..n).map(|v| vec![v]).collect();
+        let elements: Vec<TetElement> = mesh
+            .tets
+            .iter()
+            .map(|t| TetElement::new(t.map(|v| mesh.nodes[v])))
+            .collect();
+        Ok(Self::with_pattern(mesh, elements, laws, prescribed, None))
+    }
+
+    /// The same problem with nodal-averaged pressure ([`NodalPressure`]): each
+    /// tetrahedron keeps only its deviatoric energy and the nodes carry the volumetric
+    /// one, which removes volumetric locking. Only for the linear law: an error names
+    /// the first tetrahedron with a large-strain law.
+    pub fn with_nodal_pressure(self, mesh: &TetMesh) -> Result<Self, NonlinearError> {
+        if let Some(e) = self.laws.iter().position(|l| l.kind != LawKind::Linear) {
+            return Err(NonlinearError::NodalPressureLaw(e));
+        }
+        let bulk: Vec<f64> = self.laws.iter().map(|l| l.kappa).collect();
+        let pressure = NodalPressure::new(mesh, &self.elements, &bulk);
+        let deviatoric = self
+            .laws
+            .iter()
+            .map(|l| Hyperelastic {
+                lambda: -2.0 * l.mu / 3.0,
+                kappa: 0.0,
+                ..*l
+            })
+            .collect();
+        Ok(Self::with_pattern(
+            mesh,
+            self.elements,
+            deviatoric,
+            self.prescribed,
+            Some(pressure),
+        ))
+    }
+
+    /// Builds the block pattern: the nodes sharing a tetrahedron, and with `pressure`
+    /// also those coupled through a node's support.
+    fn with_pattern(
+        mesh: &TetMesh,
+        elements: Vec<TetElement>,
+        laws: Vec<Hyperelastic>,
+        prescribed: Vec<bool>,
+        pressure: Option<NodalPressure>,
+    ) -> Self {
+        let n = mesh.nodes.len();
+        let mut blocks: Vec<Vec<usize>> = match &pressure {
+            Some(p) => p.couplings(),
+            None => (0..n).map(|v| vec![v]).collect(),
+        };
         for tet in &mesh.tets {
             for &a in tet {
                 blocks[a].extend_from_slice(tet);
@@ -177,12 +231,7 @@ impl NonlinearStatics {
                 s
             })
             .collect();
-        let elements = mesh
-            .tets
-            .iter()
-            .map(|t| TetElement::new(t.map(|v| mesh.nodes[v])))
-            .collect();
-        Ok(Self {
+        Self {
             tets: mesh.tets.clone(),
             rest: mesh.nodes.clone(),
             elements,
@@ -191,7 +240,14 @@ impl NonlinearStatics {
             row_idx,
             slot,
             prescribed,
-        })
+            pressure,
+        }
+    }
+
+    /// Whether the volumetric strain is averaged over the nodes
+    /// ([`NonlinearStatics::with_nodal_pressure`]).
+    pub fn has_nodal_pressure(&self) -> bool {
+        self.pressure.is_some()
     }
 
     /// Deformation gradient of tetrahedron `e` under nodal displacements `u` (m).
@@ -215,6 +271,9 @@ impl NonlinearStatics {
                 f[tet[a]] += p * el.grads[a] * el.volume;
             }
         }
+        if let Some(pressure) = &self.pressure {
+            pressure.add_forces(u, &mut f);
+        }
         Some(f)
     }
 
@@ -224,6 +283,9 @@ impl NonlinearStatics {
         let mut w = 0.0;
         for (e, el) in self.elements.iter().enumerate() {
             w += el.volume * self.laws[e].energy_density(&self.deformation_gradient(e, u))?;
+        }
+        if let Some(pressure) = &self.pressure {
+            w += pressure.energy(u);
         }
         Some(w - loads.iter().zip(u).map(|(f, x)| f.dot(x)).sum::<f64>())
     }
@@ -250,6 +312,19 @@ impl NonlinearStatics {
                     }
                 }
             }
+        }
+        if let Some(pressure) = &self.pressure {
+            pressure.for_each_block(|i, j, block| {
+                let first = self.col_ptr[3 * j];
+                let rows = &self.row_idx[first..self.col_ptr[3 * j + 1]];
+                let offset = rows.partition_point(|&r| r < 3 * i);
+                for c in 0..3 {
+                    let base = self.col_ptr[3 * j + c] + offset;
+                    for r in 0..3 {
+                        values[base + r] += block[(r, c)];
+                    }
+                }
+            });
         }
         for (col, window) in self.col_ptr.windows(2).enumerate() {
             let rows = &self.row_idx[window[0]..window[1]];
