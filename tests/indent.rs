@@ -194,6 +194,29 @@ fn the_nonlinear_runtime_model_gives_the_full_fems_forces_on_the_default_block()
     }
 }
 
+/// Nodal-averaged pressure (`mesh.pressure = "nodal"`) reaches every backend: the modal
+/// and condensed models held still give the full FEM's forces with the same K, and
+/// without locking the block is softer than with element pressure.
+#[test]
+fn nodal_pressure_gives_every_backend_the_full_fems_forces() {
+    let nodal = |backend: &str| {
+        scene_with(
+            "",
+            &format!("[backend]\nkind = \"{backend}\"")
+                .replace("[backend]", "[mesh]\npressure = \"nodal\"\n[backend]"),
+        )
+    };
+    let full = press(nodal("modal"), BESIDE, true);
+    let element = press(scene_with("", ""), BESIDE, true);
+    for backend in ["modal", "condensed", "nonlinear"] {
+        let runtime = press(nodal(backend), BESIDE, false);
+        assert_close(&runtime, &full, 1e-6, backend);
+    }
+    for (n, e) in full.force_n.iter().zip(&element.force_n) {
+        assert!(n < &(0.95 * e), "nodal {n} N against element {e} N");
+    }
+}
+
 /// A sphere tip is pressed by its lowest point: at depth 0 it just touches (no force),
 /// and the model's own indentation (the rest-surface proxy's) is each depth pressed (the
 /// command checks it). Pressing the centre to the depth instead put half the sphere in

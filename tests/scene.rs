@@ -279,6 +279,11 @@ fn out_of_range_values_name_the_key_and_the_value() {
             "[mesh.box]\ngraded = { focus = [0, 0], fine = 0.001, growth = 1.2 }\n",
             "focus",
         ),
+        ("[mesh]\npressure = \"nodes\"\n", "pressure"),
+        (
+            "[mesh]\npressure = \"nodal\"\n[materials.default]\nyoung = 3e4\nmodel = \"neo-hookean\"\n",
+            "materials.default.model: a large-strain law needs mesh.pressure = \"element\"",
+        ),
         ("[backend.modal]\nmodes = 0\n", "backend.modal.modes"),
         ("[backend.modal]\nalpha1 = -1\n", "backend.modal.alpha1"),
         (
@@ -497,4 +502,34 @@ fn each_tetrahedron_gets_its_materials_strain_energy_law() {
     assert!(seen.0 > 0 && seen.1 > 0, "{seen:?}");
     let linear = parse("[materials.default]\nyoung = 1e3\n").unwrap();
     assert!(!FemInputs::resolve(&linear).unwrap().is_nonlinear());
+}
+
+/// The modal cache tells element from nodal pressure: the same mesh, materials and
+/// modes with the other pressure are computed again into their own file, not loaded.
+#[test]
+fn nodal_pressure_is_its_own_cached_precompute() {
+    use palpa::scene::{build, PrecomputeOutcome};
+    let cache = tempfile::tempdir().unwrap();
+    let scene = |pressure: &str| {
+        parse(&format!(
+            "[mesh]\npressure = \"{pressure}\"\n[mesh.box]\ncells = [6, 6, 3]\n\
+             [backend.modal]\nmodes = 6\n"
+        ))
+        .unwrap()
+    };
+    for pressure in ["element", "nodal"] {
+        let built = build(scene(pressure), cache.path(), &mut |_| {}).unwrap();
+        assert!(
+            matches!(built.precompute, PrecomputeOutcome::Computed { .. }),
+            "{pressure}: {:?}",
+            built.precompute
+        );
+        let again = build(scene(pressure), cache.path(), &mut |_| {}).unwrap();
+        assert!(
+            matches!(again.precompute, PrecomputeOutcome::Loaded { .. }),
+            "{pressure}: {:?}",
+            again.precompute
+        );
+    }
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 2);
 }

@@ -190,7 +190,16 @@ pub fn indent(
     };
     let (force_n, method) = if full {
         let inputs = FemInputs::resolve(&scene).map_err(|e| e.to_string())?;
-        full_press(&mut press, &inputs, surface_point, normal, depths, on_depth)?
+        let statics = inputs.statics(&scene).map_err(|e| e.to_string())?;
+        full_press(
+            &mut press,
+            &inputs,
+            &statics,
+            surface_point,
+            normal,
+            depths,
+            on_depth,
+        )?
     } else {
         let backend = press.model.backend_name();
         let forces = runtime_press(&mut press, surface_point, normal, depths, on_depth)?;
@@ -345,6 +354,7 @@ fn runtime_press(
 fn full_press(
     press: &mut Press,
     inputs: &FemInputs,
+    statics: &NonlinearStatics,
     surface: Vec3,
     normal: Vec3,
     depths: &[f64],
@@ -359,16 +369,13 @@ fn full_press(
             rest.len()
         ));
     }
-    let prescribed: Vec<bool> = inputs.fixed.iter().flat_map(|&f| [f; 3]).collect();
-    let dofs = prescribed.iter().filter(|&&p| !p).count();
-    let statics =
-        NonlinearStatics::new(mesh, inputs.laws.clone(), prescribed).map_err(|e| e.to_string())?;
+    let dofs = 3 * inputs.fixed.iter().filter(|&&f| !f).count();
     let (forces, iterations) = if press.radius > 0.0 {
-        let mut sphere = SpherePress::new(press, &statics, surface, normal);
+        let mut sphere = SpherePress::new(press, statics, surface, normal);
         let forces = press_each_depth(&mut sphere, depths, on_depth)?;
         (forces, sphere.iterations)
     } else {
-        let mut patch = PatchPress::new(press, &statics, surface, normal)?;
+        let mut patch = PatchPress::new(press, statics, surface, normal)?;
         let forces = press_each_depth(&mut patch, depths, on_depth)?;
         (forces, patch.iterations)
     };

@@ -26,7 +26,7 @@ use faer::Mat;
 use serde::{Deserialize, Serialize};
 
 use super::{EigenInfo, ModalBasis, ModeReport, PrecomputeParams, Precomputed, Timings};
-use crate::fem::{self, FemError, Fix, Material, MaterialMap};
+use crate::fem::{self, FemError, Fix, Material, MaterialMap, Pressure};
 use crate::mesh::TetMesh;
 
 const MAGIC: &[u8; 8] = b"PALPAMOD";
@@ -104,19 +104,31 @@ pub fn precompute_hash(
 ) -> Result<[u8; 32], FemError> {
     let per_tet = materials.per_tet(mesh)?;
     let fixed = fem::fixed_nodes(mesh, fixes)?;
-    Ok(input_hash(mesh, &per_tet, &fixed, params))
+    Ok(input_hash(
+        mesh,
+        &per_tet,
+        &fixed,
+        Pressure::Element,
+        params,
+    ))
 }
 
 /// Hash of everything that determines a precompute result: mesh nodes, tetrahedra and
-/// regions, the material of every tetrahedron, the fixed nodes and the parameters.
+/// regions, the material of every tetrahedron, the fixed nodes, where the pressure is
+/// evaluated and the parameters.
 pub fn input_hash(
     mesh: &TetMesh,
     materials: &[Material],
     fixed: &[bool],
+    pressure: Pressure,
     params: &PrecomputeParams,
 ) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
     h.update(b"palpa modal precompute inputs\0");
+    // Element pressure hashes as before nodal pressure existed, keeping caches valid.
+    if pressure == Pressure::Nodal {
+        h.update(b"nodal pressure\0");
+    }
     h.update(&(mesh.nodes.len() as u64).to_le_bytes());
     for p in &mesh.nodes {
         for c in p.iter() {

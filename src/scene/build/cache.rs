@@ -88,7 +88,13 @@ pub fn modal_precompute(
 ) -> Result<(Precomputed, PrecomputeOutcome), BuildError> {
     let params = precompute_params(scene);
     let mesh = &inputs.mesh.mesh;
-    let hash = modal::input_hash(mesh, &inputs.per_tet, &inputs.fixed, &params);
+    let hash = modal::input_hash(
+        mesh,
+        &inputs.per_tet,
+        &inputs.fixed,
+        scene.mesh.pressure,
+        &params,
+    );
     let path = cache_path(dir, &hash);
     let reason = match ModalCache::load(&path, &hash) {
         Ok(cache) if cache.data.basis.n_modes() == 0 => {

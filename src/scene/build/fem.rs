@@ -6,11 +6,11 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use crate::fem::{
-    self, Axis, DofMap, FemSystem, Fix, Material, MaterialMap, MaterialSource, Shape,
+    self, Axis, DofMap, FemSystem, Fix, Material, MaterialMap, MaterialSource, Pressure, Shape,
     LOCKING_POISSON,
 };
 use crate::mesh::TetMesh;
-use crate::nonlinear::{Hyperelastic, LawKind};
+use crate::nonlinear::{Hyperelastic, LawKind, NonlinearStatics};
 use crate::scene::{
     FixSpec, MaterialModel, MaterialSpec, RegionRef, Scene, SceneError, DEFAULT_MATERIAL,
 };
@@ -72,7 +72,32 @@ impl FemInputs {
     /// Assembles K and the lumped M over the free DOFs.
     pub fn assemble(&self, scene: &Scene) -> Result<FemSystem, BuildError> {
         let dofs = DofMap::new(&self.fixed).map_err(|e| stage(scene, "fixed nodes", e))?;
-        fem::assemble(&self.mesh.mesh, &self.per_tet, dofs).map_err(|e| stage(scene, "assembly", e))
+        fem::assemble_with(&self.mesh.mesh, &self.per_tet, dofs, scene.mesh.pressure)
+            .map_err(|e| stage(scene, "assembly", e))
+    }
+
+    /// The full nonlinear FEM of the scene: its laws, its fixed nodes prescribed, and
+    /// nodal pressure when `mesh.pressure = "nodal"` (an error naming the first
+    /// large-strain material then).
+    pub fn statics(&self, scene: &Scene) -> Result<NonlinearStatics, BuildError> {
+        let prescribed: Vec<bool> = self.fixed.iter().flat_map(|&f| [f; 3]).collect();
+        let mesh = &self.mesh.mesh;
+        let statics = NonlinearStatics::new(mesh, self.laws.clone(), prescribed)
+            .map_err(|e| stage(scene, "nonlinear FEM", e))?;
+        match scene.mesh.pressure {
+            Pressure::Element => Ok(statics),
+            Pressure::Nodal => statics.with_nodal_pressure(mesh).map_err(|e| {
+                scene
+                    .invalid(
+                        "mesh.pressure",
+                        format!(
+                            "{e}: \"nodal\" is for linear materials; give \"element\" \
+                             for large-strain tissue"
+                        ),
+                    )
+                    .into()
+            }),
+        }
     }
 }
 

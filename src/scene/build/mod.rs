@@ -27,7 +27,7 @@ use crate::haptic::HapticConfig;
 use crate::mesh::TetMesh;
 use crate::modal::{ModalParams, ModalRuntime, Progress};
 use crate::model::{TissueGeometry, TissueModel};
-use crate::nonlinear::{NonlinearParams, NonlinearStatics, NonlinearTissue};
+use crate::nonlinear::{NonlinearParams, NonlinearTissue};
 use crate::scene::{BackendKind, Scene, SceneError};
 use crate::session::{SceneModel, Simulation};
 use crate::Vec3;
@@ -263,9 +263,7 @@ pub fn build(
             )
         }
         BackendKind::Nonlinear => {
-            let prescribed: Vec<bool> = inputs.fixed.iter().flat_map(|&f| [f; 3]).collect();
-            let statics = NonlinearStatics::new(mesh, inputs.laws.clone(), prescribed)
-                .map_err(|e| stage(&scene, "nonlinear FEM", e))?;
+            let statics = inputs.statics(&scene)?;
             let spec = &scene.backend.nonlinear;
             let params = NonlinearParams {
                 shapes: spec.shapes,

@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
+use crate::fem::Pressure;
 use crate::mesh::generate::{graded_axis, MAX_GENERATED_CELLS, MAX_GENERATED_TETS};
 
 /// Where the mesh comes from: exactly one of `file`, `box`, `lattice` (none: the
@@ -26,6 +27,9 @@ pub struct MeshSpec {
     /// Optional detailed render surface (.obj/.stl, same units as the mesh before
     /// `scale`), embedded in the tetrahedral mesh and moved with it.
     pub render_surface: Option<PathBuf>,
+    /// Where the tetrahedra's volumetric strain is evaluated: per element, or averaged
+    /// over each node's tetrahedra (no volumetric locking; linear law only).
+    pub pressure: Pressure,
 }
 
 impl Default for MeshSpec {
@@ -36,6 +40,7 @@ impl Default for MeshSpec {
             lattice: None,
             scale: 1.0,
             render_surface: None,
+            pressure: Pressure::Element,
         }
     }
 }
