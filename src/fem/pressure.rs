@@ -91,11 +91,6 @@ impl NodalPressure {
         &self.support[self.offsets[a]..self.offsets[a + 1]]
     }
 
-    /// Node a's coefficient cₐ (Pa/m³).
-    pub fn coefficient(&self, a: usize) -> f64 {
-        self.coefficient[a]
-    }
-
     /// gₐ·u (m³): node a's volume times its mean volumetric strain under displacements
     /// `u` (m, one per node).
     pub fn dilatation(&self, a: usize, u: &[Vec3]) -> f64 {

@@ -77,8 +77,8 @@ impl FemInputs {
     }
 
     /// The full nonlinear FEM of the scene: its laws, its fixed nodes prescribed, and
-    /// nodal pressure when `mesh.pressure = "nodal"` (an error naming the first
-    /// large-strain material then).
+    /// nodal pressure when `mesh.pressure = "nodal"` (which the scene check allows with
+    /// linear materials only).
     pub fn statics(&self, scene: &Scene) -> Result<NonlinearStatics, BuildError> {
         let prescribed: Vec<bool> = self.fixed.iter().flat_map(|&f| [f; 3]).collect();
         let mesh = &self.mesh.mesh;
@@ -175,10 +175,13 @@ fn material_map(scene: &Scene, mesh: &TetMesh) -> Result<(MaterialMap, LawKinds)
 }
 
 /// Logs one warning naming the scene's materials whose Poisson ratio makes linear
-/// tetrahedra lock (ν ≥ [`LOCKING_POISSON`]), once per scene source and materials in
-/// this process (a scene built again, e.g. for a second device, does not repeat it).
+/// tetrahedra with element pressure lock (ν ≥ [`LOCKING_POISSON`]), once per scene
+/// source and materials in this process (a scene built again, e.g. for a second device, does not repeat it).
 fn warn_locking(scene: &Scene) {
     static WARNED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    if scene.mesh.pressure == Pressure::Nodal {
+        return;
+    }
     let mut names: Vec<String> = scene
         .materials_in_order()
         .into_iter()
@@ -196,8 +199,8 @@ fn warn_locking(scene: &Scene) {
     }
     let message = format!(
         "{}: {}: Poisson ratio ≥ {LOCKING_POISSON} is nearly incompressible; linear \
-         tetrahedra lock (too stiff in bending and shear): refine the mesh or expect stiff \
-         results",
+         tetrahedra lock (too stiff in bending and shear): set [mesh] pressure = \"nodal\" \
+         for linear materials, refine the mesh, or expect stiff results",
         scene.source,
         names.join(", ")
     );
