@@ -148,6 +148,39 @@ fn a_graded_box_is_fine_at_its_focus_and_grows_away_from_it() {
     );
 }
 
+/// A growth per axis: uniform 2.5 mm cells across (x, y), graded 1.5× in depth from
+/// the top.
+#[test]
+fn a_graded_box_takes_a_growth_per_axis() {
+    let s =
+        parse("[mesh.box]\ngraded = { focus = [0, 0, 0], fine = 0.0025, growth = [1, 1, 1.5] }\n")
+            .unwrap();
+    let mesh = build_mesh(&s).unwrap().mesh;
+    let along = |axis: usize| -> Vec<f64> {
+        let mut xs: Vec<f64> = mesh.nodes.iter().map(|p| p[axis]).collect();
+        xs.sort_by(f64::total_cmp);
+        xs.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
+        xs.windows(2).map(|w| w[1] - w[0]).collect()
+    };
+    for axis in [0, 1] {
+        let cells = along(axis);
+        assert_eq!(cells.len(), 40);
+        assert!(
+            cells.iter().all(|c| (c - 0.0025).abs() < 1e-12),
+            "{cells:?}"
+        );
+    }
+    // Down from the top (the focus): 2.5, 3.75, 5.625, 8.4375 mm, then the rest.
+    let depth: Vec<f64> = along(2).into_iter().rev().collect();
+    for (k, want) in [0.0025, 0.00375, 0.005625, 0.0084375]
+        .into_iter()
+        .enumerate()
+    {
+        assert!((depth[k] - want).abs() < 1e-12, "{depth:?}");
+    }
+    assert!((depth.iter().sum::<f64>() - 0.04).abs() < 1e-12);
+}
+
 #[test]
 fn an_empty_scene_is_the_default_block_with_defaults_everywhere() {
     let s = parse("").unwrap();
@@ -270,6 +303,10 @@ fn out_of_range_values_name_the_key_and_the_value() {
         (
             "[mesh.box]\ngraded = { focus = [0, 0, 0], fine = 0.001, growth = 0.9 }\n",
             "mesh.box.graded.growth: must lie in [1, 2], got 0.9",
+        ),
+        (
+            "[mesh.box]\ngraded = { focus = [0, 0, 0], fine = 0.001, growth = [1, 2.5, 1] }\n",
+            "mesh.box.graded.growth[1]: must lie in [1, 2], got 2.5",
         ),
         (
             "[mesh.box]\ngraded = { focus = [0, 0, 0], fine = 1e-6, growth = 1 }\n",

@@ -86,7 +86,7 @@ pub struct BoxSpec {
 pub const DEFAULT_BOX_CELLS: [usize; 3] = [20, 20, 8];
 
 /// Cells graded away from a point: `fine` at the focus, each next cell `growth` times
-/// the last, on every axis (a mesh fine where a probe presses, coarse far from it).
+/// the last along each axis (a mesh fine where a probe presses, coarse far from it).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Grading {
@@ -96,7 +96,28 @@ pub struct Grading {
     /// Cell size at the focus (m, before `mesh.scale`).
     pub fine: f64,
     /// Ratio of each cell to the one before it, away from the focus (dimensionless).
-    pub growth: f64,
+    pub growth: Growth,
+}
+
+/// A grading's growth: one ratio for every axis, or one per axis (`[1, 1, 1.3]`: uniform
+/// across, graded in depth).
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Growth {
+    /// The same ratio on x, y and z.
+    Uniform(f64),
+    /// The ratio on x, y and z.
+    PerAxis([f64; 3]),
+}
+
+impl Growth {
+    /// The ratio along axis `a` (0 = x, 1 = y, 2 = z).
+    pub fn along(&self, a: usize) -> f64 {
+        match self {
+            Self::Uniform(g) => *g,
+            Self::PerAxis(g) => g[a],
+        }
+    }
 }
 
 /// The largest `mesh.box.graded.growth` accepted: a cell twice its neighbour already
@@ -113,7 +134,7 @@ impl Grading {
                 size[a],
                 self.focus[a] - origin[a],
                 self.fine,
-                self.growth,
+                self.growth.along(a),
             )
         })
     }
@@ -207,7 +228,17 @@ impl MeshSpec {
                     c.bounded3("mesh.box.graded.focus", &g.focus, MAX_COORDINATE)?;
                     let smallest = b.size.iter().copied().fold(f64::INFINITY, f64::min);
                     c.positive_at_most("mesh.box.graded.fine", g.fine, smallest)?;
-                    c.within("mesh.box.graded.growth", g.growth, 1.0, MAX_GROWTH)?;
+                    match g.growth {
+                        Growth::Uniform(r) => {
+                            c.within("mesh.box.graded.growth", r, 1.0, MAX_GROWTH)?
+                        }
+                        Growth::PerAxis(r) => {
+                            for (a, r) in r.into_iter().enumerate() {
+                                let key = format!("mesh.box.graded.growth[{a}]");
+                                c.within(&key, r, 1.0, MAX_GROWTH)?;
+                            }
+                        }
+                    }
                 }
                 (None, None) => {}
             }
@@ -216,7 +247,12 @@ impl MeshSpec {
             let per_axis: [usize; 3] = match (&b.cells, &b.graded) {
                 (Some(cells), _) => *cells,
                 (None, Some(g)) => std::array::from_fn(|a| {
-                    graded_cells(b.size[a], g.focus[a] - b.origin[a], g.fine, g.growth)
+                    graded_cells(
+                        b.size[a],
+                        g.focus[a] - b.origin[a],
+                        g.fine,
+                        g.growth.along(a),
+                    )
                 }),
                 (None, None) => DEFAULT_BOX_CELLS,
             };

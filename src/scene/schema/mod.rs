@@ -30,7 +30,9 @@ pub use haptic::{ForceSpec, Rates, SafetySpec};
 pub use materials::{
     AabbSpec, MaterialModel, MaterialSpec, RegionRef, SphereSpec, DEFAULT_MATERIAL, MAX_STIFFENING,
 };
-pub use mesh::{BoxSpec, Grading, LatticeSpec, MeshSpec, Split, DEFAULT_BOX_CELLS, MAX_GROWTH};
+pub use mesh::{
+    BoxSpec, Grading, Growth, LatticeSpec, MeshSpec, Split, DEFAULT_BOX_CELLS, MAX_GROWTH,
+};
 pub use stream::StreamSpec;
 pub use view::{UpAxis, ViewSpec};
 
