@@ -42,7 +42,17 @@ fn bunny_40_modes(c: &mut Criterion) {
     let mut g = c.benchmark_group("precompute");
     g.sample_size(10).measurement_time(Duration::from_secs(15));
     g.bench_function("bunny_40_modes", |b| {
-        b.iter(|| modal::precompute(&mesh, &tissue(), &fixes, &modes_only(), &mut |_| {}).unwrap())
+        b.iter(|| {
+            modal::precompute(
+                &mesh,
+                &tissue(),
+                &fixes,
+                Pressure::Element,
+                &modes_only(),
+                &mut |_| {},
+            )
+            .unwrap()
+        })
     });
     let cube = box_mesh(Vec3::new(0.1, 0.1, 0.1), [16, 16, 16]).unwrap();
     let face = [Fix::Below {
@@ -51,7 +61,17 @@ fn bunny_40_modes(c: &mut Criterion) {
     }];
     g.measurement_time(Duration::from_secs(40));
     g.bench_function("box_16_40_modes", |b| {
-        b.iter(|| modal::precompute(&cube, &tissue(), &face, &modes_only(), &mut |_| {}).unwrap())
+        b.iter(|| {
+            modal::precompute(
+                &cube,
+                &tissue(),
+                &face,
+                Pressure::Element,
+                &modes_only(),
+                &mut |_| {},
+            )
+            .unwrap()
+        })
     });
     g.finish();
 }

@@ -138,6 +138,10 @@ fn the_command_line_refuses_the_same_values() {
     ] {
         fails(&["modes", "box:2x2x2", flag, "NaN"], flag);
     }
+    fails(
+        &["modes", "box:2x2x2", "--pressure", "nodes"],
+        "unknown pressure \"nodes\"; use element or nodal",
+    );
     let scene = cache.path().join("no-modes.toml");
     std::fs::write(
         &scene,

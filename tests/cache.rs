@@ -1,6 +1,6 @@
 //! Modal cache file: exact round trip, and stale or damaged files are named errors.
 
-use palpa::fem::{Axis, Fix, Material, MaterialMap};
+use palpa::fem::{Axis, Fix, Material, MaterialMap, Pressure};
 use palpa::mesh::generate::box_mesh;
 use palpa::modal::{self, CacheError, ModalCache, PrecomputeParams};
 use palpa::Vec3;
@@ -26,9 +26,18 @@ fn setup() -> (
 
 fn cache() -> (ModalCache, [u8; 32]) {
     let (mesh, materials, fixes, params) = setup();
-    let data = modal::precompute(&mesh, &materials, &fixes, &params, &mut |_| {}).unwrap();
+    let data = modal::precompute(
+        &mesh,
+        &materials,
+        &fixes,
+        Pressure::Element,
+        &params,
+        &mut |_| {},
+    )
+    .unwrap();
     assert!(data.basis.n_modes() > 0);
-    let hash = modal::precompute_hash(&mesh, &materials, &fixes, &params).unwrap();
+    let hash =
+        modal::precompute_hash(&mesh, &materials, &fixes, Pressure::Element, &params).unwrap();
     (
         ModalCache {
             input_hash: hash,
@@ -54,7 +63,8 @@ fn changed_inputs_make_the_cache_stale() {
     let (c, _) = cache();
     let (mesh, _, fixes, params) = setup();
     let stiffer = MaterialMap::uniform(Material::new(6.0e4, 0.3, 1000.0).unwrap());
-    let new_hash = modal::precompute_hash(&mesh, &stiffer, &fixes, &params).unwrap();
+    let new_hash =
+        modal::precompute_hash(&mesh, &stiffer, &fixes, Pressure::Element, &params).unwrap();
     let err = ModalCache::decode(&c.encode(), &new_hash).unwrap_err();
     assert!(matches!(err, CacheError::Stale { .. }), "{err}");
     assert!(err.to_string().contains("stale"));
@@ -63,7 +73,8 @@ fn changed_inputs_make_the_cache_stale() {
         dist: 0.011,
     }];
     let (_, materials, _, _) = setup();
-    let h2 = modal::precompute_hash(&mesh, &materials, &other_fix, &params).unwrap();
+    let h2 =
+        modal::precompute_hash(&mesh, &materials, &other_fix, Pressure::Element, &params).unwrap();
     assert!(matches!(
         ModalCache::decode(&c.encode(), &h2),
         Err(CacheError::Stale { .. })
@@ -72,7 +83,8 @@ fn changed_inputs_make_the_cache_stale() {
         n_modes: 13,
         ..params
     };
-    let h3 = modal::precompute_hash(&mesh, &materials, &fixes, &more_modes).unwrap();
+    let h3 =
+        modal::precompute_hash(&mesh, &materials, &fixes, Pressure::Element, &more_modes).unwrap();
     assert!(matches!(
         ModalCache::decode(&c.encode(), &h3),
         Err(CacheError::Stale { .. })

@@ -1,6 +1,7 @@
 //! What `palpa modes` and the scene commands tell the user (the built binary): rigid
 //! modes at 0 Hz, the response column explained with its units, the default material
-//! the default scene's, and the Poisson-ratio warning naming each material once.
+//! the default scene's, the Poisson-ratio warning naming each material once, and nodal
+//! pressure unlocking a nearly incompressible beam.
 
 use std::path::Path;
 use std::process::Command;
@@ -94,6 +95,46 @@ fn modes_defaults_to_the_default_scenes_material() {
     let (out, _) = palpa(&["modes", "box:1x1x1", "--modes", "6"], dir.path());
     let expected = format!("material: E = {e:.4e} Pa, ν = {nu}, ρ = {rho} kg/m³");
     assert!(out.contains(&expected), "expected {expected:?} in\n{out}");
+}
+
+/// `--pressure nodal` unlocks a nearly incompressible beam: 2 cells across a 20:1
+/// cantilever at ν = 0.499, element pressure is over 5× Euler–Bernoulli's f₁
+/// (0.4039 Hz) and warns; nodal pressure is within 30 % (measured +24 %) and does not.
+#[test]
+fn modes_with_nodal_pressure_do_not_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let f1 = |pressure: &str| -> (f64, String) {
+        let json = dir.path().join(format!("{pressure}.json"));
+        let (_, err) = palpa(
+            &[
+                "modes",
+                "box:40x2x2:0.2x0.01x0.01",
+                "--fix-below",
+                "x=1e-9",
+                "--young",
+                "1e5",
+                "--poisson",
+                "0.499",
+                "--modes",
+                "2",
+                "--pressure",
+                pressure,
+                "--json",
+                json.to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (report["freq_hz"][0].as_f64().unwrap(), err)
+    };
+    let exact = 0.4039;
+    let (element, warned) = f1("element");
+    let (nodal, quiet) = f1("nodal");
+    assert!(element > 5.0 * exact, "{element} Hz");
+    assert!((nodal / exact - 1.0).abs() < 0.3, "{nodal} Hz");
+    assert!(warned.contains("use --pressure nodal"), "{warned}");
+    assert!(!quiet.contains("lock"), "{quiet}");
 }
 
 const SCENE: &str = r#"

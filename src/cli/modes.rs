@@ -7,7 +7,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::progress::progress_bar;
-use crate::fem::{Axis, Fix, Material, MaterialMap, Ordering, LOCKING_POISSON};
+use crate::fem::{Axis, Fix, Material, MaterialMap, Ordering, Pressure, LOCKING_POISSON};
 use crate::mesh::{self, generate::box_mesh, TetMesh};
 use crate::modal::{self, ModalCache, ModeFate, ModeReport, PrecomputeParams, SelectionParams};
 use crate::scene::{Scene, DEFAULT_MATERIAL};
@@ -55,6 +55,10 @@ pub struct ModesArgs {
     /// Fill-reducing ordering: `auto`, `nd` (geometric nested dissection) or `amd`.
     #[arg(long, default_value = "auto", value_parser = parse_ordering)]
     pub ordering: Ordering,
+    /// Where the volumetric strain is evaluated: `element` or `nodal` (nodal-averaged
+    /// pressure, which does not lock as ν → 0.5).
+    #[arg(long, default_value = "element", value_parser = parse_pressure)]
+    pub pressure: Pressure,
     /// Write `{"freq_hz": [...], ...}` here.
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
@@ -107,6 +111,14 @@ fn parse_ordering(s: &str) -> Result<Ordering, String> {
         "amd" => Ok(Ordering::Amd),
         "auto" => Ok(Ordering::Auto),
         _ => Err(format!("unknown ordering {s:?}; use auto, nd or amd")),
+    }
+}
+
+fn parse_pressure(s: &str) -> Result<Pressure, String> {
+    match s {
+        "element" => Ok(Pressure::Element),
+        "nodal" => Ok(Pressure::Nodal),
+        _ => Err(format!("unknown pressure {s:?}; use element or nodal")),
     }
 }
 
@@ -182,11 +194,11 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
     mesh.scale(args.scale);
     let material =
         Material::new(args.young, args.poisson, args.density).map_err(|e| e.to_string())?;
-    if material.locks() {
+    if material.locks() && args.pressure == Pressure::Element {
         tracing::warn!(
             "the material of --poisson {}: Poisson ratio ≥ {LOCKING_POISSON} is nearly \
              incompressible; linear tetrahedra lock (too stiff in bending and shear): \
-             refine the mesh or expect stiff results",
+             use --pressure nodal, refine the mesh or expect stiff results",
             material.poisson
         );
     }
@@ -222,7 +234,14 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
         material.young, material.poisson, material.density
     );
     let (bar, mut on_progress) = progress_bar("computing the modes");
-    let result = modal::precompute(&mesh, &materials, &fixes, &params, &mut on_progress);
+    let result = modal::precompute(
+        &mesh,
+        &materials,
+        &fixes,
+        args.pressure,
+        &params,
+        &mut on_progress,
+    );
     bar.finish_and_clear();
     let pre = result.map_err(|e| e.to_string())?;
     println!(
@@ -290,7 +309,7 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if let Some(path) = &args.cache {
-        let hash = modal::precompute_hash(&mesh, &materials, &fixes, &params)
+        let hash = modal::precompute_hash(&mesh, &materials, &fixes, args.pressure, &params)
             .map_err(|e| e.to_string())?;
         ModalCache {
             input_hash: hash,

@@ -100,17 +100,12 @@ pub fn precompute_hash(
     mesh: &TetMesh,
     materials: &MaterialMap,
     fixes: &[Fix],
+    pressure: Pressure,
     params: &PrecomputeParams,
 ) -> Result<[u8; 32], FemError> {
     let per_tet = materials.per_tet(mesh)?;
     let fixed = fem::fixed_nodes(mesh, fixes)?;
-    Ok(input_hash(
-        mesh,
-        &per_tet,
-        &fixed,
-        Pressure::Element,
-        params,
-    ))
+    Ok(input_hash(mesh, &per_tet, &fixed, pressure, params))
 }
 
 /// Hash of everything that determines a precompute result: mesh nodes, tetrahedra and

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::lanczos::block_lanczos;
 use super::{select_modes, ModeReport, SelectionParams};
-use crate::fem::{self, DofMap, Factor, FemError, FemSystem, Fix, MaterialMap, Ordering};
+use crate::fem::{self, DofMap, Factor, FemError, FemSystem, Fix, MaterialMap, Ordering, Pressure};
 use crate::mesh::TetMesh;
 
 /// Why modes could not be computed.
@@ -552,11 +552,13 @@ pub enum Progress {
     SolvingModes,
 }
 
-/// Mesh + materials + fixed nodes → kept modes and their reports.
+/// Mesh + materials + fixed nodes, with the volumetric strain evaluated as `pressure`
+/// says → kept modes and their reports.
 pub fn precompute(
     mesh: &TetMesh,
     materials: &MaterialMap,
     fixes: &[Fix],
+    pressure: Pressure,
     params: &PrecomputeParams,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Precomputed, ModalError> {
@@ -564,7 +566,7 @@ pub fn precompute(
     let t = Instant::now();
     let per_tet = materials.per_tet(mesh)?;
     let fixed = fem::fixed_nodes(mesh, fixes)?;
-    let system = fem::assemble(mesh, &per_tet, DofMap::new(&fixed)?)?;
+    let system = fem::assemble_with(mesh, &per_tet, DofMap::new(&fixed)?, pressure)?;
     let assembly = t.elapsed().as_secs_f64();
     let mut pre = precompute_assembled(&system, params, progress)?;
     pre.timings.assembly = assembly;

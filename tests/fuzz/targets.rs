@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use palpa::device::hid::MAX_REPORT_LEN;
 use palpa::device::profile::DeviceProfile;
 use palpa::device::replay::{Trajectory, TrajectorySample, MAX_TRAJECTORY_TIME};
-use palpa::fem::{Axis, Fix, Material, MaterialMap};
+use palpa::fem::{Axis, Fix, Material, MaterialMap, Pressure};
 use palpa::mesh::surface::{self, SurfaceMesh};
 use palpa::mesh::{msh, msh_binary, tetgen, vtk, TetMesh};
 use palpa::modal::{self, ModalCache, PrecomputeParams};
@@ -188,8 +188,17 @@ fn cache_fixture() -> &'static (ModalCache, [u8; 32]) {
             n_modes: 6,
             ..Default::default()
         };
-        let data = modal::precompute(&mesh, &materials, &fixes, &params, &mut |_| {}).unwrap();
-        let hash = modal::precompute_hash(&mesh, &materials, &fixes, &params).unwrap();
+        let data = modal::precompute(
+            &mesh,
+            &materials,
+            &fixes,
+            Pressure::Element,
+            &params,
+            &mut |_| {},
+        )
+        .unwrap();
+        let hash =
+            modal::precompute_hash(&mesh, &materials, &fixes, Pressure::Element, &params).unwrap();
         (
             ModalCache {
                 input_hash: hash,
