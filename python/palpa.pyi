@@ -87,6 +87,7 @@ def modes(
     max_freq: Optional[float] = None,
     alpha_k: Optional[float] = None,
     alpha_m: Optional[float] = None,
+    pressure: str = "element",
 ) -> Modes:
     """The lowest ``modes`` vibration modes of ``mesh`` (a .msh, .node/.ele or .vtk
     file, or ``box:NXxNYxNZ[:SXxSYxSZ]``), selected as ``palpa modes`` does. Young's
@@ -96,8 +97,9 @@ def modes(
     at most ``max_freq`` (Hz; None: 100); damping is Rayleigh, ``alpha_k`` (s; None:
     2e-3) and ``alpha_m`` (1/s; None: 2) -- the defaults of ``palpa modes``.
     ``fix_below`` is ``"AXIS=DIST"`` (m, after ``scale``), e.g.
-    ``"z=0.001"``; nothing fixed: a free body with six rigid modes. Raises PalpaError
-    naming the file or argument."""
+    ``"z=0.001"``; nothing fixed: a free body with six rigid modes. ``pressure`` is
+    ``"element"`` or ``"nodal"`` (nodal-averaged pressure, which does not lock as the
+    Poisson ratio nears 0.5). Raises PalpaError naming the file or argument."""
 
 class Indentation:
     """A virtual indentation test: the probe pressed along the inward surface normal

@@ -18,7 +18,7 @@ use palpa::cli::modes::{load_mesh, parse_fix_below};
 use palpa::cli::precompute::SceneArgs;
 use palpa::cli::replay::{replay as replay_rows, ReplayRow};
 use palpa::device::replay::Trajectory;
-use palpa::fem::{Fix, Material, MaterialMap};
+use palpa::fem::{Fix, Material, MaterialMap, Pressure};
 use palpa::modal::{self, ModeFate, PrecomputeParams, Precomputed, SelectionParams};
 use palpa::scene::{self, Scene};
 
@@ -246,7 +246,8 @@ fn default_material() -> (f64, f64, f64) {
 /// material defaults to the default scene's soft tissue, the selection parameters
 /// (`max_force` N, `min_displacement` m, `max_freq` Hz, Rayleigh `alpha_k` s and
 /// `alpha_m` 1/s) to those of `palpa modes`; `fix_below` is `AXIS=DIST` (m, after
-/// scaling), e.g. "z=0.001".
+/// scaling), e.g. "z=0.001"; `pressure` is "element" or "nodal" (nodal-averaged
+/// pressure, which does not lock as ν → 0.5).
 #[pyfunction]
 #[pyo3(signature = (
     mesh,
@@ -262,6 +263,7 @@ fn default_material() -> (f64, f64, f64) {
     max_freq = None,
     alpha_k = None,
     alpha_m = None,
+    pressure = "element",
 ))]
 #[allow(clippy::too_many_arguments)]
 fn modes(
@@ -278,6 +280,7 @@ fn modes(
     max_freq: Option<f64>,
     alpha_k: Option<f64>,
     alpha_m: Option<f64>,
+    pressure: &str,
 ) -> PyResult<Modes> {
     let (pre, mesh) = py
         .detach(|| -> Result<_, String> {
@@ -319,10 +322,20 @@ fn modes(
                 },
                 ordering: Default::default(),
             };
+            let pressure = match pressure {
+                "element" => Pressure::Element,
+                "nodal" => Pressure::Nodal,
+                other => {
+                    return Err(format!(
+                        "pressure must be \"element\" or \"nodal\", got {other:?}"
+                    ))
+                }
+            };
             let pre = modal::precompute(
                 &mesh,
                 &MaterialMap::uniform(material),
                 &fixes,
+                pressure,
                 &params,
                 &mut |_| {},
             )

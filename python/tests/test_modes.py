@@ -146,6 +146,18 @@ def test_bad_inputs_raise_naming_what(data, tmp_path):
         palpa.modes(data / "meshes" / "cubes.msh", poisson=0.5)
 
 
+def test_nodal_pressure_does_not_lock():
+    # A 20:1 cantilever, 2 cells across, nearly incompressible: Euler-Bernoulli's first
+    # bending frequency is 0.4039 Hz whatever the Poisson ratio.
+    beam = dict(fix_below="x=1e-9", young=1e5, poisson=0.499, modes=2)
+    element = palpa.modes("box:40x2x2:0.2x0.01x0.01", **beam)
+    nodal = palpa.modes("box:40x2x2:0.2x0.01x0.01", pressure="nodal", **beam)
+    assert element.freq_hz[0] > 5 * 0.4039
+    assert abs(nodal.freq_hz[0] / 0.4039 - 1) < 0.3
+    with pytest.raises(palpa.PalpaError, match=r"pressure"):
+        palpa.modes("box:2x2x2", pressure="nodes")
+
+
 def test_selection_drops_the_modes_above_the_cutoff(data):
     mesh = data / "meshes" / "cubes.msh"
     every = palpa.modes(mesh, fix_below="x=0.0", modes=24, max_freq=1e9)
