@@ -705,3 +705,68 @@ fn bad_point_loads_are_refused_naming_the_load_and_leave_the_held_ones() {
     model.displacements(&b.surface_nodes, &mut before);
     assert_eq!(max_norm(&before), 0.0);
 }
+
+#[test]
+fn columns_completed_in_the_background_match_the_direct_solve_and_anticipated_nodes_arrive_complete(
+) {
+    let b = block();
+    let top: Vec<usize> = b
+        .surface_nodes
+        .iter()
+        .copied()
+        .filter(|&v| b.mesh.nodes[v].z == SIZE.z)
+        .collect();
+    let (touched, ahead) = (&top[..3], &top[3..14]);
+    let all: Vec<usize> = (0..b.mesh.nodes.len()).collect();
+
+    // In step, anticipation changes nothing.
+    let mut in_step = b.columns(64);
+    in_step.anticipate(ahead);
+    in_step.cache(touched.iter().copied()).unwrap();
+    in_step.complete_all();
+    assert!(!in_step.completes_in_background());
+    assert!(ahead.iter().all(|&v| !in_step.is_cached(v)));
+
+    let mut columns = b.columns(64);
+    columns.complete_in_background().unwrap();
+    assert!(columns.completes_in_background());
+    columns.cache(touched.iter().copied()).unwrap();
+    assert!(touched.iter().all(|&v| !columns.is_complete(v)));
+    columns.anticipate(ahead);
+    let start = std::time::Instant::now();
+    while !ahead.iter().chain(touched).all(|&v| columns.is_complete(v)) {
+        columns.advance_completion(0.005).unwrap();
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "background columns incomplete after 60 s: {columns:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(columns.advance_completion(0.005).unwrap());
+    // 3 columns per node, forward solved once: the touched nodes by the caller, the
+    // anticipated ones by the worker (not counted).
+    assert_eq!(columns.solves(), 9);
+
+    for &v in touched.iter().chain(ahead) {
+        let got = columns.complete_column(v, &all).unwrap();
+        let mut worst: f64 = 0.0;
+        for b_axis in 0..3 {
+            let mut f = Vec3::zeros();
+            f[b_axis] = 1.0;
+            let u = direct(&b, &[(v, f)]);
+            let scale = max_norm(&u);
+            let mut dense = vec![Vec3::zeros(); all.len()];
+            for &(i, block) in &got {
+                dense[i as usize] = block.column(b_axis).into();
+            }
+            for (d, e) in dense.iter().zip(&u) {
+                worst = worst.max((d - e).norm() / scale);
+            }
+        }
+        assert!(worst < 1e-9, "node {v}: column off by {worst:e} relative");
+        if touched.contains(&v) {
+            // The same arithmetic as the in-step back solve.
+            assert_eq!(got, in_step.complete_column(v, &all).unwrap(), "node {v}");
+        }
+    }
+}

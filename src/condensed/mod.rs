@@ -125,7 +125,7 @@ impl TissueModel for CondensedModel {
         self.loads.clear();
         push_nodal_loads(constraints, forces, &mut self.loads);
         self.loads.extend_from_slice(self.point_loads.nodal());
-        self.columns.advance_completion(dt);
+        self.columns.advance_completion(dt)?;
         Ok(())
     }
 
@@ -145,6 +145,10 @@ impl TissueModel for CondensedModel {
     /// ([`ComplianceColumns::field_bound`]).
     fn displacement_bound(&self) -> f64 {
         self.columns.field_bound(&self.loads)
+    }
+
+    fn anticipate(&mut self, nodes: &[usize]) {
+        self.columns.anticipate(nodes);
     }
 
     fn reset(&mut self) {

@@ -547,7 +547,7 @@ impl TissueModel for ModalRuntime {
         self.osc.step_with(&self.trans, &self.g);
         self.h.fill(0.0);
         if let Some(cache) = self.residual.as_mut() {
-            cache.advance_completion(dt);
+            cache.advance_completion(dt)?;
         }
         for li in 0..self.loads.len() {
             let (v, f) = self.loads[li];
@@ -635,6 +635,12 @@ impl TissueModel for ModalRuntime {
                 .sum::<f64>();
         }
         modal + cache.field_bound(&self.loads)
+    }
+
+    fn anticipate(&mut self, nodes: &[usize]) {
+        if let Some(columns) = self.residual.as_mut() {
+            columns.anticipate(nodes);
+        }
     }
 
     fn reset(&mut self) {

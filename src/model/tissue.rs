@@ -75,6 +75,11 @@ pub trait TissueModel: Send {
     /// displaced position is rest + displacement.
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]);
 
+    /// Mesh nodes near a contact, which it may load within the next steps: a backend
+    /// that completes compliance columns in the background may prepare theirs while its
+    /// worker is idle. Changes nothing the model computes. Default: nothing.
+    fn anticipate(&mut self, _nodes: &[usize]) {}
+
     /// Puts the tissue back at rest: zero displacement and velocity, no loads (neither
     /// the last step's constraint forces nor the held point loads; a viewer's "reset
     /// tissue").

@@ -2,6 +2,7 @@
 //! the visual and the replay step without knowing the backend.
 
 use crate::condensed::CondensedModel;
+use crate::fem::ColumnError;
 use crate::modal::ModalRuntime;
 use crate::model::{LocalForceModel, ModelStep, PointConstraint, SurfaceEntry, TissueModel};
 use crate::nonlinear::NonlinearTissue;
@@ -82,6 +83,21 @@ impl SceneModel {
             SceneModel::Modal(s) => s.set_force_cap(force),
             SceneModel::Condensed(s) => s.set_force_cap(force),
             SceneModel::Nonlinear(s) => s.set_force_cap(force),
+        }
+    }
+
+    /// Completes K⁻¹ columns on a worker thread beside the model thread
+    /// ([`crate::fem::ComplianceColumns::complete_in_background`]), for a server stepping in real time;
+    /// a backend without columns (nonlinear, or modal without residual flexibility) has
+    /// nothing to complete.
+    pub fn complete_columns_in_background(&mut self) -> Result<(), ColumnError> {
+        match self {
+            SceneModel::Modal(s) => match s.model_mut().columns() {
+                Some(columns) => columns.complete_in_background(),
+                None => Ok(()),
+            },
+            SceneModel::Condensed(s) => s.model_mut().columns().complete_in_background(),
+            SceneModel::Nonlinear(_) => Ok(()),
         }
     }
 

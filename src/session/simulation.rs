@@ -112,6 +112,9 @@ pub struct Simulation<M: TissueModel> {
     near_triangles: Vec<u32>,
     near_nodes: Vec<usize>,
     near_displacement: Vec<Vec3>,
+    /// Nodes a little beyond the near reach, nearest a probe first: those the contact
+    /// may load soon ([`TissueModel::anticipate`]).
+    ahead_nodes: Vec<usize>,
     /// Step stamp per node, to list each near node once.
     stamp: Vec<u64>,
     steps: u64,
@@ -177,6 +180,7 @@ impl<M: TissueModel> Simulation<M> {
             near_triangles: Vec::with_capacity(t),
             near_nodes: Vec::with_capacity(n),
             near_displacement: vec![Vec3::zeros(); n],
+            ahead_nodes: Vec::with_capacity(n),
             stamp: vec![0; n],
             steps: 0,
             failed_steps: 0,
@@ -465,6 +469,7 @@ impl<M: TissueModel> Simulation<M> {
                 }
             }
         }
+        self.anticipate(reach);
         let m = self.near_nodes.len();
         self.model
             .displacements(&self.near_nodes, &mut self.near_displacement[..m]);
@@ -472,6 +477,42 @@ impl<M: TissueModel> Simulation<M> {
         for (&v, u) in self.near_nodes.iter().zip(&self.near_displacement[..m]) {
             self.positions[v] = rest[v] + u;
         }
+    }
+
+    /// Tells the model which nodes the contact may load next: those within `reach` (m)
+    /// plus half the patch radius (about one surface edge) of a probe, nearest first
+    /// (the triangle list is scratch here; the near ones were consumed).
+    fn anticipate(&mut self, reach: f64) {
+        let reach = reach + 0.5 * self.patch.radius();
+        self.near_triangles.clear();
+        self.ahead_nodes.clear();
+        let mut centres = [None; crate::model::MAX_PROBES];
+        for (c, state) in centres.iter_mut().zip(&self.probes) {
+            *c = state.centre.or(state.entry.map(|e| e.point));
+            if let Some(c) = c {
+                self.bvh.triangles_near(c, reach, &mut self.near_triangles);
+            }
+        }
+        self.steps += 1;
+        for &t in &self.near_triangles {
+            for v in self.bvh.triangles()[t as usize] {
+                if self.stamp[v] != self.steps {
+                    self.stamp[v] = self.steps;
+                    self.ahead_nodes.push(v);
+                }
+            }
+        }
+        let rest = self.model.rest_positions();
+        let distance = |v: usize| {
+            centres
+                .iter()
+                .flatten()
+                .map(|c| (rest[v] - c).norm())
+                .fold(f64::INFINITY, f64::min)
+        };
+        self.ahead_nodes
+            .sort_unstable_by(|&a, &b| distance(a).total_cmp(&distance(b)));
+        self.model.anticipate(&self.ahead_nodes);
     }
 
     /// Room around a point probe's tip for the surface to bulge into (m).

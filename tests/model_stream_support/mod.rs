@@ -65,7 +65,9 @@ impl ModelStream {
     pub async fn start(backend: BackendKind, cache: &Path) -> Self {
         let mut scene = Scene::parse(DEFAULT, "default", Path::new(".")).unwrap();
         scene.backend.kind = backend;
-        let built = build(scene, cache, &mut |_| {}).unwrap();
+        let mut built = build(scene, cache, &mut |_| {}).unwrap();
+        // As `serve` runs it: columns complete on their own thread.
+        built.model.complete_columns_in_background().unwrap();
         let (stream_scene, mut visual) =
             SceneVisual::new("default", &built.mesh.mesh, &built.model);
         let nodes = StreamScene::from_mesh_surface("", &built.mesh.mesh).mesh_nodes;

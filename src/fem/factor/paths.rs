@@ -28,6 +28,15 @@ impl PathColumns {
         self.ncols
     }
 
+    /// Makes `self` a copy of `other`, reusing `self`'s buffers (no allocation once they
+    /// are large enough).
+    pub fn copy_from(&mut self, other: &PathColumns) {
+        self.supernodes.clone_from(&other.supernodes);
+        self.values.clone_from(&other.values);
+        self.sizes.clone_from(&other.sizes);
+        self.ncols = other.ncols;
+    }
+
     /// Number of stored rows (the path length in columns of L).
     pub fn nrows(&self) -> usize {
         self.sizes.iter().sum()

@@ -18,9 +18,16 @@
 //! such loads together. Only nodes never contacted leave it out until completion; far
 //! from the contact that field is small, and as the proxy crosses onto a new triangle
 //! its new node joins the cache in that step.
+//!
+//! A server running in real time completes the full columns on a worker thread
+//! instead ([`ComplianceColumns::complete_in_background`], `background.rs`), which also
+//! prepares the nodes around a contact before it reaches them.
+
+mod background;
 
 use std::sync::Arc;
 
+use background::Background;
 use faer::Mat;
 
 use super::{DofMap, Factor, PathColumns, PathWorkspace, Support};
@@ -51,6 +58,12 @@ pub enum ColumnError {
         /// First node of the failed batch.
         node: usize,
         /// The solver's message.
+        message: String,
+    },
+    /// The thread completing columns in the background stopped.
+    #[error("{message}")]
+    Worker {
+        /// What happened to it.
         message: String,
     },
 }
@@ -104,6 +117,10 @@ pub struct ComplianceColumns {
     back_ws: PathWorkspace,
     /// Nodes whose back solve is running in `back_ws`, by column group.
     back_nodes: Vec<usize>,
+    /// The next batch for the background worker.
+    batch: Vec<usize>,
+    /// Nodes a contact may load soon ([`Self::anticipate`]).
+    anticipated: Vec<usize>,
     budget: usize,
     /// Simulated time since the last column-work quantum (s).
     since_quantum: f64,
@@ -120,6 +137,8 @@ pub struct ComplianceColumns {
     /// stiffness), and K⁻¹ does not change.
     last_point: Option<(Support, Support, Mat3)>,
     solves: u64,
+    /// The worker completing columns, once [`Self::complete_in_background`] started it.
+    background: Option<Background>,
 }
 
 impl std::fmt::Debug for ComplianceColumns {
@@ -129,6 +148,7 @@ impl std::fmt::Debug for ComplianceColumns {
             .field("cached", &self.entries.len())
             .field("pending", &self.pending())
             .field("solves", &self.solves)
+            .field("background", &self.background.is_some())
             .finish()
     }
 }
@@ -156,6 +176,8 @@ impl ComplianceColumns {
             slot: vec![u32::MAX; n_nodes],
             clock: 0,
             back_nodes: Vec::with_capacity(BATCH),
+            batch: Vec::with_capacity(BATCH),
+            anticipated: Vec::new(),
             budget: DEFAULT_COMPLETION_BUDGET,
             since_quantum: 0.0,
             forward_work: 0,
@@ -165,6 +187,7 @@ impl ComplianceColumns {
             load_y: vec![0.0; n],
             last_point: None,
             solves: 0,
+            background: None,
         })
     }
 
@@ -486,12 +509,18 @@ impl ComplianceColumns {
         Ok(())
     }
 
-    /// Ends a model step of `dt` seconds: for every [`COMPLETION_PERIOD`] of simulated
-    /// time completed, spends what that period's forward solves left of the budget on
-    /// back solves of cached nodes whose full columns are not known yet, most recently
-    /// used first, [`BATCH`] nodes at a time. Returns whether every cached node is
-    /// complete.
-    pub fn advance_completion(&mut self, dt: f64) -> bool {
+    /// Ends a model step of `dt` seconds and returns whether every cached node is
+    /// complete. In step (the default): for every [`COMPLETION_PERIOD`] of simulated time
+    /// completed, spends what that period's forward solves left of the budget on back
+    /// solves of cached nodes whose full columns are not known yet, most recently used
+    /// first, [`BATCH`] nodes at a time. In the background
+    /// ([`Self::complete_in_background`]): installs the columns the worker finished and
+    /// hands it the next batch, whatever the simulated time. Fails only if the worker
+    /// stopped.
+    pub fn advance_completion(&mut self, dt: f64) -> Result<bool, ColumnError> {
+        if self.background.is_some() {
+            return self.exchange_with_worker();
+        }
         self.since_quantum += dt;
         // Relative slack so five 1 ms steps make one 5 ms period despite round-off.
         while self.since_quantum >= COMPLETION_PERIOD * (1.0 - 1e-9) {
@@ -500,10 +529,105 @@ impl ComplianceColumns {
             self.forward_work = 0;
             if self.complete_within(left) {
                 self.since_quantum = 0.0;
-                return true;
+                return Ok(true);
             }
         }
-        self.entries.iter().all(|e| e.complete)
+        Ok(self.entries.iter().all(|e| e.complete))
+    }
+
+    /// From now on completes columns on a worker thread (`palpa-columns`) instead of
+    /// within the model step's budget: as fast as a core allows, but at moments that
+    /// depend on the machine. Until a column completes, nodes not yet contacted lack
+    /// its load's field, so the drawn surface (and, through the positions of such nodes
+    /// near the probe, the contact geometry) may differ slightly from a replay's. For a
+    /// server running in real time; replays and tests that compare runs keep the
+    /// default. Forward solves stay on the caller's thread.
+    pub fn complete_in_background(&mut self) -> Result<(), ColumnError> {
+        if self.background.is_none() {
+            self.background = Some(Background::start(self.factor.clone(), self.dofs.clone())?);
+        }
+        Ok(())
+    }
+
+    /// Whether columns are completed by a worker thread.
+    pub fn completes_in_background(&self) -> bool {
+        self.background.is_some()
+    }
+
+    /// Notes `nodes` as likely to be loaded soon: in the background, the worker computes
+    /// their full columns whenever no cached node waits for its own. Ignored in step.
+    pub fn anticipate(&mut self, nodes: &[usize]) {
+        if self.background.is_some() {
+            self.anticipated.clear();
+            self.anticipated.extend_from_slice(nodes);
+        }
+    }
+
+    /// Installs what the worker finished and, if it is idle, sends it the most recently
+    /// used incomplete nodes, or else anticipated nodes not cached yet. Returns whether
+    /// every cached node is complete.
+    fn exchange_with_worker(&mut self) -> Result<bool, ColumnError> {
+        let Some(mut worker) = self.background.take() else {
+            return Ok(self.entries.iter().all(|e| e.complete));
+        };
+        let exchanged = self.exchange(&mut worker);
+        self.background = Some(worker);
+        exchanged?;
+        Ok(self.entries.iter().all(|e| e.complete))
+    }
+
+    fn exchange(&mut self, worker: &mut Background) -> Result<(), ColumnError> {
+        while let Some(mut done) = worker.receive()? {
+            let i = match self.find(done.node) {
+                Some(i) if self.entries[i].complete => {
+                    // Completed in step meanwhile.
+                    worker.recycle(done.values);
+                    continue;
+                }
+                Some(i) => i,
+                // An anticipated node, or one evicted meanwhile: cached complete.
+                None if done.node < self.slot.len() => {
+                    self.insert(done.node, &mut PathColumns::default())
+                }
+                None => continue,
+            };
+            let e = &mut self.entries[i];
+            std::mem::swap(&mut e.values, &mut done.values);
+            e.max_block = done.max_block;
+            e.norm = done.norm;
+            e.complete = true;
+            worker.recycle(done.values);
+        }
+        if !worker.idle() {
+            return Ok(());
+        }
+        self.batch.clear();
+        while self.batch.len() < BATCH {
+            let next = self
+                .entries
+                .iter()
+                .filter(|e| !e.complete && !self.batch.contains(&e.node))
+                .max_by_key(|e| e.last_used);
+            match next {
+                Some(e) => self.batch.push(e.node),
+                None => break,
+            }
+        }
+        if !self.batch.is_empty() {
+            let (entries, slot) = (&self.entries, &self.slot);
+            let forward = |v: usize| &entries[slot[v] as usize].forward;
+            return worker.send(self.batch.iter().map(|&v| (v, Some(forward(v)))));
+        }
+        for &v in &self.anticipated {
+            if self.batch.len() == BATCH {
+                break;
+            }
+            let known = v >= self.slot.len() || self.dofs.is_fixed(v) || self.find(v).is_some();
+            if !known && !self.batch.contains(&v) {
+                self.batch.push(v);
+            }
+        }
+        worker.send(self.batch.iter().map(|&v| (v, None)))
     }
 
     /// Completes every cached node's full columns now.
