@@ -602,17 +602,7 @@ impl ComplianceColumns {
             return Ok(());
         }
         self.batch.clear();
-        while self.batch.len() < BATCH {
-            let next = self
-                .entries
-                .iter()
-                .filter(|e| !e.complete && !self.batch.contains(&e.node))
-                .max_by_key(|e| e.last_used);
-            match next {
-                Some(e) => self.batch.push(e.node),
-                None => break,
-            }
-        }
+        most_recent_incomplete(&self.entries, &mut self.batch);
         if !self.batch.is_empty() {
             let (entries, slot) = (&self.entries, &self.slot);
             let forward = |v: usize| &entries[slot[v] as usize].forward;
@@ -642,19 +632,7 @@ impl ComplianceColumns {
                 if left == 0 || self.entries.iter().all(|e| e.complete) {
                     return self.entries.iter().all(|e| e.complete);
                 }
-                // The most recently used incomplete nodes (those of the current
-                // contact first), without allocating.
-                while self.back_nodes.len() < BATCH {
-                    let next = self
-                        .entries
-                        .iter()
-                        .filter(|e| !e.complete && !self.back_nodes.contains(&e.node))
-                        .max_by_key(|e| e.last_used);
-                    match next {
-                        Some(e) => self.back_nodes.push(e.node),
-                        None => break,
-                    }
-                }
+                most_recent_incomplete(&self.entries, &mut self.back_nodes);
                 let (entries, slot) = (&self.entries, &self.slot);
                 let ys = self
                     .back_nodes
@@ -721,6 +699,21 @@ impl ComplianceColumns {
         self.entries.push(entry);
         self.slot[node] = (self.entries.len() - 1) as u32;
         self.entries.len() - 1
+    }
+}
+
+/// Fills `batch` up to [`BATCH`] nodes with the most recently used incomplete entries
+/// not in it yet (those of the current contact first), without allocating.
+fn most_recent_incomplete(entries: &[Entry], batch: &mut Vec<usize>) {
+    while batch.len() < BATCH {
+        let next = entries
+            .iter()
+            .filter(|e| !e.complete && !batch.contains(&e.node))
+            .max_by_key(|e| e.last_used);
+        match next {
+            Some(e) => batch.push(e.node),
+            None => break,
+        }
     }
 }
 
