@@ -147,6 +147,10 @@ impl TissueModel for CondensedModel {
         self.columns.field_bound(&self.loads)
     }
 
+    fn anticipates(&self) -> bool {
+        self.columns.completes_in_background()
+    }
+
     fn anticipate(&mut self, nodes: &[usize]) {
         self.columns.anticipate(nodes);
     }

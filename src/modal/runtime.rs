@@ -637,6 +637,12 @@ impl TissueModel for ModalRuntime {
         modal + cache.field_bound(&self.loads)
     }
 
+    fn anticipates(&self) -> bool {
+        self.residual
+            .as_ref()
+            .is_some_and(ComplianceColumns::completes_in_background)
+    }
+
     fn anticipate(&mut self, nodes: &[usize]) {
         if let Some(columns) = self.residual.as_mut() {
             columns.anticipate(nodes);

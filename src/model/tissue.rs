@@ -75,6 +75,13 @@ pub trait TissueModel: Send {
     /// displaced position is rest + displacement.
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]);
 
+    /// Whether [`Self::anticipate`] does anything (a backend completing compliance
+    /// columns in the background): the caller skips finding the nodes otherwise.
+    /// Default: no.
+    fn anticipates(&self) -> bool {
+        false
+    }
+
     /// Mesh nodes near a contact, which it may load within the next steps: a backend
     /// that completes compliance columns in the background may prepare theirs while its
     /// worker is idle. Changes nothing the model computes. Default: nothing.

@@ -469,7 +469,9 @@ impl<M: TissueModel> Simulation<M> {
                 }
             }
         }
-        self.anticipate(reach);
+        if self.model.anticipates() {
+            self.anticipate(reach);
+        }
         let m = self.near_nodes.len();
         self.model
             .displacements(&self.near_nodes, &mut self.near_displacement[..m]);

@@ -85,7 +85,7 @@ impl Background {
         &mut self,
         batch: impl Iterator<Item = (usize, Option<&'a PathColumns>)>,
     ) -> Result<(), ColumnError> {
-        if !self.idle() {
+        if !self.in_flight.is_empty() {
             return Ok(());
         }
         let Some(mut forward) = self.forward.take() else {

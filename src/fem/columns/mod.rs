@@ -541,7 +541,7 @@ impl ComplianceColumns {
     /// its load's field, so the drawn surface (and, through the positions of such nodes
     /// near the probe, the contact geometry) may differ slightly from a replay's. For a
     /// server running in real time; replays and tests that compare runs keep the
-    /// default. Forward solves stay on the caller's thread.
+    /// default. Forward solves of the nodes a step touches stay on the caller's thread.
     pub fn complete_in_background(&mut self) -> Result<(), ColumnError> {
         if self.background.is_none() {
             self.background = Some(Background::start(self.factor.clone(), self.dofs.clone())?);
