@@ -88,7 +88,13 @@ fn top_contact(b: &Bunny) -> (usize, [f64; 3], Vec3, Vec3) {
 fn modal(b: &Bunny, k: usize, cache: usize, max_rows: usize) -> ModalRuntime {
     let keep: Vec<usize> = (0..k).collect();
     let basis = b.basis200.select(&keep);
-    let columns = ComplianceColumns::new(b.factor.clone(), b.system.dofs.clone(), cache).unwrap();
+    let columns = ComplianceColumns::new(
+        b.factor.clone(),
+        b.system.dofs.clone(),
+        &b.system.positions,
+        cache,
+    )
+    .unwrap();
     let params = ModalParams {
         max_rows,
         ..ModalParams::default()
@@ -110,7 +116,13 @@ fn modal(b: &Bunny, k: usize, cache: usize, max_rows: usize) -> ModalRuntime {
 /// The condensed model of the bunny with a column cache of `cache` nodes, nothing
 /// precomputed, up to 3 constraint rows.
 fn condensed(b: &Bunny, cache: usize) -> CondensedModel {
-    let columns = ComplianceColumns::new(b.factor.clone(), b.system.dofs.clone(), cache).unwrap();
+    let columns = ComplianceColumns::new(
+        b.factor.clone(),
+        b.system.dofs.clone(),
+        &b.system.positions,
+        cache,
+    )
+    .unwrap();
     CondensedModel::new(
         TissueGeometry {
             rest: b.mesh.nodes.clone(),

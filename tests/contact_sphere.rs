@@ -52,8 +52,13 @@ impl Block {
 
     fn condensed(&self, rows: usize) -> CondensedModel {
         let factor = Factor::for_system(&self.system, 0.0, Ordering::default(), Par::Seq).unwrap();
-        let columns =
-            ComplianceColumns::new(Arc::new(factor), self.system.dofs.clone(), 4096).unwrap();
+        let columns = ComplianceColumns::new(
+            Arc::new(factor),
+            self.system.dofs.clone(),
+            &self.system.positions,
+            4096,
+        )
+        .unwrap();
         CondensedModel::new(self.geometry.clone(), columns, 0, rows).unwrap()
     }
 }

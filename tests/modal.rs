@@ -243,9 +243,13 @@ fn k_inverse_columns_complete_the_modal_compliance() {
     let surface = mesh.boundary().nodes;
     // The runtime's residual flexibility is K⁻¹ (from the column cache) minus the modal
     // part; here it must complete the truncated basis to the direct solve.
-    let mut columns =
-        palpa::fem::ComplianceColumns::new(std::sync::Arc::new(factor), sys.dofs.clone(), 64)
-            .unwrap();
+    let mut columns = palpa::fem::ComplianceColumns::new(
+        std::sync::Arc::new(factor),
+        sys.dofs.clone(),
+        &sys.positions,
+        64,
+    )
+    .unwrap();
     // Independent direct solve: faer's high-level sparse Cholesky of K.
     let llt = sys.k.sp_cholesky(faer::Side::Lower).unwrap();
     let free_surface: Vec<usize> = surface

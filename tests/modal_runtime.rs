@@ -268,7 +268,13 @@ mod with_fem {
 
     fn runtime(fx: &Fixture, params: ModalParams, residual: bool) -> ModalRuntime {
         let columns = residual.then(|| {
-            ComplianceColumns::new(fx.factor.clone(), fx.system.dofs.clone(), 32).unwrap()
+            ComplianceColumns::new(
+                fx.factor.clone(),
+                fx.system.dofs.clone(),
+                &fx.system.positions,
+                32,
+            )
+            .unwrap()
         });
         ModalRuntime::new(
             TissueGeometry {

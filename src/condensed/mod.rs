@@ -147,6 +147,12 @@ impl TissueModel for CondensedModel {
         self.columns.field_bound(&self.loads)
     }
 
+    /// [`ComplianceColumns::field_bound_beyond`].
+    fn displacement_bound_beyond(&self, point: &Vec3, distance: f64) -> f64 {
+        self.columns
+            .field_bound_beyond(&self.loads, point, distance)
+    }
+
     fn anticipates(&self) -> bool {
         self.columns.completes_in_background()
     }

@@ -246,10 +246,15 @@ impl SurfaceBvh {
     /// Appends to `out` every triangle whose (inflated) box lies within `radius` (m)
     /// of `p`: all triangles a query around `p` of that reach can touch.
     pub fn triangles_near(&self, p: &Vec3, radius: f64, out: &mut Vec<u32>) {
+        self.triangles_within(p, radius + self.inflation, out);
+    }
+
+    /// Appends to `out` every triangle whose rest (fitted, not inflated) box lies
+    /// within `reach` (m) of `p`.
+    pub fn triangles_within(&self, p: &Vec3, reach: f64, out: &mut Vec<u32>) {
         if self.triangles.is_empty() {
             return;
         }
-        let reach = radius + self.inflation;
         let mut stack = [0u32; STACK];
         let mut top = 1;
         while top > 0 {

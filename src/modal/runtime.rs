@@ -354,6 +354,30 @@ impl ModalRuntime {
 }
 
 impl ModalRuntime {
+    /// The modal part of the displacement bound (m): Σ_m (largest |W̄_u,m| over surface
+    /// nodes) · |z − h|_m, plus for loads still being completed their modal part,
+    /// which nodes outside the cache keep.
+    fn modal_bound(&self) -> f64 {
+        let k = self.k;
+        let mut modal: f64 = (0..k)
+            .map(|m| self.mode_max[m] * (self.osc.z()[m] - self.h[m]).abs())
+            .sum();
+        let Some(cache) = &self.residual else {
+            return modal;
+        };
+        for &(v, f) in self.loads.iter().filter(|(v, _)| !cache.is_complete(*v)) {
+            let (rx, rest) = self.w_bar[3 * v * k..3 * (v + 1) * k].split_at(k);
+            let (ry, rz) = rest.split_at(k);
+            modal += (0..k)
+                .map(|m| {
+                    let wf = rx[m] * f.x + ry[m] * f.y + rz[m] * f.z;
+                    self.mode_max[m] * (wf * self.inv_lambda[m]).abs()
+                })
+                .sum::<f64>();
+        }
+        modal
+    }
+
     /// Builds the rows aᵢ, their directions and S = A diag(resp − [Λ⁻¹]) Aᵀ (+ the
     /// residual compliance blocks for position rows) for `m` rows of `constraints`;
     /// `resp` must hold this step's per-mode response.
@@ -613,28 +637,22 @@ impl TissueModel for ModalRuntime {
         Ok(c)
     }
 
-    /// Σ_m (largest |W̄_u,m| over surface nodes) · |z − h|_m, plus for loads still
-    /// being completed their modal part, which nodes outside the cache keep, plus the
-    /// residual's [`ComplianceColumns::field_bound`].
+    /// [`Self::modal_bound`] plus the residual's [`ComplianceColumns::field_bound`].
     fn displacement_bound(&self) -> f64 {
-        let k = self.k;
-        let mut modal: f64 = (0..k)
-            .map(|m| self.mode_max[m] * (self.osc.z()[m] - self.h[m]).abs())
-            .sum();
-        let Some(cache) = &self.residual else {
-            return modal;
-        };
-        for &(v, f) in self.loads.iter().filter(|(v, _)| !cache.is_complete(*v)) {
-            let (rx, rest) = self.w_bar[3 * v * k..3 * (v + 1) * k].split_at(k);
-            let (ry, rz) = rest.split_at(k);
-            modal += (0..k)
-                .map(|m| {
-                    let wf = rx[m] * f.x + ry[m] * f.y + rz[m] * f.z;
-                    self.mode_max[m] * (wf * self.inv_lambda[m]).abs()
-                })
-                .sum::<f64>();
-        }
-        modal + cache.field_bound(&self.loads)
+        self.modal_bound()
+            + self
+                .residual
+                .as_ref()
+                .map_or(0.0, |cache| cache.field_bound(&self.loads))
+    }
+
+    /// The modal part of [`Self::displacement_bound`] with the residual's
+    /// [`ComplianceColumns::field_bound_beyond`].
+    fn displacement_bound_beyond(&self, point: &Vec3, distance: f64) -> f64 {
+        self.modal_bound()
+            + self.residual.as_ref().map_or(0.0, |cache| {
+                cache.field_bound_beyond(&self.loads, point, distance)
+            })
     }
 
     fn anticipates(&self) -> bool {

@@ -71,6 +71,14 @@ pub trait TissueModel: Send {
     /// triangles near the probe need their current positions each step.
     fn displacement_bound(&self) -> f64;
 
+    /// An upper bound (m) on the current displacement of the surface nodes resting at
+    /// least `distance` (m) from `point`, at most [`Self::displacement_bound`]: contact
+    /// refreshes only the nodes a probe's loads can bring within its reach. Default:
+    /// the bound over every node.
+    fn displacement_bound_beyond(&self, _point: &Vec3, _distance: f64) -> f64 {
+        self.displacement_bound()
+    }
+
     /// Current displacements (m) of mesh nodes `nodes` into `out` (same length); the
     /// displaced position is rest + displacement.
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]);

@@ -99,8 +99,10 @@ impl ProbeState {
 /// friction needs the step's normal force).
 ///
 /// The surface BVH keeps its rest-shape boxes, inflated each step by the model's
-/// displacement bound; only the triangles within reach of the probes get current
-/// positions, so the per-step cost does not grow with the surface size.
+/// displacement bound; only the triangles the probes' loads can bring within their
+/// reach get current positions ([`TissueModel::displacement_bound_beyond`]), the
+/// others keep their rest positions, so the per-step cost does not grow with the
+/// surface size.
 pub struct Simulation<M: TissueModel> {
     model: M,
     bvh: SurfaceBvh,
@@ -111,6 +113,8 @@ pub struct Simulation<M: TissueModel> {
     positions: Vec<Vec3>,
     near_triangles: Vec<u32>,
     near_nodes: Vec<usize>,
+    /// The last step's near nodes, put back at rest once they leave the near set.
+    was_near: Vec<usize>,
     near_displacement: Vec<Vec3>,
     /// Nodes a little beyond the near reach, nearest a probe first: those the contact
     /// may load soon ([`TissueModel::anticipate`]).
@@ -179,6 +183,7 @@ impl<M: TissueModel> Simulation<M> {
             positions,
             near_triangles: Vec::with_capacity(t),
             near_nodes: Vec::with_capacity(n),
+            was_near: Vec::with_capacity(n),
             near_displacement: vec![Vec3::zeros(); n],
             ahead_nodes: Vec::with_capacity(n),
             stamp: vec![0; n],
@@ -314,6 +319,7 @@ impl<M: TissueModel> Simulation<M> {
             *p = ProbeState::new(radius, held);
         }
         self.positions.copy_from_slice(self.model.rest_positions());
+        self.was_near.clear();
         self.constraints.clear();
     }
 
@@ -441,8 +447,9 @@ impl<M: TissueModel> Simulation<M> {
     }
 
     /// Brings the positions of the nodes within reach of the probes' spheres (and of
-    /// their samples' closest points) up to date, and inflates the rest-shape boxes
-    /// by the model's displacement bound.
+    /// their samples' closest points) up to date, puts the nodes that left that reach
+    /// back at rest, and inflates the rest-shape boxes by the model's displacement
+    /// bound.
     fn refresh_near(&mut self, probes: &[Vec3]) {
         let bound = self.model.displacement_bound();
         self.bvh.set_inflation(bound);
@@ -451,13 +458,11 @@ impl<M: TissueModel> Simulation<M> {
         let reach =
             (3.0 * self.sphere.reach()).max(self.patch.radius()) + 2.0 * self.proxy_margin();
         for (state, _) in self.probes.iter().zip(probes) {
-            if let Some(centre) = state.centre {
+            let points = [state.centre, state.entry.map(|c| c.point)];
+            for point in points.iter().flatten() {
+                let radius = self.near_radius(point, reach);
                 self.bvh
-                    .triangles_near(&centre, reach, &mut self.near_triangles);
-            }
-            if let Some(entry) = state.entry {
-                self.bvh
-                    .triangles_near(&entry.point, reach, &mut self.near_triangles);
+                    .triangles_within(point, radius, &mut self.near_triangles);
             }
         }
         self.near_nodes.clear();
@@ -469,6 +474,14 @@ impl<M: TissueModel> Simulation<M> {
                 }
             }
         }
+        let rest = self.model.rest_positions();
+        for &v in &self.was_near {
+            if self.stamp[v] != self.steps {
+                self.positions[v] = rest[v];
+            }
+        }
+        self.was_near.clear();
+        self.was_near.extend_from_slice(&self.near_nodes);
         if self.model.anticipates() {
             self.anticipate(reach);
         }
@@ -479,6 +492,18 @@ impl<M: TissueModel> Simulation<M> {
         for (&v, u) in self.near_nodes.iter().zip(&self.near_displacement[..m]) {
             self.positions[v] = rest[v] + u;
         }
+    }
+
+    /// The rest-shape radius (m) around `point` holding every node whose current
+    /// position may be within `reach` (m) of it: a node resting beyond a distance D
+    /// moved at most B(D) ([`TissueModel::displacement_bound_beyond`]), so
+    /// max(D, reach + B(D)) will do for any D; the least over a few D from 0 (the
+    /// bound over every node) to 11 reaches.
+    fn near_radius(&self, point: &Vec3, reach: f64) -> f64 {
+        let radius = |d: f64| d.max(reach + self.model.displacement_bound_beyond(point, d));
+        (0..8)
+            .map(|i| radius(reach * f64::powi(2.0, i).sqrt()))
+            .fold(radius(0.0), f64::min)
     }
 
     /// Tells the model which nodes the contact may load next: those within `reach` (m)

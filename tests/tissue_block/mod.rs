@@ -61,6 +61,12 @@ impl Block {
     /// A K⁻¹ column cache of `cache` nodes over the factor of K.
     pub fn columns(&self, cache: usize) -> ComplianceColumns {
         let factor = Factor::for_system(&self.system, 0.0, Ordering::default(), Par::Seq);
-        ComplianceColumns::new(Arc::new(factor.unwrap()), self.system.dofs.clone(), cache).unwrap()
+        ComplianceColumns::new(
+            Arc::new(factor.unwrap()),
+            self.system.dofs.clone(),
+            &self.system.positions,
+            cache,
+        )
+        .unwrap()
     }
 }

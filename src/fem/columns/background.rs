@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 
 use crossbeam::channel::{bounded, Receiver, Sender, TryRecvError, TrySendError};
 
-use super::{fill, ColumnError, Entry, BATCH};
+use super::{fill, ColumnError, DistanceBands, Entry, BATCH};
 use crate::fem::{DofMap, Factor, PathColumns};
 
 /// A batch of nodes to complete: `nodes[..count]`, with their forward solves in
@@ -52,14 +52,18 @@ pub(super) struct Background {
 }
 
 impl Background {
-    /// Starts the worker thread `palpa-columns` over `factor` and `dofs`.
-    pub(super) fn start(factor: Arc<Factor>, dofs: DofMap) -> Result<Self, ColumnError> {
+    /// Starts the worker thread `palpa-columns` over `factor`, `dofs` and `bands`.
+    pub(super) fn start(
+        factor: Arc<Factor>,
+        dofs: DofMap,
+        bands: DistanceBands,
+    ) -> Result<Self, ColumnError> {
         let (requests, incoming) = bounded::<Request>(1);
         let (reply, replies) = bounded::<Reply>(BATCH + 1);
         let (spare, spares) = bounded::<Vec<f64>>(2 * BATCH);
         let handle = std::thread::Builder::new()
             .name("palpa-columns".into())
-            .spawn(move || work(&factor, &dofs, &incoming, &reply, &spares))
+            .spawn(move || work(&factor, &dofs, &bands, &incoming, &reply, &spares))
             .map_err(|e| ColumnError::Worker {
                 message: format!("could not start the column thread: {e}"),
             })?;
@@ -182,6 +186,7 @@ impl Drop for Background {
 fn work(
     factor: &Factor,
     dofs: &DofMap,
+    bands: &DistanceBands,
     incoming: &Receiver<Request>,
     reply: &Sender<Reply>,
     spares: &Receiver<Vec<f64>>,
@@ -208,7 +213,7 @@ fn work(
                 values: spares.try_recv().unwrap_or_default(),
                 ..Entry::default()
             };
-            fill(dofs, &mut entry, |row, b| {
+            fill(dofs, bands, &mut entry, |row, b| {
                 factor.back_solution(&ws, row, 3 * c + b)
             });
             if reply.send(Reply::Done(entry)).is_err() {

@@ -24,10 +24,12 @@
 //! prepares the nodes around a contact before it reaches them.
 
 mod background;
+mod bands;
 
 use std::sync::Arc;
 
 use background::Background;
+use bands::{DistanceBands, BANDS};
 use faer::Mat;
 
 use super::{DofMap, Factor, PathColumns, PathWorkspace, Support};
@@ -43,6 +45,14 @@ pub enum ColumnError {
         factor_rows: usize,
         /// Free DOFs of the map.
         free_dofs: usize,
+    },
+    /// The rest positions do not match the DOF map's free nodes.
+    #[error("{positions} rest positions for {free_nodes} free nodes")]
+    PositionsMismatch {
+        /// Positions given.
+        positions: usize,
+        /// Free nodes of the map.
+        free_nodes: usize,
     },
     /// A node index outside the mesh.
     #[error("node {node} is outside the mesh ({n_nodes} nodes)")]
@@ -97,6 +107,9 @@ struct Entry {
     /// Largest Frobenius norm of a 3×3 block of `values`: bounds |u| per unit force
     /// (m/N).
     max_block: f64,
+    /// Once `complete`: the largest block of `values` at the nodes beyond each of the
+    /// [`DistanceBands`] radii from `node` (m/N).
+    beyond: [f64; BANDS],
     /// ‖Y‖_F = √trace K⁻¹[node, node] (√(m/N)), Y = L⁻¹P[e_x e_y e_z]: by
     /// Cauchy–Schwarz ‖K⁻¹[u, node]‖_F ≤ ‖Y_u‖_F ‖Y_node‖_F, the bound of a field
     /// known only at cached nodes.
@@ -108,6 +121,7 @@ struct Entry {
 pub struct ComplianceColumns {
     factor: Arc<Factor>,
     dofs: DofMap,
+    bands: DistanceBands,
     capacity: usize,
     entries: Vec<Entry>,
     /// Index into `entries` of each mesh node's columns (`u32::MAX`: not cached).
@@ -155,13 +169,26 @@ impl std::fmt::Debug for ComplianceColumns {
 
 impl ComplianceColumns {
     /// A cache of at most `capacity` nodes (≥ 1) over the factor of K (σ = 0) for the
-    /// free DOFs of `dofs`. Each completed node costs 72·n_nodes bytes. One query
-    /// keeps all the nodes it needs, so the cache may exceed `capacity` by those.
-    pub fn new(factor: Arc<Factor>, dofs: DofMap, capacity: usize) -> Result<Self, ColumnError> {
+    /// free DOFs of `dofs`, whose free nodes rest at `positions` (m, free-node order,
+    /// as [`super::FemSystem::positions`]). Each completed node costs 72·n_nodes
+    /// bytes. One query keeps all the nodes it needs, so the cache may exceed
+    /// `capacity` by those.
+    pub fn new(
+        factor: Arc<Factor>,
+        dofs: DofMap,
+        positions: &[Vec3],
+        capacity: usize,
+    ) -> Result<Self, ColumnError> {
         if factor.n() != dofs.n_free() {
             return Err(ColumnError::SizeMismatch {
                 factor_rows: factor.n(),
                 free_dofs: dofs.n_free(),
+            });
+        }
+        if 3 * positions.len() != dofs.n_free() {
+            return Err(ColumnError::PositionsMismatch {
+                positions: positions.len(),
+                free_nodes: dofs.n_free() / 3,
             });
         }
         let n_nodes = dofs.n_nodes();
@@ -171,6 +198,7 @@ impl ComplianceColumns {
             back_ws: factor.path_workspace(3 * BATCH),
             factor,
             dofs,
+            bands: DistanceBands::new(positions),
             capacity: capacity.max(1),
             entries: Vec::new(),
             slot: vec![u32::MAX; n_nodes],
@@ -315,7 +343,7 @@ impl ComplianceColumns {
                     None => self.insert(v, &mut PathColumns::default()),
                 };
                 self.entries[i].last_used = self.clock;
-                fill(&self.dofs, &mut self.entries[i], |row, b| {
+                fill(&self.dofs, &self.bands, &mut self.entries[i], |row, b| {
                     rhs[(row, 3 * c + b)]
                 });
             }
@@ -399,10 +427,29 @@ impl ComplianceColumns {
     /// block of v's columns) over complete loads, plus Σ |f| ‖Y_v‖_F · max over cached
     /// u of ‖Y_u‖_F over loads still being completed.
     pub fn field_bound(&self, loads: &[(usize, Vec3)]) -> f64 {
+        self.bound_with(loads, |e| e.max_block)
+    }
+
+    /// Bound on |[`Self::add_field`]| of `loads` (m) at the nodes resting at least
+    /// `distance` (m) from `point`: as [`Self::field_bound`], with each complete load's
+    /// largest block taken only over the nodes that far from `point`, hence at least
+    /// `distance` − |x_v − point| from its node v.
+    pub fn field_bound_beyond(&self, loads: &[(usize, Vec3)], point: &Vec3, distance: f64) -> f64 {
+        let Self { bands, dofs, .. } = self;
+        self.bound_with(loads, |e| {
+            let free = dofs.free_node_index(e.node).expect("free nodes only");
+            let apart = distance - (bands.position(free) - point).norm();
+            bands.block_beyond(&e.beyond, e.max_block, apart)
+        })
+    }
+
+    /// Σ |f| · `block(v)` over complete loads plus the bound of the loads still being
+    /// completed (see [`Self::field_bound`]).
+    fn bound_with(&self, loads: &[(usize, Vec3)], block: impl Fn(&Entry) -> f64) -> f64 {
         let (mut complete, mut pending) = (0.0, 0.0);
         for &(v, f) in loads {
             match self.find(v).map(|i| &self.entries[i]) {
-                Some(e) if e.complete => complete += f.norm() * e.max_block,
+                Some(e) if e.complete => complete += f.norm() * block(e),
                 Some(e) => pending += f.norm() * e.norm,
                 None => {}
             }
@@ -544,7 +591,11 @@ impl ComplianceColumns {
     /// default. Forward solves of the nodes a step touches stay on the caller's thread.
     pub fn complete_in_background(&mut self) -> Result<(), ColumnError> {
         if self.background.is_none() {
-            self.background = Some(Background::start(self.factor.clone(), self.dofs.clone())?);
+            self.background = Some(Background::start(
+                self.factor.clone(),
+                self.dofs.clone(),
+                self.bands.clone(),
+            )?);
         }
         Ok(())
     }
@@ -594,6 +645,7 @@ impl ComplianceColumns {
             let e = &mut self.entries[i];
             std::mem::swap(&mut e.values, &mut done.values);
             e.max_block = done.max_block;
+            e.beyond = done.beyond;
             e.norm = done.norm;
             e.complete = true;
             worker.recycle(done.values);
@@ -653,7 +705,7 @@ impl ComplianceColumns {
                 // columns are the same either way.
                 if let Some(i) = self.find(v).filter(|&i| !self.entries[i].complete) {
                     let (factor, ws) = (&self.factor, &self.back_ws);
-                    fill(&self.dofs, &mut self.entries[i], |row, b| {
+                    fill(&self.dofs, &self.bands, &mut self.entries[i], |row, b| {
                         factor.back_solution(ws, row, 3 * c + b)
                     });
                 }
@@ -695,6 +747,7 @@ impl ComplianceColumns {
         std::mem::swap(&mut entry.forward, forward);
         entry.complete = false;
         entry.max_block = 0.0;
+        entry.beyond = [0.0; BANDS];
         entry.norm = 0.0;
         self.entries.push(entry);
         self.slot[node] = (self.entries.len() - 1) as u32;
@@ -719,7 +772,7 @@ fn most_recent_incomplete(entries: &[Entry], batch: &mut Vec<usize>) {
 
 /// Writes `e`'s full columns in node layout from `col(free_dof, b)` and marks it
 /// complete.
-fn fill(dofs: &DofMap, e: &mut Entry, col: impl Fn(usize, usize) -> f64) {
+fn fill(dofs: &DofMap, bands: &DistanceBands, e: &mut Entry, col: impl Fn(usize, usize) -> f64) {
     e.values.clear();
     e.values.resize(9 * dofs.n_nodes(), 0.0);
     for (j, &u) in dofs.free_nodes().iter().enumerate() {
@@ -735,6 +788,8 @@ fn fill(dofs: &DofMap, e: &mut Entry, col: impl Fn(usize, usize) -> f64) {
         .map(|b| b.iter().map(|x| x * x).sum::<f64>())
         .fold(0.0, f64::max)
         .sqrt();
+    let free = dofs.free_node_index(e.node).expect("free nodes only");
+    e.beyond = bands.far_blocks(dofs, &e.values, bands.position(free));
     e.norm = block_of(&e.values, e.node).trace().sqrt();
     e.complete = true;
 }

@@ -181,8 +181,13 @@ pub fn build(
         )
         .map_err(|e| stage(&scene, "factorising K", e))?;
         let cache_size = scene.backend.columns.cache_size;
-        ComplianceColumns::new(Arc::new(factor), system.dofs.clone(), cache_size)
-            .map_err(|e| stage(&scene, what, e))
+        ComplianceColumns::new(
+            Arc::new(factor),
+            system.dofs.clone(),
+            &system.positions,
+            cache_size,
+        )
+        .map_err(|e| stage(&scene, what, e))
     };
     check_size(&scene, mesh)?;
     let radius = scene.contact.probe_radius;
