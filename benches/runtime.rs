@@ -85,16 +85,23 @@ fn top_contact(b: &Bunny) -> (usize, [f64; 3], Vec3, Vec3) {
     )
 }
 
+impl Bunny {
+    /// A K⁻¹ column cache of `cache` nodes over the bunny's factor, nothing computed.
+    fn columns(&self, cache: usize) -> ComplianceColumns {
+        ComplianceColumns::new(
+            self.factor.clone(),
+            self.system.dofs.clone(),
+            &self.system.positions,
+            cache,
+        )
+        .unwrap()
+    }
+}
+
 fn modal(b: &Bunny, k: usize, cache: usize, max_rows: usize) -> ModalRuntime {
     let keep: Vec<usize> = (0..k).collect();
     let basis = b.basis200.select(&keep);
-    let columns = ComplianceColumns::new(
-        b.factor.clone(),
-        b.system.dofs.clone(),
-        &b.system.positions,
-        cache,
-    )
-    .unwrap();
+    let columns = b.columns(cache);
     let params = ModalParams {
         max_rows,
         ..ModalParams::default()
@@ -116,13 +123,7 @@ fn modal(b: &Bunny, k: usize, cache: usize, max_rows: usize) -> ModalRuntime {
 /// The condensed model of the bunny with a column cache of `cache` nodes, nothing
 /// precomputed, up to 3 constraint rows.
 fn condensed(b: &Bunny, cache: usize) -> CondensedModel {
-    let columns = ComplianceColumns::new(
-        b.factor.clone(),
-        b.system.dofs.clone(),
-        &b.system.positions,
-        cache,
-    )
-    .unwrap();
+    let columns = b.columns(cache);
     CondensedModel::new(
         TissueGeometry {
             rest: b.mesh.nodes.clone(),
