@@ -195,8 +195,7 @@ fn model_step(_: &mut Criterion) {
             "density = 1000\n",
             "density = 1000\nmodel = \"veronda-westmann\"\nstiffening = 5\n",
         )
-        .replace("kind = \"modal\"", "kind = \"nonlinear\"")
-        .replace("pressure = \"nodal\"", "pressure = \"element\"");
+        .replace("kind = \"modal\"", "kind = \"nonlinear\"");
     let scene = Scene::parse(&text, "bench.toml", std::path::Path::new(".")).expect("scene");
     let cache = std::env::temp_dir().join("palpa-bench-nonlinear");
     let mut model = build(scene, &cache, &mut |_| {}).expect("builds").model;

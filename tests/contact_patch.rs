@@ -192,7 +192,7 @@ fn scene_friction_reaches_the_probe() {
         panic!("condensed scene");
     };
     assert!(
-        (sim.patch_radius() - 8.76e-3).abs() < 0.1e-3,
+        (sim.patch_radius() - 11.38e-3).abs() < 0.1e-3,
         "{}",
         sim.patch_radius()
     );

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use palpa::cli::replay::{replay, ReplayRow};
 use palpa::device::replay::Trajectory;
-use palpa::fem::Pressure;
 use palpa::scene::{build, BackendKind, Scene};
 
 fn trajectory(name: &str) -> Trajectory {
@@ -46,8 +45,6 @@ fn contact_holds_through_a_slide_on_a_coarse_block() {
     mesh.origin = [-0.04, -0.03, -0.02];
     mesh.size = [0.08, 0.06, 0.02];
     mesh.cells = Some([16, 12, 4]);
-    mesh.graded = None;
-    s.mesh.pressure = Pressure::Element;
     let rows = run(s, "slide_over_inclusion.csv");
     let mut pressed = 0;
     for r in &rows {

@@ -83,15 +83,7 @@ async fn watch(
     seen
 }
 
-/// One run at a time: a run loads two cores by itself (its model thread records the
-/// whole surface every step for the truth, four clients rebuild every frame), and two
-/// side by side starved each other's column worker (nice 19, it yields to both), so the
-/// modal run's contact frames waited for columns (median 90–99 corrections, against 0
-/// alone, on the graded default mesh).
-static ONE_RUN_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 async fn press_slide_release(backend: BackendKind) {
-    let _alone = ONE_RUN_AT_A_TIME.lock().await;
     let cache = tempfile::tempdir().unwrap();
     let mut run = ModelStream::start(backend, cache.path()).await;
     let url = format!("ws://{}/ws", run.server.local_addr());
