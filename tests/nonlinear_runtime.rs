@@ -17,6 +17,11 @@ const DT: f64 = 0.005;
 /// The coarse block (1 cm cells) made Veronda–Westmann γ = 5, run by the nonlinear
 /// backend.
 fn scene() -> Scene {
+    scene_with("")
+}
+
+/// [`scene`] with `[backend.nonlinear]` keys `keys`.
+fn scene_with(keys: &str) -> Scene {
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenes/coarse_block.toml"),
     )
@@ -26,7 +31,7 @@ fn scene() -> Scene {
         .replace("young = 30e3", &format!("young = 30e3\n{law}"))
         .replace("young = 240e3", &format!("young = 240e3\n{law}"));
     Scene::parse(
-        &format!("{text}\n[backend]\nkind = \"nonlinear\"\n"),
+        &format!("{text}\n[backend]\nkind = \"nonlinear\"\n[backend.nonlinear]\n{keys}\n"),
         "test.toml",
         Path::new("."),
     )
@@ -34,8 +39,22 @@ fn scene() -> Scene {
 }
 
 fn model() -> SceneModel {
+    model_with("")
+}
+
+/// The model of [`scene_with`] `keys`.
+fn model_with(keys: &str) -> SceneModel {
     let cache = tempfile::tempdir().unwrap();
-    build(scene(), cache.path(), &mut |_| {}).unwrap().model
+    build(scene_with(keys), cache.path(), &mut |_| {})
+        .unwrap()
+        .model
+}
+
+fn tissue(model: &mut SceneModel) -> &mut palpa::nonlinear::NonlinearTissue {
+    let SceneModel::Nonlinear(sim) = model else {
+        panic!("the scene asked for the nonlinear backend")
+    };
+    sim.model_mut()
 }
 
 /// Steps `model` through `probes` (m), one model step each, from scene time `t`.
@@ -47,6 +66,18 @@ fn run(model: &mut SceneModel, t: &mut f64, probes: &[Vec3]) -> Vec<LocalForceMo
             model.step(*t, DT, p)
         })
         .collect()
+}
+
+/// Brings the probe down over the lump and presses it 5 mm in 20 steps; checks it
+/// pushes.
+fn press_5mm(model: &mut SceneModel, t: &mut f64) {
+    run(model, t, &[Vec3::new(0.0, 0.0, 0.002)]);
+    let pressed = run(
+        model,
+        t,
+        &line(Vec3::zeros(), Vec3::new(0.0, 0.0, -0.005), 20),
+    );
+    assert!(pressed[19].f0.z > 1.0, "{:?}", pressed[19]);
 }
 
 fn line(from: Vec3, to: Vec3, steps: usize) -> Vec<Vec3> {
@@ -104,7 +135,8 @@ fn a_slide_is_smooth_and_ends_on_the_full_fems_force() {
 /// at 3.9 and 4.1 mm (the stiffening law makes it 1.3× the secant there).
 #[test]
 fn the_published_stiffness_is_the_forces_tangent() {
-    let mut model = model();
+    // Quasi-static: each held depth is its equilibrium at once.
+    let mut model = model_with("modes = 0");
     let mut t = 0.0;
     let depth = |d: f64| Vec3::new(0.0, 0.0, -d);
     run(&mut model, &mut t, &[Vec3::new(0.0, 0.0, 0.002)]);
@@ -128,18 +160,13 @@ fn the_published_stiffness_is_the_forces_tangent() {
     assert!(k > 1.2 * secant, "k {k} N/m, secant {secant} N/m");
 }
 
-/// Lifted off, the quasi-static tissue is back at rest: no force, no displacement.
+/// Lifted off, the quasi-static tissue (no modes) is back at rest: no force, no
+/// displacement.
 #[test]
 fn lifted_off_the_tissue_returns_to_rest() {
-    let mut model = model();
+    let mut model = model_with("modes = 0");
     let mut t = 0.0;
-    run(&mut model, &mut t, &[Vec3::new(0.0, 0.0, 0.002)]);
-    let pressed = run(
-        &mut model,
-        &mut t,
-        &line(Vec3::zeros(), Vec3::new(0.0, 0.0, -0.005), 20),
-    );
-    assert!(pressed[19].f0.z > 1.0, "{:?}", pressed[19]);
+    press_5mm(&mut model, &mut t);
     let lifted = run(&mut model, &mut t, &[Vec3::new(0.0, 0.0, 0.003); 2]);
     assert!(!lifted[1].in_contact && lifted[1].f0 == Vec3::zeros());
     let SceneModel::Nonlinear(sim) = &mut model else {
@@ -184,4 +211,70 @@ fn bad_input_is_named() {
             "{key}: {err}"
         );
     }
+}
+
+/// Where the probe is lifted to, well off the tissue (m).
+const UP: Vec3 = Vec3::new(0.0, 0.0, 0.01);
+
+/// The coarse block with `[backend.nonlinear]` keys `keys`, pressed 5 mm over the lump
+/// and lifted off for 20 steps (the corrections settle in the first ones); its scene
+/// time (s) and its energy while pressed (J).
+fn pressed_and_lifted(keys: &str) -> (SceneModel, f64, f64) {
+    let mut model = model_with(keys);
+    let mut t = 0.0;
+    press_5mm(&mut model, &mut t);
+    let pressed = tissue(&mut model).energy();
+    run(&mut model, &mut t, &[UP; 20]);
+    (model, t, pressed)
+}
+
+/// Pressed 5 mm over the lump and released without damping, the tissue swings on its
+/// modes (the static shapes follow in equilibrium) and keeps its energy, kinetic plus
+/// potential, to 1e-6 over 10⁴ model steps (50 s of tissue time).
+#[test]
+fn released_without_damping_the_tissue_keeps_its_energy() {
+    let (mut model, mut t, pressed_energy) =
+        pressed_and_lifted("modes = 6\nalpha1 = 0\nalpha2 = 0");
+    let start = tissue(&mut model).energy();
+    let shapes = tissue(&mut model).shapes();
+    let (mut worst, mut most_kinetic) = (0.0f64, 0.0f64);
+    for _ in 0..10_000 {
+        t += DT;
+        let m = model.step(t, DT, UP);
+        assert!(!m.in_contact);
+        let tissue = tissue(&mut model);
+        worst = worst.max((tissue.energy() / start - 1.0).abs());
+        most_kinetic = most_kinetic.max(1.0 - tissue.potential_energy() / tissue.energy());
+    }
+    eprintln!(
+        "pressed: {pressed_energy:.4e} J; released: {start:.4e} J, {} modes, {shapes} shapes; \
+         over 10⁴ steps the energy stays within {worst:.1e} of it, at most {:.1} % kinetic",
+        tissue(&mut model).dynamic_coordinates(),
+        100.0 * most_kinetic
+    );
+    assert_eq!(tissue(&mut model).shapes(), shapes, "the basis changed");
+    assert!(worst <= 1e-6, "energy drifted by {worst:e}");
+    assert!(
+        most_kinetic > 0.1,
+        "the tissue hardly moved: {most_kinetic}"
+    );
+}
+
+/// With the scene's damping, the released tissue's energy never grows and decays.
+#[test]
+fn released_with_damping_the_tissue_loses_energy() {
+    let (mut model, mut t, _) = pressed_and_lifted("modes = 6");
+    let mut last = tissue(&mut model).energy();
+    let start = last;
+    for _ in 0..400 {
+        run(&mut model, &mut t, &[UP]);
+        let e = tissue(&mut model).energy();
+        assert!(
+            e <= last * (1.0 + 1e-9),
+            "energy grew from {last:e} to {e:e} J"
+        );
+        last = e;
+    }
+    eprintln!("damped: {start:.4e} J → {last:.4e} J after 2 s");
+    assert!(last < 0.5 * start, "{start:e} → {last:e} J");
 }

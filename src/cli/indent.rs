@@ -2,7 +2,8 @@
 //! scene's probe is pressed quasi-statically along the inward surface normal at a point
 //! of the surface to each depth (a sphere tip's lowest point, so depth 0 is touching),
 //! and the normal force is reported: by the scene's
-//! runtime model, held at each depth until its force settles (the default), or by the
+//! runtime model, held at each depth until its force settles (the default; the
+//! nonlinear backend held in its static equilibrium, where its modes would settle), or by the
 //! full nonlinear static FEM (`--full`: Newton on the whole mesh with each material's
 //! strain-energy law; a point probe's contact patch held at the depth by a Lagrange
 //! multiplier, a sphere probe as a rigid frictionless sphere every surface node stays
@@ -179,6 +180,11 @@ pub fn indent(
     let BuiltScene {
         scene, mut model, ..
     } = built;
+    // A press held still rings down to the static equilibrium of the nonlinear model's
+    // modes and shapes; solving that at once spares the ring-down.
+    if let SceneModel::Nonlinear(sim) = &mut model {
+        sim.model_mut().hold_static(true);
+    }
     let up = scene.view.up.vector();
     let (surface_point, normal) = surface_point(&model, up, at)?;
     let dt = 1.0 / scene.rates.model;

@@ -9,7 +9,7 @@ use clap::Args;
 use super::progress::progress_bar;
 
 use crate::scene::{self, FemInputs, PrecomputeOutcome};
-use crate::scene::{BackendKind, BuiltScene, Scene};
+use crate::scene::{BuiltScene, Scene};
 
 /// Which scene, and where its precompute cache lives (shared by the scene commands).
 #[derive(Args, Debug, Clone, Default)]
@@ -89,7 +89,7 @@ pub fn run(args: &PrecomputeArgs) -> Result<(), String> {
         mesh.tets.len(),
         mesh.volume()
     );
-    if scene.backend.kind != BackendKind::Modal {
+    if !scene::has_modes(&scene) {
         println!("{}", describe(&PrecomputeOutcome::NotModal));
         return Ok(());
     }

@@ -9,9 +9,11 @@
 //! model's accuracy, its forces summed over the strained elements or over a trained
 //! [`Cubature`] of a few of them; [`NonlinearStatics::press_sphere`] presses a rigid
 //! sphere on the full model (an active set of surface nodes); [`NonlinearTissue`] runs the reduced model as the
-//! `nonlinear` backend's tissue model (quasi-static, with contact).
+//! `nonlinear` backend's tissue model (the lowest modes dynamic, the rest static, with
+//! contact; [`ReducedDynamics`]).
 
 mod cubature;
+mod dynamics;
 mod law;
 mod line_search;
 mod reduced;
@@ -20,10 +22,11 @@ mod statics;
 mod tissue;
 
 pub use cubature::{train_cubature, Cubature};
+pub use dynamics::ReducedDynamics;
 pub use law::{Hyperelastic, LawKind};
 pub use reduced::{Estimate, ReducedStatics, ACTIVE_NONLINEARITY};
 pub use sphere::{RigidSphere, SphereContactState, SphereRow, MAX_SPHERE_ROUNDS};
 pub use statics::{
     LinearConstraint, NewtonOptions, NewtonReport, NonlinearError, NonlinearStatics,
 };
-pub use tissue::{NonlinearParams, NonlinearTissue};
+pub use tissue::{NonlinearParams, NonlinearTissue, TissueModes};

@@ -24,6 +24,7 @@ use faer::sparse::SparseColMat;
 use faer::{Mat, Par};
 
 use super::cubature::Cubature;
+use super::dynamics::DynamicStep;
 use super::line_search::{backtrack, Trial};
 use super::statics::{LinearConstraint, NewtonOptions, NewtonReport, NonlinearError};
 use super::{Hyperelastic, NonlinearStatics};
@@ -76,6 +77,9 @@ pub struct ReducedStatics {
     /// The (element, weight) pairs the reduced forces are summed over: the active
     /// elements with weight 1, or a cubature's.
     quadrature: Vec<(usize, f64)>,
+    /// Counts the changes of the basis and of the quadrature: the reduced potential
+    /// is the same function while it stays.
+    revision: u64,
 }
 
 impl std::fmt::Debug for ReducedStatics {
@@ -114,6 +118,7 @@ impl ReducedStatics {
             stiffness: vec![0.0; n * capacity],
             active: Vec::new(),
             quadrature: Vec::new(),
+            revision: 0,
         })
     }
 
@@ -121,6 +126,13 @@ impl ReducedStatics {
     /// over the active set, until the next [`ReducedStatics::enrich`].
     pub fn set_cubature(&mut self, cubature: &Cubature) {
         self.quadrature.clone_from(&cubature.elements);
+        self.revision += 1;
+    }
+
+    /// Changes so far of the basis and the quadrature: while it stays the same, so is
+    /// the reduced potential as a function of the coordinates.
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 
     /// The active elements: those the last [`ReducedStatics::enrich`] found past
@@ -187,6 +199,18 @@ impl ReducedStatics {
     /// [`ReducedStatics::add_shape`]: the energy norms √(fᵀK⁻¹f) of the whole shape and
     /// of its part outside the span before it (0 when not added) (m·√(N/m)).
     fn add_load(&mut self, force: &[f64]) -> Result<(f64, f64), NonlinearError> {
+        self.add_load_if(force, 0.0)
+    }
+
+    /// The energy norm of K⁻¹`force`'s part outside the span (m·√(N/m)), added to the
+    /// basis only if above `least` ([`ReducedStatics::add_shape`]).
+    fn add_load_beyond(&mut self, force: &[f64], least: f64) -> Result<f64, NonlinearError> {
+        self.add_load_if(force, least).map(|(_, left)| left)
+    }
+
+    /// [`ReducedStatics::add_load`], adding the shape only if its part outside the span
+    /// is above `least` too; returns that part's norm whether added or not.
+    fn add_load_if(&mut self, force: &[f64], least: f64) -> Result<(f64, f64), NonlinearError> {
         let n = self.statics.prescribed.len();
         if force.len() != n {
             return Err(NonlinearError::NodeCount {
@@ -235,6 +259,9 @@ impl ReducedStatics {
         if left <= NEW_SHAPE * whole {
             return Ok((whole, 0.0));
         }
+        if left <= least {
+            return Ok((whole, left));
+        }
         if self.shapes == self.capacity {
             return Err(NonlinearError::BasisFull(self.capacity));
         }
@@ -244,7 +271,24 @@ impl ReducedStatics {
             self.stiffness[d * self.capacity + j] = load[d] / left;
         }
         self.shapes += 1;
+        self.revision += 1;
         Ok((whole, left))
+    }
+
+    /// UᵀWU over the first `k` shapes for a diagonal W given per DOF (`weights`, e.g.
+    /// the lumped mass in kg: the reduced mass in s²; row-major k × k).
+    pub fn gram(&self, weights: &[f64], k: usize) -> Vec<f64> {
+        let k = k.min(self.shapes);
+        let mut out = vec![0.0; k * k];
+        for (d, &w) in weights.iter().enumerate().filter(|(_, &w)| w != 0.0) {
+            let row = &self.basis[d * self.capacity..][..k];
+            for i in 0..k {
+                for j in 0..k {
+                    out[i * k + j] += w * row[i] * row[j];
+                }
+            }
+        }
+        out
     }
 
     /// K x (N) of a displacement x (m per DOF) that is zero on the prescribed DOFs.
@@ -300,29 +344,38 @@ impl ReducedStatics {
         }
     }
 
-    /// Replaces the basis by one shape, the displacement U q itself (K-normalised), and
-    /// q by its coordinate in it (|q|; none at rest; q may be shorter than the basis:
-    /// the missing coordinates are 0): the state is kept exactly while
-    /// the room of the other shapes is freed. The active elements stay.
-    pub fn restart(&mut self, q: &mut Vec<f64>) {
+    /// Replaces the basis after its first `keep` shapes (the dynamic ones) by one
+    /// shape, the rest of the displacement U q itself (K-normalised; K-orthogonal to the
+    /// kept shapes as every later shape is), and q by its coordinates in it (the kept
+    /// ones and one more, |q beyond `keep`|; none more at rest; q may be shorter than
+    /// the basis: the missing coordinates are 0): the state is kept exactly while the
+    /// room of the other shapes is freed. The active elements stay.
+    pub fn restart(&mut self, q: &mut Vec<f64>, keep: usize) {
         // Shapes added since q was last solved have coordinate 0.
         q.resize(self.shapes, 0.0);
-        let norm = size(q);
+        let keep = keep.min(self.shapes);
+        self.revision += 1;
+        let norm = size(&q[keep..]);
         if norm == 0.0 {
-            self.shapes = 0;
-            q.clear();
+            self.shapes = keep;
+            q.truncate(keep);
             return;
         }
-        // UᵀKU = I, so ‖Uq‖_K = |q|; the new shape is Uq/|q|.
+        // UᵀKU = I, so ‖U_s q_s‖_K = |q_s|; the new shape is U_s q_s/|q_s|.
         let n = self.statics.prescribed.len();
-        let u: Vec<f64> = (0..n).map(|d| self.dof(d, q) / norm).collect();
+        let rest: Vec<f64> = q
+            .iter()
+            .enumerate()
+            .map(|(j, &x)| if j < keep { 0.0 } else { x })
+            .collect();
+        let u: Vec<f64> = (0..n).map(|d| self.dof(d, &rest) / norm).collect();
         let f = self.k_times(&u);
         for d in 0..n {
-            self.basis[d * self.capacity] = u[d];
-            self.stiffness[d * self.capacity] = f[d];
+            self.basis[d * self.capacity + keep] = u[d];
+            self.stiffness[d * self.capacity + keep] = f[d];
         }
-        self.shapes = 1;
-        q.clear();
+        self.shapes = keep + 1;
+        q.truncate(keep);
         q.push(norm);
     }
 
@@ -373,6 +426,23 @@ impl ReducedStatics {
         options: &NewtonOptions,
         tangent: &mut Vec<f64>,
     ) -> Result<NewtonReport, NonlinearError> {
+        self.solve_step(q, loads, constraints, options, tangent, None)
+            .map(|end| end.report)
+    }
+
+    /// [`ReducedStatics::solve_with_tangent`], or with `dynamic` one dynamic step
+    /// (`dynamics.rs`): the dynamic coordinates' rows gain the step's inertial terms,
+    /// the static ones stay in equilibrium. Returns the report with Π and ∇Π − Aᵀλ at
+    /// the solution.
+    pub(super) fn solve_step(
+        &self,
+        q: &mut [f64],
+        loads: &[Vec3],
+        constraints: &mut [LinearConstraint],
+        options: &NewtonOptions,
+        tangent: &mut Vec<f64>,
+        mut dynamic: Option<&mut DynamicStep>,
+    ) -> Result<StepEnd, NonlinearError> {
         let r = self.shapes;
         let m = constraints.len();
         let n = self.statics.prescribed.len();
@@ -388,6 +458,14 @@ impl ReducedStatics {
                 what: "loads",
                 given: loads.len(),
                 nodes: n / 3,
+            });
+        }
+        let k = dynamic.as_ref().map_or(0, |d| d.coordinates());
+        if k > r {
+            return Err(NonlinearError::NodeCount {
+                what: "dynamic coordinates (one per mode)",
+                given: k,
+                nodes: r,
             });
         }
         // Reduced loads b = Uᵀ f_ext and constraint rows aₖ = Uᵀ cₖ, over the nonzero
@@ -419,6 +497,10 @@ impl ReducedStatics {
                 .map(|j| b[j] + rows.iter().zip(lambda).map(|(a, l)| a[j] * l).sum::<f64>())
                 .collect()
         };
+        // Π(q) from the solver's energy Π(q) − (f − b)·q.
+        let potential = |energy: f64, f: &[f64], q: &[f64]| -> f64 {
+            energy + (0..r).map(|j| (f[j] - b[j]) * q[j]).sum::<f64>()
+        };
         let mut work = Work::new(r);
         let mut f = applied(&lambda);
         let Some(mut energy) = self.energy(q, &f, &mut work) else {
@@ -426,6 +508,7 @@ impl ReducedStatics {
             self.displacement(q, &mut u);
             return Err(NonlinearError::Inverted(self.statics.first_inverted(&u)));
         };
+        let dynamic_scale = dynamic.as_ref().map_or(0.0, |d| d.scale());
         let mut report = NewtonReport {
             residuals: Vec::new(),
             steps: Vec::new(),
@@ -435,9 +518,17 @@ impl ReducedStatics {
         let mut last_step = f64::INFINITY;
         for iteration in 0..=options.max_iterations {
             self.gradient_and_tangent(q, &mut work);
-            let residual: Vec<f64> = (0..r).map(|j| work.gradient[j] - f[j]).collect();
+            let mut residual: Vec<f64> = (0..r).map(|j| work.gradient[j] - f[j]).collect();
+            if let Some(step) = dynamic.as_deref() {
+                step.add_residual(q, &mut residual);
+            }
             let norm = residual.iter().map(|x| x * x).sum::<f64>().sqrt();
-            let scale = f.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let scale = f
+                .iter()
+                .map(|x| x * x)
+                .sum::<f64>()
+                .sqrt()
+                .max(dynamic_scale);
             report.residuals.push(norm);
             let gaps: Vec<f64> = constraints
                 .iter()
@@ -454,12 +545,31 @@ impl ReducedStatics {
             // can exceed a very tight tolerance.
             let stalled = report.steps.last() == Some(&1.0) && last_step <= 1e-13 * size(q);
             if (norm <= tolerance || stalled) && on_constraints {
+                // Solved with the discrete-gradient correction held; the correction
+                // itself is taken at solutions only (at an iterate off equilibrium its
+                // numerator is not the rule's small remainder, and divided by a small
+                // step it would swamp the residual). Changed beyond the tolerance, it
+                // is solved again.
+                if let Some(step) = dynamic.as_deref_mut() {
+                    let at: Vec<f64> = (0..k).map(|j| work.gradient[j] - f[j]).collect();
+                    if step.update_correction(q, potential(energy, &f, q), &at, tolerance)
+                        > tolerance
+                        && iteration < options.max_iterations
+                    {
+                        last_step = f64::INFINITY;
+                        continue;
+                    }
+                }
                 report.energy = energy;
                 tangent.clone_from(&work.tangent);
                 for (c, l) in constraints.iter_mut().zip(&lambda) {
                     c.multiplier = *l;
                 }
-                return Ok(report);
+                return Ok(StepEnd {
+                    report,
+                    potential: potential(energy, &f, q),
+                    gradient: (0..r).map(|j| work.gradient[j] - f[j]).collect(),
+                });
             }
             if iteration == options.max_iterations {
                 return Err(NonlinearError::NotConverged {
@@ -468,10 +578,15 @@ impl ReducedStatics {
                     tolerance,
                 });
             }
-            // KKT: [T  −A; −Aᵀ 0] [δq; δλ] = [−G; −gap].
+            // KKT: [J  −A; −Aᵀ 0] [δq; δλ] = [−R; −gap], J the static tangent plus the
+            // step's inertia.
+            let mut jacobian = work.tangent.clone();
+            if let Some(step) = dynamic.as_deref() {
+                step.add_jacobian(&mut jacobian, r);
+            }
             let size = r + m;
             let kkt = Mat::<f64>::from_fn(size, size, |i, j| match (i < r, j < r) {
-                (true, true) => work.tangent[i * r + j],
+                (true, true) => jacobian[i * r + j],
                 (true, false) => -rows[j - r][i],
                 (false, true) => -rows[i - r][j],
                 (false, false) => 0.0,
@@ -499,18 +614,32 @@ impl ReducedStatics {
             }
             f = applied(&lambda);
             energy = self.energy(q, &f, &mut work).expect("checked at q before");
-            // dΠ/dα at α = 0 under the updated multipliers.
-            let slope: f64 = (0..r)
-                .map(|j| (work.gradient[j] - f[j]) * step[(j, 0)])
-                .sum();
-            let searched = backtrack(energy, slope, |at| match at {
+            let inertia = |at: &[f64]| dynamic.as_deref().map_or(0.0, |d| d.merit(at));
+            // The merit's slope at α = 0 under the updated multipliers (the inertial
+            // terms do not depend on λ).
+            let mut gradient_at: Vec<f64> = (0..r).map(|j| work.gradient[j] - f[j]).collect();
+            if let Some(d) = dynamic.as_deref() {
+                d.add_residual(q, &mut gradient_at);
+            }
+            let slope: f64 = (0..r).map(|j| gradient_at[j] * step[(j, 0)]).sum();
+            let start_merit = energy + inertia(q);
+            let searched = backtrack(start_merit, slope, |at| match at {
                 Trial::At(alpha) => {
                     for j in 0..r {
                         trial[j] = q[j] + alpha * step[(j, 0)];
                     }
                     self.energy(&trial, &f, &mut work)
+                        .map(|e| e + inertia(&trial))
                 }
-                Trial::Slope => Some(self.slope_along(&trial, &f, &step, &mut work)),
+                Trial::Slope => {
+                    let mut along = self.slope_along(&trial, &f, &step, &mut work);
+                    if let Some(d) = dynamic.as_deref() {
+                        let mut inertial = vec![0.0; r];
+                        d.add_residual(&trial, &mut inertial);
+                        along += (0..k).map(|j| inertial[j] * step[(j, 0)]).sum::<f64>();
+                    }
+                    Some(along)
+                }
             });
             let Some((alpha, e)) = searched else {
                 return Err(NonlinearError::LineSearch {
@@ -518,7 +647,7 @@ impl ReducedStatics {
                     residual: norm,
                 });
             };
-            energy = e;
+            energy = e - inertia(&trial);
             report.steps.push(alpha);
             last_step = alpha * (0..r).map(|j| step[(j, 0)].powi(2)).sum::<f64>().sqrt();
             q.copy_from_slice(&trial);
@@ -587,7 +716,11 @@ impl ReducedStatics {
                 }
             }
         }
-        self.quadrature = active.iter().map(|&e| (e, 1.0)).collect();
+        let quadrature: Vec<(usize, f64)> = active.iter().map(|&e| (e, 1.0)).collect();
+        if quadrature != self.quadrature {
+            self.revision += 1;
+        }
+        self.quadrature = quadrature;
         self.active = active;
         for d in 0..n {
             if self.statics.prescribed[d] {
@@ -597,11 +730,10 @@ impl ReducedStatics {
         }
         let size = size(q);
         let relative = |norm: f64| if size > 0.0 { norm / size } else { 0.0 };
-        let basis = relative(self.energy_norm(&residual)?);
         let cut = relative(self.energy_norm(&cut)?);
-        if basis > tolerance {
-            self.add_load(&residual)?;
-        }
+        // What the correction adds outside the span: the dynamic coordinates' residual
+        // (their inertia, which the static residual leaves out) is in the span already.
+        let basis = relative(self.add_load_beyond(&residual, tolerance * size)?);
         Ok(Estimate { basis, cut })
     }
 
@@ -746,6 +878,17 @@ impl ReducedStatics {
             }
         }
     }
+}
+
+/// What a reduced solve ends with.
+pub(super) struct StepEnd {
+    /// How Newton's method went.
+    pub report: NewtonReport,
+    /// Π at the solution (J).
+    pub potential: f64,
+    /// ∇Π − Aᵀλ there, per coordinate (√J): zero on the static coordinates, ∇G on the
+    /// dynamic ones.
+    pub gradient: Vec<f64>,
 }
 
 /// Scratch of a reduced solve (r shapes).

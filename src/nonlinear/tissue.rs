@@ -1,20 +1,24 @@
-//! The runtime nonlinear tissue model: the reduced static model ([`ReducedStatics`])
-//! behind the [`TissueModel`] interface the contact pipeline drives.
+//! The runtime nonlinear tissue model: the reduced model ([`ReducedStatics`]) behind the
+//! [`TissueModel`] interface the contact pipeline drives.
 //!
-//! Quasi-static: each step solves the reduced large-strain equilibrium under the step's
-//! contact rows (Newton on the reduced KKT system from the last step's state; an active
-//! set makes the unilateral rows push or release) and reports the rows' forces. The
-//! basis holds, for every material point a row or load acts on, its three static shapes
-//! K⁻¹c (so the model is exact for linear tissue and its compliance at those points is
-//! the reduced tangent's), plus the nonlinear corrections [`ReducedStatics::enrich`]
-//! adds while the contact changes, a bounded number per step. When the basis is full it
-//! restarts from the current displacement as its one shape and grows again.
+//! Each step solves the reduced large-strain equations under the step's contact rows
+//! (Newton on the reduced KKT system from the last step's state; an active set makes
+//! the unilateral rows push or release) and reports the rows' forces. The basis starts
+//! with the lowest vibration modes, which move dynamically by an energy-conserving step
+//! ([`ReducedDynamics`]); every later shape is static, in equilibrium at each step's
+//! end: for every material point a row or load acts on, its three static shapes K⁻¹c
+//! (so the model is exact for linear tissue at rest and its compliance at those points
+//! is the reduced tangent's), plus the nonlinear corrections [`ReducedStatics::enrich`]
+//! adds while the contact changes, a bounded number per step. Without modes the model
+//! is quasi-static. When the basis is full its static shapes restart from the current
+//! displacement's static part as their one shape and grow again.
 
 use std::sync::Arc;
 
 use nalgebra::DMatrix;
 
-use super::reduced::{Estimate, ReducedStatics};
+use super::dynamics::ReducedDynamics;
+use super::reduced::{Estimate, ReducedStatics, StepEnd};
 use super::statics::{LinearConstraint, NewtonOptions, NonlinearError};
 use super::NonlinearStatics;
 use crate::fem::Support;
@@ -37,6 +41,19 @@ pub struct NonlinearParams {
     pub corrections_per_step: usize,
     /// Most constraint rows one step takes.
     pub max_rows: usize,
+}
+
+/// The lowest vibration modes of the mesh, which the model moves dynamically.
+#[derive(Clone, Debug, Default)]
+pub struct TissueModes {
+    /// Mode shapes of K φ = ω² M φ, each 3 per node (any scale; zero at fixed nodes).
+    pub shapes: Vec<Vec<f64>>,
+    /// The lumped mass M, 3 entries per node (kg).
+    pub mass: Vec<f64>,
+    /// Rayleigh damping on the stiffness (s).
+    pub alpha1: f64,
+    /// Rayleigh damping on the mass (1/s).
+    pub alpha2: f64,
 }
 
 /// The Newton tolerance of a step (relative to the reduced applied forces) and its
@@ -88,6 +105,14 @@ pub struct NonlinearTissue {
     bound: f64,
     /// The last estimate of the basis's error.
     estimate: Option<Estimate>,
+    /// The dynamic coordinates (the first of q) and their motion.
+    dynamics: ReducedDynamics,
+    /// The reduced model's revision at the last step's end
+    /// ([`ReducedStatics::revision`]).
+    solved_revision: u64,
+    /// Whether each step solves the equilibrium of every coordinate, modes included
+    /// ([`NonlinearTissue::hold_static`]).
+    static_only: bool,
 }
 
 /// One scalar row of a step: the constraint it belongs to, its direction, its linear
@@ -101,12 +126,14 @@ struct Row {
 }
 
 impl NonlinearTissue {
-    /// The runtime model of `statics` (whose mesh `geometry` is the rest shape of):
-    /// factorises K at rest once.
+    /// The runtime model of `statics` (whose mesh `geometry` is the rest shape of)
+    /// with `modes` as its dynamic shapes (none: quasi-static): factorises K at rest
+    /// once.
     pub fn new(
         geometry: TissueGeometry,
         statics: Arc<NonlinearStatics>,
         params: NonlinearParams,
+        modes: &TissueModes,
     ) -> Result<Self, ModelError> {
         if statics.prescribed.len() != 3 * geometry.rest.len() {
             return Err(ModelError::Setup(format!(
@@ -115,15 +142,37 @@ impl NonlinearTissue {
                 geometry.rest.len()
             )));
         }
-        if params.shapes < 4 {
+        if params.shapes < modes.shapes.len() + 4 {
             return Err(ModelError::Setup(format!(
-                "a nonlinear basis of {} shapes cannot hold a contact point's three \
-                 shapes and the displacement",
-                params.shapes
+                "a nonlinear basis of {} shapes cannot hold {} modes, a contact point's \
+                 three shapes and the displacement",
+                params.shapes,
+                modes.shapes.len()
             )));
         }
         let n = geometry.rest.len();
-        let reduced = ReducedStatics::new(statics, params.shapes).map_err(solve_error)?;
+        let mut reduced = ReducedStatics::new(statics, params.shapes).map_err(solve_error)?;
+        if !modes.shapes.is_empty() && modes.mass.len() != 3 * n {
+            return Err(ModelError::Setup(format!(
+                "the lumped mass has {} entries for {} nodes",
+                modes.mass.len(),
+                n
+            )));
+        }
+        // K⁻¹Mφ = φ/ω²: each mode's shape, K-normalised.
+        for (i, shape) in modes.shapes.iter().enumerate() {
+            if shape.len() != 3 * n {
+                return Err(ModelError::Setup(format!(
+                    "mode {i} has {} entries for {n} nodes",
+                    shape.len()
+                )));
+            }
+            let inertia: Vec<f64> = shape.iter().zip(&modes.mass).map(|(x, m)| x * m).collect();
+            reduced.add_shape(&inertia).map_err(solve_error)?;
+        }
+        let k = reduced.shapes();
+        let dynamics =
+            ReducedDynamics::new(reduced.gram(&modes.mass, k), modes.alpha1, modes.alpha2);
         Ok(Self {
             geometry,
             reduced,
@@ -141,7 +190,43 @@ impl NonlinearTissue {
             loads: Vec::new(),
             bound: 0.0,
             estimate: None,
+            dynamics,
+            solved_revision: u64::MAX,
+            static_only: false,
         })
+    }
+
+    /// The model's energy (J): the kinetic energy of its dynamic coordinates and the
+    /// potential at the last step's end (the static coordinates in equilibrium); held
+    /// without damping and with the constraints still, the same after every step.
+    pub fn energy(&self) -> f64 {
+        self.dynamics.kinetic_energy() + self.dynamics.potential()
+    }
+
+    /// With `on`, each step solves the static equilibrium of every coordinate, modes
+    /// included, at rest: what a press held still rings down to, at once. The virtual
+    /// indentation test (`palpa indent`) holds the model so.
+    pub fn hold_static(&mut self, on: bool) {
+        self.static_only = on;
+        if on {
+            self.dynamics.stop();
+        }
+    }
+
+    /// The potential part of [`NonlinearTissue::energy`] (J).
+    pub fn potential_energy(&self) -> f64 {
+        self.dynamics.potential()
+    }
+
+    /// The reduced coordinates (√J: the shapes are K-normalised), the dynamic ones
+    /// first.
+    pub fn coordinates(&self) -> &[f64] {
+        &self.q
+    }
+
+    /// Dynamic coordinates (modes) in the basis.
+    pub fn dynamic_coordinates(&self) -> usize {
+        self.dynamics.coordinates()
     }
 
     /// Nodal forces of the last step's constraints and point loads (node, N).
@@ -182,9 +267,11 @@ impl NonlinearTissue {
         )))
     }
 
-    /// Restarts the basis from the current displacement ([`ReducedStatics::restart`]).
+    /// Restarts the static shapes from the current displacement's static part
+    /// ([`ReducedStatics::restart`]).
     fn restart(&mut self) {
-        self.reduced.restart(&mut self.q);
+        self.reduced
+            .restart(&mut self.q, self.dynamics.coordinates());
         self.shaped.clear();
         self.settled = None;
         self.tangent_shapes = 0;
@@ -215,12 +302,23 @@ impl NonlinearTissue {
         Ok(())
     }
 
-    /// Solves the reduced equilibrium under `rows` with an active set on the
-    /// unilateral ones; commits q only on success.
-    fn solve_rows(&mut self, rows: &mut [Row]) -> Result<(), ModelError> {
+    /// Solves the step of length `h` (s) from the dynamic coordinates `start` under
+    /// `rows` with an active set on the unilateral ones; commits q only on success and
+    /// returns how the last solve ended.
+    fn solve_rows(
+        &mut self,
+        rows: &mut [Row],
+        start: &[f64],
+        h: f64,
+        same_constraints: bool,
+    ) -> Result<StepEnd, ModelError> {
+        // The stored potential is the start's under this step's constraints only if
+        // they and the basis are the last step's.
+        let conservative = same_constraints && self.reduced.revision() == self.solved_revision;
         self.q.resize(self.reduced.shapes(), 0.0);
         let mut q = self.q.clone();
         let mut reduced_row = vec![0.0; self.reduced.shapes()];
+        let mut end = None;
         // Each pass flips one row; a bounded number of passes (as the dense solver).
         for _ in 0..=2 * rows.len() + 2 {
             let mut enforced: Vec<LinearConstraint> = rows
@@ -228,15 +326,20 @@ impl NonlinearTissue {
                 .filter(|r| r.enforced)
                 .map(|r| r.linear.clone())
                 .collect();
-            self.reduced
-                .solve_with_tangent(
-                    &mut q,
-                    &self.nodal_loads,
-                    &mut enforced,
-                    &NEWTON,
-                    &mut self.tangent,
-                )
-                .map_err(solve_error)?;
+            let mut step = self.dynamics.step(start, h, conservative);
+            let dynamic = (!self.static_only).then_some(&mut step);
+            end = Some(
+                self.reduced
+                    .solve_step(
+                        &mut q,
+                        &self.nodal_loads,
+                        &mut enforced,
+                        &NEWTON,
+                        &mut self.tangent,
+                        dynamic,
+                    )
+                    .map_err(solve_error)?,
+            );
             self.tangent_shapes = self.reduced.shapes();
             for (row, solved) in rows.iter_mut().filter(|r| r.enforced).zip(&enforced) {
                 row.linear.multiplier = solved.multiplier;
@@ -275,7 +378,7 @@ impl NonlinearTissue {
             }
         }
         self.q = q;
-        Ok(())
+        Ok(end.expect("the loop solves at least once"))
     }
 
     /// Writes the rows' forces per constraint into `forces` and keeps what the next
@@ -349,7 +452,7 @@ impl TissueModel for NonlinearTissue {
             self.geometry.rest.len(),
             self.params.max_rows,
         )?;
-        require_positions(constraints, "quasi-static nonlinear model")?;
+        require_positions(constraints, "nonlinear model")?;
         let supports: Vec<Support> = constraints
             .iter()
             .map(|c| c.support)
@@ -383,8 +486,9 @@ impl TissueModel for NonlinearTissue {
                 });
             }
         }
-        let repeated = self.settled.is_some()
-            && !self.loads_changed
+        // A held state is solved again only while it moves.
+        let at_rest = self.dynamics.at_rest();
+        let same_constraints = !self.loads_changed
             && rows.len() == self.last_rows.len()
             && rows
                 .iter()
@@ -394,19 +498,23 @@ impl TissueModel for NonlinearTissue {
                         && r.linear.value == last.value
                         && r.linear.coefficients == last.coefficients
                 });
+        let repeated = self.settled.is_some() && at_rest && same_constraints;
         self.last_rows.clear();
         self.last_rows
             .extend(rows.iter().map(|r| (r.linear.clone(), r.unilateral)));
         self.loads_changed = false;
         if repeated {
             // The same equilibrium as the last step's, solved and corrected already.
+            self.dynamics.stop();
             for (r, &m) in rows.iter_mut().zip(&self.multipliers) {
                 r.linear.multiplier = m;
             }
             self.finish(constraints, &rows, forces);
             return Ok(());
         }
-        self.solve_rows(&mut rows)?;
+        let k = self.dynamics.coordinates();
+        let start = self.q[..k].to_vec();
+        let mut end = self.solve_rows(&mut rows, &start, dt, same_constraints)?;
         let enforced = |rows: &[Row]| -> Vec<LinearConstraint> {
             rows.iter()
                 .filter(|r| r.enforced)
@@ -423,8 +531,7 @@ impl TissueModel for NonlinearTissue {
         if !unchanged {
             self.settled = None;
             for _ in 0..self.params.corrections_per_step {
-                let shapes = self.reduced.shapes();
-                let active = self.reduced.active_elements();
+                let revision = self.reduced.revision();
                 let estimate = match self.reduced.enrich(
                     &self.q,
                     &self.nodal_loads,
@@ -434,20 +541,28 @@ impl TissueModel for NonlinearTissue {
                     Err(NonlinearError::BasisFull(_)) => {
                         self.restart();
                         self.shape_supports(&supports)?;
-                        self.solve_rows(&mut rows)?;
+                        end = self.solve_rows(&mut rows, &start, dt, same_constraints)?;
                         continue;
                     }
                     other => other.map_err(solve_error)?,
                 };
                 self.estimate = Some(estimate);
-                let grown = self.reduced.shapes() != shapes;
-                if !grown && self.reduced.active_elements() == active {
+                // Neither a shape joined nor the active elements changed: the state
+                // solved is the model's own.
+                if self.reduced.revision() == revision {
                     self.settled = Some(enforced(&rows));
                     break;
                 }
-                self.solve_rows(&mut rows)?;
+                end = self.solve_rows(&mut rows, &start, dt, same_constraints)?;
             }
         }
+        if self.static_only {
+            self.dynamics.set_potential(end.potential, &end.gradient);
+        } else {
+            self.dynamics
+                .finish(&start, &self.q[..k], dt, end.potential, &end.gradient);
+        }
+        self.solved_revision = self.reduced.revision();
         self.finish(constraints, &rows, forces);
         Ok(())
     }
@@ -496,6 +611,8 @@ impl TissueModel for NonlinearTissue {
 
     fn reset(&mut self) {
         self.q.fill(0.0);
+        self.dynamics.reset();
+        self.solved_revision = u64::MAX;
         self.tangent_shapes = 0;
         self.multipliers.clear();
         self.settled = None;

@@ -11,8 +11,8 @@ mod build;
 mod schema;
 
 pub use build::{
-    build, build_mesh, cache_dir, cache_path, modal_precompute, precompute_params, BuildError,
-    BuiltScene, FemInputs, PrecomputeOutcome, RenderSurface, SceneMesh, CACHE_DIR_ENV,
+    build, build_mesh, cache_dir, cache_path, has_modes, modal_precompute, precompute_params,
+    BuildError, BuiltScene, FemInputs, PrecomputeOutcome, RenderSurface, SceneMesh, CACHE_DIR_ENV,
     FORCE_CAP_MARGIN, MAX_CONSTRAINT_ROWS,
 };
 pub use schema::*;

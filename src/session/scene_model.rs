@@ -17,7 +17,8 @@ pub enum SceneModel {
     Modal(Box<Simulation<ModalRuntime>>),
     /// Condensed static FEM.
     Condensed(Box<Simulation<CondensedModel>>),
-    /// Large-strain tissue in a reduced basis, quasi-static.
+    /// Large-strain tissue in a reduced basis: its lowest modes dynamic, its other
+    /// shapes static.
     Nonlinear(Box<Simulation<NonlinearTissue>>),
 }
 

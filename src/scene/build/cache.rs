@@ -9,7 +9,7 @@ use crate::modal::{
     self, CacheError, ModalCache, ModeFate, ModeReport, PrecomputeParams, Precomputed, Progress,
     SelectionParams,
 };
-use crate::scene::Scene;
+use crate::scene::{BackendKind, Scene};
 
 use super::fem::FemInputs;
 use super::{stage, BuildError};
@@ -51,23 +51,40 @@ pub enum PrecomputeOutcome {
         /// Precompute wall time (s).
         seconds: f64,
     },
-    /// The condensed and nonlinear backends have nothing to precompute offline.
+    /// The condensed backend, and the nonlinear one without modes, have nothing to
+    /// precompute offline.
     NotModal,
 }
 
-/// The modal precompute parameters a scene asks for.
+/// The modal precompute parameters a scene asks for: the modal backend's, or for the
+/// nonlinear backend its mode count and damping with the modal section's selection.
 pub fn precompute_params(scene: &Scene) -> PrecomputeParams {
     let m = &scene.backend.modal;
+    let nl = &scene.backend.nonlinear;
+    let (n_modes, alpha1, alpha2) = match scene.backend.kind {
+        BackendKind::Nonlinear => (nl.modes, nl.alpha1, nl.alpha2),
+        _ => (m.modes, m.alpha1, m.alpha2),
+    };
     PrecomputeParams {
-        n_modes: m.modes,
+        n_modes,
         selection: SelectionParams {
             max_force: m.max_force,
             min_displacement: m.min_displacement,
             max_frequency_hz: scene.modal_max_frequency(),
-            alpha_stiffness: m.alpha1,
-            alpha_mass: m.alpha2,
+            alpha_stiffness: alpha1,
+            alpha_mass: alpha2,
         },
         ..PrecomputeParams::default()
+    }
+}
+
+/// Whether the scene's backend uses a modal precompute: the modal backend, and the
+/// nonlinear one with dynamic modes.
+pub fn has_modes(scene: &Scene) -> bool {
+    match scene.backend.kind {
+        BackendKind::Modal => true,
+        BackendKind::Nonlinear => scene.backend.nonlinear.modes > 0,
+        BackendKind::Condensed => false,
     }
 }
 

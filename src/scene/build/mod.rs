@@ -13,7 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use cache::{
-    cache_dir, cache_path, modal_precompute, precompute_params, PrecomputeOutcome, CACHE_DIR_ENV,
+    cache_dir, cache_path, has_modes, modal_precompute, precompute_params, PrecomputeOutcome,
+    CACHE_DIR_ENV,
 };
 pub use fem::FemInputs;
 pub use mesh::{build_mesh, RenderSurface, SceneMesh};
@@ -25,10 +26,10 @@ use crate::device::DeviceRating;
 use crate::fem::{ComplianceColumns, Factor, FemSystem};
 use crate::haptic::HapticConfig;
 use crate::mesh::TetMesh;
-use crate::modal::{ModalParams, ModalRuntime, Progress};
+use crate::modal::{ModalBasis, ModalParams, ModalRuntime, Progress};
 use crate::model::{TissueGeometry, TissueModel};
-use crate::nonlinear::{NonlinearParams, NonlinearTissue};
-use crate::scene::{BackendKind, Scene, SceneError};
+use crate::nonlinear::{NonlinearParams, NonlinearTissue, TissueModes};
+use crate::scene::{BackendKind, NonlinearSpec, Scene, SceneError};
 use crate::session::{SceneModel, Simulation};
 use crate::Vec3;
 
@@ -276,12 +277,20 @@ pub fn build(
                 corrections_per_step: spec.corrections_per_step,
                 max_rows: MAX_CONSTRAINT_ROWS,
             };
-            let model = NonlinearTissue::new(geometry, Arc::new(statics), params)
+            let (modes, outcome) = if spec.modes > 0 {
+                let (pre, outcome) =
+                    modal_precompute(&scene, &inputs, &system, cache_dir, progress)?;
+                (tissue_modes(&pre.basis, &system, spec), outcome)
+            } else {
+                (TissueModes::default(), PrecomputeOutcome::NotModal)
+            };
+            let n_modes = modes.shapes.len();
+            let model = NonlinearTissue::new(geometry, Arc::new(statics), params, &modes)
                 .map_err(|e| stage(&scene, "nonlinear model", e))?;
             (
                 SceneModel::Nonlinear(contact(model, probe)),
-                PrecomputeOutcome::NotModal,
-                0,
+                outcome,
+                n_modes,
             )
         }
     };
@@ -292,6 +301,25 @@ pub fn build(
         precompute,
         n_modes,
     })
+}
+
+/// The nonlinear backend's dynamic modes: the precompute's elastic modes (rigid ones
+/// left out) with the lumped mass over every DOF (zero at fixed nodes).
+fn tissue_modes(basis: &ModalBasis, system: &FemSystem, spec: &NonlinearSpec) -> TissueModes {
+    let dofs = &system.dofs;
+    let mass = (0..3 * dofs.n_nodes())
+        .map(|d| dofs.dof(d / 3, d % 3).map_or(0.0, |i| system.mass[i]))
+        .collect();
+    let shapes = (0..basis.n_modes())
+        .filter(|&i| !basis.rigid[i])
+        .map(|i| basis.shapes.col(i).iter().copied().collect())
+        .collect();
+    TissueModes {
+        shapes,
+        mass,
+        alpha1: spec.alpha1,
+        alpha2: spec.alpha2,
+    }
 }
 
 /// Warns that the scene's large-strain materials run at their small-strain moduli in

@@ -30,8 +30,8 @@ pub enum BackendKind {
     Modal,
     /// Condensed static FEM (DESIGN §2.3).
     Condensed,
-    /// Large-strain tissue: each material's `model` law, solved quasi-statically in a
-    /// reduced basis of static shapes (docs/math.md §12).
+    /// Large-strain tissue: each material's `model` law in a reduced basis, its lowest
+    /// modes dynamic and its static shapes in equilibrium (docs/math.md §12).
     Nonlinear,
 }
 
@@ -55,7 +55,8 @@ pub struct BackendSpec {
 /// Newton iteration, r² per element).
 pub const MAX_NONLINEAR_SHAPES: usize = 512;
 
-/// Nonlinear backend parameters: the reduced basis's size and accuracy.
+/// Nonlinear backend parameters: the reduced basis's size and accuracy, and its
+/// dynamic modes.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NonlinearSpec {
@@ -66,6 +67,13 @@ pub struct NonlinearSpec {
     /// Most nonlinear corrections one model step adds (each about a full residual and
     /// two solves with K), ≥ 1.
     pub corrections_per_step: usize,
+    /// The lowest vibration modes that move dynamically (computed and cached as the
+    /// modal backend's, with its selection), at most `shapes − 4`; 0: quasi-static.
+    pub modes: usize,
+    /// Rayleigh stiffness damping α₁ of the modes (s), ≥ 0.
+    pub alpha1: f64,
+    /// Rayleigh mass damping α₂ of the modes (1/s), ≥ 0.
+    pub alpha2: f64,
 }
 
 impl Default for NonlinearSpec {
@@ -74,6 +82,9 @@ impl Default for NonlinearSpec {
             shapes: 64,
             tolerance: 1e-3,
             corrections_per_step: 2,
+            modes: 8,
+            alpha1: 2e-3,
+            alpha2: 2.0,
         }
     }
 }
@@ -180,6 +191,20 @@ impl BackendSpec {
             1,
             1000,
         )?;
+        if nl.modes + 4 > nl.shapes {
+            return Err(c.invalid(
+                "backend.nonlinear.modes",
+                format!(
+                    "{} modes leave no room for a contact point's three shapes and the \
+                     displacement in backend.nonlinear.shapes = {}: at most {}",
+                    nl.modes,
+                    nl.shapes,
+                    nl.shapes - 4
+                ),
+            ));
+        }
+        c.non_negative_at_most("backend.nonlinear.alpha1", nl.alpha1, MAX_ALPHA1)?;
+        c.non_negative_at_most("backend.nonlinear.alpha2", nl.alpha2, MAX_ALPHA2)?;
         c.count(
             "backend.columns.cache_size",
             self.columns.cache_size,

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-pub use backend::{BackendKind, BackendSpec, ColumnsSpec, CondensedSpec, ModalSpec};
+pub use backend::{BackendKind, BackendSpec, ColumnsSpec, CondensedSpec, ModalSpec, NonlinearSpec};
 use check::Check;
 pub use contact::ContactSpec;
 pub use device::{DeviceKind, DeviceSpec, WorkspaceSpec};
