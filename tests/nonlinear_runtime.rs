@@ -200,6 +200,9 @@ fn bad_input_is_named() {
         ("shapes", "2"),
         ("tolerance", "0"),
         ("corrections_per_step", "0"),
+        ("modes", "61"),
+        ("alpha1", "-1"),
+        ("alpha2", "nan"),
     ] {
         let text =
             format!("[backend]\nkind = \"nonlinear\"\n[backend.nonlinear]\n{key} = {value}\n");
