@@ -56,6 +56,12 @@ pub struct Estimate {
 /// into the basis's K-orthonormality.
 const NEW_SHAPE: f64 = 1e-6;
 
+/// Most times one dynamic step is solved again for its discrete-gradient correction
+/// (`dynamics.rs`): the correction is O(Δ²) and its change from one solve to the next
+/// smaller by another O(Δ), so one or two suffice; near rest, where it is round-off,
+/// more would only chase the round-off.
+const MAX_CORRECTION_SOLVES: usize = 3;
+
 /// A hyperelastic mesh reduced to a basis of static shapes (module docs).
 pub struct ReducedStatics {
     statics: Arc<NonlinearStatics>,
@@ -516,6 +522,7 @@ impl ReducedStatics {
         };
         let mut trial = vec![0.0; r];
         let mut last_step = f64::INFINITY;
+        let mut corrections = 0;
         for iteration in 0..=options.max_iterations {
             self.gradient_and_tangent(q, &mut work);
             let mut residual: Vec<f64> = (0..r).map(|j| work.gradient[j] - f[j]).collect();
@@ -523,12 +530,9 @@ impl ReducedStatics {
                 step.add_residual(q, &mut residual);
             }
             let norm = residual.iter().map(|x| x * x).sum::<f64>().sqrt();
-            let scale = f
-                .iter()
-                .map(|x| x * x)
-                .sum::<f64>()
-                .sqrt()
-                .max(dynamic_scale);
+            // The forces the residual balances: the applied ones, the elastic ones (in
+            // a dynamic step inertia balances part of them) and the inertial ones.
+            let scale = size(&f).max(size(&work.gradient[..r])).max(dynamic_scale);
             report.residuals.push(norm);
             let gaps: Vec<f64> = constraints
                 .iter()
@@ -552,10 +556,13 @@ impl ReducedStatics {
                 // is solved again.
                 if let Some(step) = dynamic.as_deref_mut() {
                     let at: Vec<f64> = (0..k).map(|j| work.gradient[j] - f[j]).collect();
-                    if step.update_correction(q, potential(energy, &f, q), &at, tolerance)
-                        > tolerance
+                    let change =
+                        step.update_correction(q, potential(energy, &f, q), &at, tolerance);
+                    if change > tolerance
+                        && corrections < MAX_CORRECTION_SOLVES
                         && iteration < options.max_iterations
                     {
+                        corrections += 1;
                         last_step = f64::INFINITY;
                         continue;
                     }
