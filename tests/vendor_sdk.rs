@@ -166,9 +166,9 @@ impl Record {
 }
 
 /// Positions in, forces out: pressed 2–4 mm deep the force pushes the stylus back up
-/// (`up`: the device's up axis) and grows with depth; 2 mm above the surface it is zero;
-/// below the device's force clamp (`max_force`, N) the force follows the stylus tick by
-/// tick.
+/// (`up`: the device's up axis) and grows with depth up to the device's force clamp
+/// (`max_force`, N); 2 mm above the surface it is zero; below the clamp the force
+/// follows the stylus tick by tick.
 fn assert_forces_oppose_the_press(forces: &[Force], up: usize, max_force: f64) {
     assert!(
         forces.len() > 5000,
@@ -202,20 +202,32 @@ fn assert_forces_oppose_the_press(forces: &[Force], up: usize, max_force: f64) {
         pressed.len(),
         pressed.iter().take(3).collect::<Vec<_>>()
     );
-    let mean_up = |lo: f64, hi: f64| {
-        let v: Vec<f64> = touching
+    // Medians: under load a late model step fades a few ticks' force (the watchdog),
+    // and those must not decide the comparison.
+    let median_up = |lo: f64, hi: f64| {
+        let mut v: Vec<f64> = touching
             .iter()
             .filter(|s| s.height_mm >= lo && s.height_mm < hi)
             .map(|s| s.f[up])
             .collect();
         assert!(!v.is_empty(), "samples between {lo} and {hi} mm");
-        v.iter().sum::<f64>() / v.len() as f64
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
     };
-    let (shallow, deep) = (mean_up(-2.5, -2.0), mean_up(-4.0, -3.5));
-    assert!(
-        deep > shallow,
-        "deeper presses push harder: {deep} vs {shallow} N"
-    );
+    let (shallow, deep) = (median_up(-2.5, -2.0), median_up(-4.0, -3.5));
+    // Where the shallow press already reaches the device's clamp, the deeper one can
+    // only stay there.
+    if shallow < 0.99 * max_force {
+        assert!(
+            deep > shallow,
+            "deeper presses push harder: {deep} vs {shallow} N"
+        );
+    } else {
+        assert!(
+            deep >= 0.99 * max_force,
+            "the deeper press stays at the {max_force} N clamp: {deep} vs {shallow} N"
+        );
+    }
     let free: Vec<&Force> = settled.iter().filter(|s| s.height_mm > 2.0).collect();
     let zero = free
         .iter()
