@@ -157,12 +157,12 @@ fn default_with(law: &str, backend: &str) -> Scene {
     Scene::parse(&text, "default.toml", Path::new(".")).unwrap()
 }
 
-/// The acceptance curves: the runtime nonlinear model (`indent`) against the full FEM
-/// (`indent --full`) on the default block made neo-Hookean and Veronda–Westmann γ = 5,
-/// beside the lump and over it, 0.25–6 mm. The issue asks for 5 %; the reduced model
-/// gives 0.4 %, and the test holds it to 1 %.
-#[test]
-fn the_nonlinear_runtime_model_gives_the_full_fems_forces_on_the_default_block() {
+/// The acceptance curves at `at` (`place` names it): the runtime nonlinear model
+/// (`indent`) against the full FEM (`indent --full`) on the default block made
+/// neo-Hookean and Veronda–Westmann γ = 5, 0.25–6 mm. The issue asks for 5 %; the reduced
+/// model gives 0.4 %, and the test holds it to 1 %. The force at 6 mm grows with the
+/// stiffening: linear < neo-Hookean < γ = 5.
+fn assert_runtime_matches_full_fem(place: &str, at: [f64; 2]) {
     let laws = [
         ("neo-Hookean", "model = \"neo-hookean\""),
         (
@@ -170,28 +170,32 @@ fn the_nonlinear_runtime_model_gives_the_full_fems_forces_on_the_default_block()
             "model = \"veronda-westmann\"\nstiffening = 5",
         ),
     ];
-    for (place, at) in [
-        ("beside the lump", BESIDE),
-        ("over the lump", OVER_THE_LUMP),
-    ] {
-        let linear = press(default_with("", "modal"), at, false);
-        eprintln!("force (N) {place}, default block, depths (mm) {DEPTHS:?}:");
-        eprintln!("{:>40} {:?}", "linear (modal runtime)", linear.force_n);
-        let mut deepest = vec![linear.force_n[5]];
-        for (name, law) in laws {
-            let runtime = press(default_with(law, "nonlinear"), at, false);
-            let full = press(default_with(law, "modal"), at, true);
-            eprintln!("{:>40} {:?}", format!("{name}, runtime"), runtime.force_n);
-            eprintln!("{:>40} {:?}", format!("{name}, full FEM"), full.force_n);
-            assert_close(&runtime, &full, 1e-2, &format!("{name} {place}"));
-            deepest.push(runtime.force_n[5]);
-        }
-        // The force at 6 mm grows with the stiffening: linear < neo-Hookean < γ = 5.
-        assert!(
-            deepest.windows(2).all(|w| w[1] > w[0]),
-            "{place}: {deepest:?}"
-        );
+    let linear = press(default_with("", "modal"), at, false);
+    eprintln!("force (N) {place}, default block, depths (mm) {DEPTHS:?}:");
+    eprintln!("{:>40} {:?}", "linear (modal runtime)", linear.force_n);
+    let mut deepest = vec![linear.force_n[5]];
+    for (name, law) in laws {
+        let runtime = press(default_with(law, "nonlinear"), at, false);
+        let full = press(default_with(law, "modal"), at, true);
+        eprintln!("{:>40} {:?}", format!("{name}, runtime"), runtime.force_n);
+        eprintln!("{:>40} {:?}", format!("{name}, full FEM"), full.force_n);
+        assert_close(&runtime, &full, 1e-2, &format!("{name} {place}"));
+        deepest.push(runtime.force_n[5]);
     }
+    assert!(
+        deepest.windows(2).all(|w| w[1] > w[0]),
+        "{place}: {deepest:?}"
+    );
+}
+
+#[test]
+fn beside_the_lump_the_nonlinear_runtime_model_gives_the_full_fems_forces() {
+    assert_runtime_matches_full_fem("beside the lump", BESIDE);
+}
+
+#[test]
+fn over_the_lump_the_nonlinear_runtime_model_gives_the_full_fems_forces() {
+    assert_runtime_matches_full_fem("over the lump", OVER_THE_LUMP);
 }
 
 /// Nodal-averaged pressure (`mesh.pressure = "nodal"`) reaches every backend: the modal
