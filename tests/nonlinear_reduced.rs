@@ -311,12 +311,22 @@ fn bad_input_is_an_error_naming_it() {
     assert!(err.to_string().contains("constraint DOF index"), "{err}");
 }
 
-/// The default block made neo-Hookean and Veronda–Westmann γ = 5, pressed beside the
-/// lump and over it to 0.25–6 mm by a 1 cm patch: the reduced model, exact over its
-/// active elements and over a cubature trained on the press, against the full FEM (the
-/// issue's curves), and the linear curve for scale.
 #[test]
-fn on_the_default_block_the_reduced_model_is_within_a_percent_of_the_full_fem() {
+fn beside_the_lump_on_the_default_block_the_reduced_model_is_within_a_percent_of_the_full_fem() {
+    assert_reduced_matches_full_fem_on_the_default_block("beside the lump", [0.035, 0.0]);
+}
+
+#[test]
+fn over_the_lump_on_the_default_block_the_reduced_model_is_within_a_percent_of_the_full_fem() {
+    assert_reduced_matches_full_fem_on_the_default_block("over the lump", [0.0, 0.0]);
+}
+
+/// The default block made neo-Hookean and Veronda–Westmann γ = 5, pressed at `at`
+/// (`name` says where) to 0.25–6 mm by a 1 cm patch: the reduced model, exact over its
+/// active elements and over a cubature trained on the press, gives the full FEM's force
+/// to 1 % (the issue's curves, printed with the linear curve for scale), and the force
+/// grows with the stiffening.
+fn assert_reduced_matches_full_fem_on_the_default_block(name: &str, at: [f64; 2]) {
     let inputs = FemInputs::resolve(&Scene::embedded_default()).unwrap();
     let mesh = &inputs.mesh.mesh;
     let n = mesh.nodes.len();
@@ -329,76 +339,71 @@ fn on_the_default_block_the_reduced_model_is_within_a_percent_of_the_full_fem() 
             .map(|m| Hyperelastic::new(kind, m))
             .collect()
     };
-    for (name, at) in [
-        ("beside the lump", [0.035, 0.0]),
-        ("over the lump", [0.0, 0.0]),
-    ] {
-        let press = patch(mesh, at, 0.01, 0.0);
-        let linear = full_forces(
-            &statics(mesh, &prescribed, laws(LawKind::Linear)),
-            &press,
-            &depths,
-            n,
+    let press = patch(mesh, at, 0.01, 0.0);
+    let linear = full_forces(
+        &statics(mesh, &prescribed, laws(LawKind::Linear)),
+        &press,
+        &depths,
+        n,
+    );
+    let mut last = linear.clone();
+    for kind in [LawKind::NeoHookean, VW5] {
+        let model = statics(mesh, &prescribed, laws(kind));
+        let full = full_forces(&model, &press, &depths, n);
+        let mut reduced = ReducedStatics::new(model, 32).unwrap();
+        let (forces, _) = reduced_forces(&mut reduced, &press, &depths, n);
+        // A cubature trained on the press every 0.25 mm, then the curve again.
+        let zero = vec![Vec3::zeros(); n];
+        let mut c = [press.clone()];
+        let mut q = vec![0.0; reduced.shapes()];
+        let states: Vec<Vec<f64>> = (1..=24)
+            .map(|i| {
+                c[0].value = -2.5e-4 * i as f64;
+                reduced.solve(&mut q, &zero, &mut c, &options()).unwrap();
+                q.clone()
+            })
+            .collect();
+        let cubature = train_cubature(&reduced, &states, 100, 1e-3);
+        println!(
+            "{name}, {kind:?}: {} shapes, {} of {} elements active at 6 mm, cubature of {}",
+            reduced.shapes(),
+            reduced.active_elements(),
+            mesh.tets.len(),
+            cubature.elements.len()
         );
-        let mut last = linear.clone();
-        for kind in [LawKind::NeoHookean, VW5] {
-            let model = statics(mesh, &prescribed, laws(kind));
-            let full = full_forces(&model, &press, &depths, n);
-            let mut reduced = ReducedStatics::new(model, 32).unwrap();
-            let (forces, _) = reduced_forces(&mut reduced, &press, &depths, n);
-            // A cubature trained on the press every 0.25 mm, then the curve again.
-            let zero = vec![Vec3::zeros(); n];
-            let mut c = [press.clone()];
-            let mut q = vec![0.0; reduced.shapes()];
-            let states: Vec<Vec<f64>> = (1..=24)
-                .map(|i| {
-                    c[0].value = -2.5e-4 * i as f64;
-                    reduced.solve(&mut q, &zero, &mut c, &options()).unwrap();
-                    q.clone()
-                })
-                .collect();
-            let cubature = train_cubature(&reduced, &states, 100, 1e-3);
+        reduced.set_cubature(&cubature);
+        let mut q = vec![0.0; reduced.shapes()];
+        let cubed: Vec<f64> = depths
+            .iter()
+            .map(|&d| {
+                c[0].value = -d;
+                reduced.solve(&mut q, &zero, &mut c, &options()).unwrap();
+                -c[0].multiplier
+            })
+            .collect();
+        for (i, d) in depths.iter().enumerate() {
             println!(
-                "{name}, {kind:?}: {} shapes, {} of {} elements active at 6 mm, cubature of {}",
-                reduced.shapes(),
-                reduced.active_elements(),
-                mesh.tets.len(),
-                cubature.elements.len()
+                "  {:5.2} mm: linear {:7.4} N, full {:7.4} N, reduced {:7.4} N ({:+.3} %), \
+                 cubature {:7.4} N ({:+.3} %)",
+                d * 1e3,
+                linear[i],
+                full[i],
+                forces[i],
+                100.0 * (forces[i] / full[i] - 1.0),
+                cubed[i],
+                100.0 * (cubed[i] / full[i] - 1.0)
             );
-            reduced.set_cubature(&cubature);
-            let mut q = vec![0.0; reduced.shapes()];
-            let cubed: Vec<f64> = depths
-                .iter()
-                .map(|&d| {
-                    c[0].value = -d;
-                    reduced.solve(&mut q, &zero, &mut c, &options()).unwrap();
-                    -c[0].multiplier
-                })
-                .collect();
-            for (i, d) in depths.iter().enumerate() {
-                println!(
-                    "  {:5.2} mm: linear {:7.4} N, full {:7.4} N, reduced {:7.4} N ({:+.3} %), \
-                     cubature {:7.4} N ({:+.3} %)",
-                    d * 1e3,
-                    linear[i],
-                    full[i],
-                    forces[i],
-                    100.0 * (forces[i] / full[i] - 1.0),
-                    cubed[i],
-                    100.0 * (cubed[i] / full[i] - 1.0)
+            for (what, f) in [("reduced", forces[i]), ("cubature", cubed[i])] {
+                assert!(
+                    (f / full[i] - 1.0).abs() <= 1e-2,
+                    "{name}, {kind:?}, {d} m: {what} {f} N, full {} N",
+                    full[i]
                 );
-                for (what, f) in [("reduced", forces[i]), ("cubature", cubed[i])] {
-                    assert!(
-                        (f / full[i] - 1.0).abs() <= 1e-2,
-                        "{name}, {kind:?}, {d} m: {what} {f} N, full {} N",
-                        full[i]
-                    );
-                }
             }
-            // Force grows with the stiffening at depth.
-            assert!(full[5] > last[5], "{name}: {full:?} after {last:?}");
-            last = full;
         }
+        // Force grows with the stiffening at depth.
+        assert!(full[5] > last[5], "{name}: {full:?} after {last:?}");
+        last = full;
     }
 }
 
