@@ -124,6 +124,33 @@ impl Hyperelastic {
         }
     }
 
+    /// The tangent moduli ∂P/∂F at F as a 9 × 9 matrix (Pa): entry (3a + b, 3c + d) is
+    /// ∂P_ab/∂F_cd, so that dP flattened row by row is this times dF flattened so.
+    pub fn moduli(&self, f: &Mat3) -> [[f64; 9]; 9] {
+        let units: [Mat3; 9] = std::array::from_fn(|l| {
+            let mut e = Mat3::zeros();
+            e[(l / 3, l % 3)] = 1.0;
+            e
+        });
+        let mut columns = [Mat3::zeros(); 9];
+        self.stress_differentials(f, &units, &mut columns);
+        std::array::from_fn(|i| std::array::from_fn(|l| columns[l][(i / 3, i % 3)]))
+    }
+
+    /// [`Hyperelastic::moduli`] less those of the small-strain law with the same moduli
+    /// (Pa): μ(δ_ac δ_bd + δ_ad δ_bc) + λ δ_ab δ_cd, constant in F.
+    pub fn moduli_beyond_linear(&self, f: &Mat3) -> [[f64; 9]; 9] {
+        let mut c = self.moduli(f);
+        for a in 0..3 {
+            for b in 0..3 {
+                c[3 * a + b][3 * a + b] -= self.mu;
+                c[3 * a + b][3 * b + a] -= self.mu;
+                c[4 * a][4 * b] -= self.lambda;
+            }
+        }
+        c
+    }
+
     /// The small-strain law with the same moduli (W = μ ε:ε + λ/2 (tr ε)²).
     pub fn linearised(&self) -> Self {
         Self {
@@ -192,6 +219,35 @@ fn sym(m: Mat3) -> Mat3 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_moduli_map_a_change_of_f_to_the_stress_differential() {
+        let f = Mat3::new(1.2, 0.1, -0.05, 0.02, 0.9, 0.08, -0.1, 0.03, 1.05);
+        let df = Mat3::new(0.3, -0.2, 0.1, 0.05, 0.4, -0.15, 0.2, 0.1, -0.25);
+        for law in laws() {
+            let c = law.moduli(&f);
+            let expected = law.stress_differential(&f, &df);
+            for i in 0..9 {
+                let got: f64 = (0..9).map(|l| c[i][l] * df[(l / 3, l % 3)]).sum();
+                let want = expected[(i / 3, i % 3)];
+                assert!(
+                    (got - want).abs() <= 1e-12 * law.mu.max(want.abs()),
+                    "{law:?}: {got} vs {want}"
+                );
+            }
+            let beyond = law.moduli_beyond_linear(&f);
+            let linear = law.linearised().moduli(&f);
+            for i in 0..9 {
+                for l in 0..9 {
+                    let want = c[i][l] - linear[i][l];
+                    assert!(
+                        (beyond[i][l] - want).abs() <= 1e-12 * law.mu,
+                        "{law:?} ({i}, {l})"
+                    );
+                }
+            }
+        }
+    }
 
     fn laws() -> Vec<Hyperelastic> {
         let m = Material::new(3.0e4, 0.45, 1000.0).unwrap();

@@ -19,9 +19,10 @@
 
 use std::sync::Arc;
 
+use faer::linalg::matmul::matmul;
 use faer::linalg::solvers::Solve;
 use faer::sparse::SparseColMat;
-use faer::{Mat, Par};
+use faer::{Accum, Mat, Par};
 
 use super::cubature::Cubature;
 use super::dynamics::DynamicStep;
@@ -156,12 +157,12 @@ impl ReducedStatics {
     /// Element `el`'s share of the reduced internal forces beyond its linearisation,
     /// V (P − P_lin) : dF_j for each shape j (N), into `out` (length r), at q.
     pub(super) fn element_forces(&self, el: usize, q: &[f64], out: &mut [f64], work: &mut Work) {
-        let def = self.element_gradient(el, q, work);
+        let def = self.element_gradient(el, q, &mut work.df);
         let p = (self.statics.laws[el].stress(&def) - self.linear[el].stress(&def))
             * self.statics.elements[el].volume;
-        for (o, df) in out.iter_mut().zip(&work.df[..self.shapes]) {
-            *o = p.dot(df);
-        }
+        let r = self.shapes;
+        out[..r].fill(0.0);
+        add_contraction(&p, &work.df, &mut out[..r]);
     }
 
     /// max |UᵀKU − I| over the basis, with K applied afresh (not the stored KU): how far
@@ -232,9 +233,9 @@ impl ReducedStatics {
                 force[d]
             }
         });
-        let mut shape = load.clone();
-        self.factor.solve_in_place(shape.as_mut())?;
-        let whole = dot_col(&shape, &load).max(0.0).sqrt();
+        let mut solved = load.clone();
+        self.factor.solve_in_place(solved.as_mut())?;
+        let whole = dot_col(&solved, &load).max(0.0).sqrt();
         if whole == 0.0 {
             return Ok((0.0, 0.0));
         }
@@ -242,18 +243,25 @@ impl ReducedStatics {
         // what round-off left of the first). K times what is left is taken afresh from
         // K, not updated alongside: a contact patch sliding by a fraction of a cell adds
         // shapes mostly in the span already, and the updated product lost UᵀKU = I
-        // (off by 9 after 200 steps of a 1 cm slide; docs/math.md §12).
+        // (off by 9 after 200 steps of a 1 cm slide; docs/math.md §12). Each pass takes all r coefficients (KU)ᵀx in one sweep over the DOF-major
+        // tables, then x − Uc in another: two contiguous sweeps instead of 2r strided
+        // ones (a correction took 18 % of a sliding model step the strided way, 64 shapes).
+        let mut shape: Vec<f64> = (0..n).map(|d| solved[(d, 0)]).collect();
+        let r = self.shapes;
+        let mut c = vec![0.0; r];
         for _ in 0..2 {
-            for j in 0..self.shapes {
-                let c: f64 = (0..n)
-                    .map(|d| shape[(d, 0)] * self.stiffness[d * self.capacity + j])
-                    .sum();
-                for d in 0..n {
-                    shape[(d, 0)] -= c * self.basis[d * self.capacity + j];
+            c.fill(0.0);
+            for (d, &x) in shape.iter().enumerate().filter(|(_, &x)| x != 0.0) {
+                let row = &self.stiffness[d * self.capacity..][..r];
+                for (c, k) in c.iter_mut().zip(row) {
+                    *c += x * k;
                 }
             }
+            for (d, x) in shape.iter_mut().enumerate() {
+                let row = &self.basis[d * self.capacity..][..r];
+                *x -= row.iter().zip(&c).map(|(u, c)| u * c).sum::<f64>();
+            }
         }
-        let shape: Vec<f64> = (0..n).map(|d| shape[(d, 0)]).collect();
         let load = self.k_times(&shape);
         let left = shape
             .iter()
@@ -509,7 +517,7 @@ impl ReducedStatics {
         };
         let mut work = Work::new(r);
         let mut f = applied(&lambda);
-        let Some(mut energy) = self.energy(q, &f, &mut work) else {
+        let Some(mut energy) = self.energy(q, &f) else {
             let mut u = vec![Vec3::zeros(); n / 3];
             self.displacement(q, &mut u);
             return Err(NonlinearError::Inverted(self.statics.first_inverted(&u)));
@@ -620,7 +628,7 @@ impl ReducedStatics {
                 *l += step[(r + k, 0)];
             }
             f = applied(&lambda);
-            energy = self.energy(q, &f, &mut work).expect("checked at q before");
+            energy = self.energy(q, &f).expect("checked at q before");
             let inertia = |at: &[f64]| dynamic.as_deref().map_or(0.0, |d| d.merit(at));
             // The merit's slope at α = 0 under the updated multipliers (the inertial
             // terms do not depend on λ).
@@ -635,8 +643,7 @@ impl ReducedStatics {
                     for j in 0..r {
                         trial[j] = q[j] + alpha * step[(j, 0)];
                     }
-                    self.energy(&trial, &f, &mut work)
-                        .map(|e| e + inertia(&trial))
+                    self.energy(&trial, &f).map(|e| e + inertia(&trial))
                 }
                 Trial::Slope => {
                     let mut along = self.slope_along(&trial, &f, &step, &mut work);
@@ -784,10 +791,10 @@ impl ReducedStatics {
 
     /// Reduced potential energy ½|q|² + Σ_active V (W − W_lin) − fᵀq (J); `None` if an
     /// active element is inverted.
-    fn energy(&self, q: &[f64], f: &[f64], work: &mut Work) -> Option<f64> {
+    fn energy(&self, q: &[f64], f: &[f64]) -> Option<f64> {
         let mut e: f64 = q.iter().zip(f).map(|(q, f)| 0.5 * q * q - f * q).sum();
         for &(el, weight) in &self.quadrature {
-            let def = self.element_gradient(el, q, work);
+            let def = self.deformation(el, q);
             let w = self.statics.laws[el].energy_density(&def)?;
             let w_lin = self.linear[el].energy_density(&def)?;
             e += weight * self.statics.elements[el].volume * (w - w_lin);
@@ -795,26 +802,61 @@ impl ReducedStatics {
         Some(e)
     }
 
-    /// Deformation gradient of element `el` at q, leaving each shape's dF in `work.df`.
-    fn element_gradient(&self, el: usize, q: &[f64], work: &mut Work) -> Mat3 {
-        let r = self.shapes;
-        let tet = &self.statics.tets[el];
+    /// Deformation gradient of element `el` at q (from its nodes' displacements).
+    fn deformation(&self, el: usize, q: &[f64]) -> Mat3 {
         let grads = &self.statics.elements[el].grads;
         let mut def = Mat3::identity();
-        for (j, df) in work.df[..r].iter_mut().enumerate() {
-            let mut m = Mat3::zeros();
-            for (a, &v) in tet.iter().enumerate() {
-                for c in 0..3 {
-                    let coefficient = self.basis[(3 * v + c) * self.capacity + j];
-                    if coefficient != 0.0 {
-                        for k in 0..3 {
-                            m[(c, k)] += coefficient * grads[a][k];
-                        }
+        for (a, &v) in self.statics.tets[el].iter().enumerate() {
+            for c in 0..3 {
+                let u = self.dof(3 * v + c, q);
+                for k in 0..3 {
+                    def[(c, k)] += u * grads[a][k];
+                }
+            }
+        }
+        def
+    }
+
+    /// `out[j] += P : dF_j` in element `el` for the stress `p` (Pa·m³, P times the
+    /// volume), through its nodal forces P ∇N_a and U's rows at its nodes.
+    fn add_nodal_forces(&self, el: usize, p: &Mat3, out: &mut [f64]) {
+        let r = out.len();
+        let grads = &self.statics.elements[el].grads;
+        for (a, &v) in self.statics.tets[el].iter().enumerate() {
+            let force = p * grads[a];
+            for c in 0..3 {
+                let shapes = &self.basis[(3 * v + c) * self.capacity..][..r];
+                for (o, u) in out.iter_mut().zip(shapes) {
+                    *o += force[c] * u;
+                }
+            }
+        }
+    }
+
+    /// Deformation gradient of element `el` at q, leaving each shape's dF in `df`: row
+    /// 3c + k (entry (c, k) of dF) holds the r shapes' values, contiguous.
+    fn element_gradient(&self, el: usize, q: &[f64], df: &mut [f64]) -> Mat3 {
+        let r = self.shapes;
+        let grads = &self.statics.elements[el].grads;
+        df[..9 * r].fill(0.0);
+        for (a, &v) in self.statics.tets[el].iter().enumerate() {
+            for c in 0..3 {
+                let shapes = &self.basis[(3 * v + c) * self.capacity..][..r];
+                for k in 0..3 {
+                    let g = grads[a][k];
+                    for (o, u) in df[(3 * c + k) * r..][..r].iter_mut().zip(shapes) {
+                        *o += g * u;
                     }
                 }
             }
-            *df = m;
-            def += m * q[j];
+        }
+        let mut def = Mat3::identity();
+        for i in 0..9 {
+            def[(i / 3, i % 3)] += df[i * r..][..r]
+                .iter()
+                .zip(q)
+                .map(|(d, q)| d * q)
+                .sum::<f64>();
         }
         def
     }
@@ -842,47 +884,86 @@ impl ReducedStatics {
     }
 
     /// Uᵀf_int(Uq) into `gradient` and, if given, UᵀK_T U into `tangent` (row-major).
+    ///
+    /// An element's share of the tangent is dFᵀ C dF, dF its 9 × r shape gradients and C
+    /// its 9 × 9 moduli less the linear ones. The shares are summed [`CHUNK`] elements at
+    /// a time as one matrix product, (dF₁; dF₂; …)ᵀ (C₁dF₁; C₂dF₂; …), instead of r²/2
+    /// dot products of 3 × 3 matrices per element. With the basis near its 64 shapes
+    /// that made the model step 1.4–2× faster (`cargo bench --bench nonlinear --
+    /// model_step`, docs/benchmarks.md); at 17 shapes the two cost about the same
+    /// (`newton_iteration_default_block`: 25.4–27.5 ms against 23.9–25.8 ms).
     fn accumulate(
         &self,
         q: &[f64],
         work: &mut Work,
         gradient: &mut [f64],
-        mut tangent: Option<&mut [f64]>,
+        tangent: Option<&mut [f64]>,
     ) {
         let r = self.shapes;
         gradient[..r].copy_from_slice(&q[..r]);
-        if let Some(t) = tangent.as_deref_mut() {
-            t.fill(0.0);
-            for j in 0..r {
-                t[j * r + j] = 1.0;
-            }
+        let mut filled = 0;
+        if tangent.is_some() {
+            work.sum.fill(0.0);
         }
         for &(el, weight) in &self.quadrature {
-            let def = self.element_gradient(el, q, work);
             let volume = weight * self.statics.elements[el].volume;
             let law = &self.statics.laws[el];
             let lin = &self.linear[el];
-            let p = (law.stress(&def) - lin.stress(&def)) * volume;
-            for (g, df) in gradient.iter_mut().zip(&work.df[..r]) {
-                *g += p.dot(df);
-            }
-            let Some(t) = tangent.as_deref_mut() else {
+            if tangent.is_none() {
+                // Forces only (a line search's trial): through the element's nodal
+                // forces, 12 sweeps of U's rows instead of the 45 its dF would take.
+                let def = self.deformation(el, q);
+                let p = (law.stress(&def) - lin.stress(&def)) * volume;
+                self.add_nodal_forces(el, &p, &mut gradient[..r]);
                 continue;
-            };
-            law.stress_differentials(&def, &work.df[..r], &mut work.dp[..r]);
-            for j in 0..r {
-                let dp_lin = lin.stress_differential(&def, &work.df[j]);
-                work.dp[j] = (work.dp[j] - dp_lin) * volume;
             }
-            for j in 0..r {
-                for k in j..r {
-                    let tjk = work.dp[j].dot(&work.df[k]);
-                    t[j * r + k] += tjk;
-                    if k != j {
-                        t[k * r + j] += tjk;
+            let def = self.element_gradient(el, q, &mut work.df);
+            let p = (law.stress(&def) - lin.stress(&def)) * volume;
+            add_contraction(&p, &work.df, &mut gradient[..r]);
+            let c = law.moduli_beyond_linear(&def);
+            for (i, moduli) in c.iter().enumerate() {
+                let column = 9 * filled + i;
+                work.df_columns
+                    .col_as_slice_mut(column)
+                    .copy_from_slice(&work.df[i * r..][..r]);
+                let dp = work.dp_columns.col_as_slice_mut(column);
+                dp.fill(0.0);
+                for (cil, df) in moduli.iter().zip(work.df.chunks_exact(r)) {
+                    if *cil != 0.0 {
+                        for (o, d) in dp.iter_mut().zip(df) {
+                            *o += cil * volume * d;
+                        }
                     }
                 }
             }
+            filled += 1;
+            if filled == CHUNK {
+                work.flush(filled);
+                filled = 0;
+            }
+        }
+        if let Some(t) = tangent {
+            work.flush(filled);
+            for j in 0..r {
+                for k in 0..r {
+                    let identity = if j == k { 1.0 } else { 0.0 };
+                    t[j * r + k] = identity + 0.5 * (work.sum[(j, k)] + work.sum[(k, j)]);
+                }
+            }
+        }
+    }
+}
+
+/// Elements whose tangent shares one matrix product sums ([`ReducedStatics::accumulate`]).
+const CHUNK: usize = 32;
+
+/// `out[j] += P : dF_j` for the shape gradients `df` (9 rows of `out.len()` values).
+fn add_contraction(p: &Mat3, df: &[f64], out: &mut [f64]) {
+    let r = out.len();
+    for i in 0..9 {
+        let pi = p[(i / 3, i % 3)];
+        for (o, d) in out.iter_mut().zip(&df[i * r..][..r]) {
+            *o += pi * d;
         }
     }
 }
@@ -900,10 +981,15 @@ pub(super) struct StepEnd {
 
 /// Scratch of a reduced solve (r shapes).
 pub(super) struct Work {
-    /// Each shape's dF in the element at hand.
-    df: Vec<Mat3>,
-    /// Each shape's dP there (times the volume, less the linear part).
-    dp: Vec<Mat3>,
+    /// The shapes' dF in the element at hand, 9 rows of r ([`ReducedStatics::element_gradient`]).
+    df: Vec<f64>,
+    /// dF of up to [`CHUNK`] elements side by side, 9 columns of r each.
+    df_columns: Mat<f64>,
+    /// (C − C_lin) dF times the weighted volume in the same columns (N·m: the tangent's
+    /// shares are df_columns dp_columnsᵀ).
+    dp_columns: Mat<f64>,
+    /// The tangent's element shares summed so far (r × r, N/m).
+    sum: Mat<f64>,
     /// Uᵀf_int at the iterate (N).
     gradient: Vec<f64>,
     /// Uᵀf_int at a line-search trial (N).
@@ -915,12 +1001,30 @@ pub(super) struct Work {
 impl Work {
     pub(super) fn new(r: usize) -> Self {
         Self {
-            df: vec![Mat3::zeros(); r],
-            dp: vec![Mat3::zeros(); r],
+            df: vec![0.0; 9 * r],
+            df_columns: Mat::zeros(r, 9 * CHUNK),
+            dp_columns: Mat::zeros(r, 9 * CHUNK),
+            sum: Mat::zeros(r, r),
             gradient: vec![0.0; r],
             trial_gradient: vec![0.0; r],
             tangent: vec![0.0; r * r],
         }
+    }
+
+    /// Adds the first `filled` elements' tangent shares in the stacked columns to `sum`.
+    fn flush(&mut self, filled: usize) {
+        if filled == 0 {
+            return;
+        }
+        let columns = 9 * filled;
+        matmul(
+            self.sum.as_mut(),
+            Accum::Add,
+            self.df_columns.as_ref().subcols(0, columns),
+            self.dp_columns.as_ref().subcols(0, columns).transpose(),
+            1.0,
+            Par::Seq,
+        );
     }
 }
 
