@@ -17,7 +17,7 @@
 use faer::linalg::solvers::Solve;
 use faer::Mat;
 
-use super::reduced::{ReducedStatics, Work};
+use super::reduced::ReducedStatics;
 
 /// A cubature: elements and their weights (dimensionless, ≥ 0).
 #[derive(Clone, Debug, PartialEq)]
@@ -44,11 +44,10 @@ pub fn train_cubature(
     // A: each candidate's reduced forces at each state; b = A·1, the exact sum. Each
     // state's rows are scaled to unit ‖b‖ so shallow states count as much as deep ones.
     let mut a = Mat::<f64>::zeros(rows, candidates.len());
-    let mut work = Work::new(r);
     let mut column = vec![0.0; r];
     for (s, q) in states.iter().enumerate() {
         for (c, &el) in candidates.iter().enumerate() {
-            reduced.element_forces(el, q, &mut column, &mut work);
+            reduced.element_forces(el, q, &mut column);
             for (j, f) in column.iter().enumerate() {
                 a[(s * r + j, c)] = *f;
             }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use faer::linalg::matmul::matmul;
 use faer::linalg::solvers::Solve;
 use faer::sparse::SparseColMat;
-use faer::{Accum, Mat, Par};
+use faer::{Accum, Mat, MatRef, Par};
 
 use super::cubature::Cubature;
 use super::dynamics::DynamicStep;
@@ -156,13 +156,13 @@ impl ReducedStatics {
 
     /// Element `el`'s share of the reduced internal forces beyond its linearisation,
     /// V (P − P_lin) : dF_j for each shape j (N), into `out` (length r), at q.
-    pub(super) fn element_forces(&self, el: usize, q: &[f64], out: &mut [f64], work: &mut Work) {
-        let def = self.element_gradient(el, q, &mut work.df);
+    pub(super) fn element_forces(&self, el: usize, q: &[f64], out: &mut [f64]) {
+        let def = self.deformation(el, q);
         let p = (self.statics.laws[el].stress(&def) - self.linear[el].stress(&def))
             * self.statics.elements[el].volume;
         let r = self.shapes;
         out[..r].fill(0.0);
-        add_contraction(&p, &work.df, &mut out[..r]);
+        self.add_nodal_forces(el, &p, &mut out[..r]);
     }
 
     /// max |UᵀKU − I| over the basis, with K applied afresh (not the stored KU): how far
@@ -243,9 +243,10 @@ impl ReducedStatics {
         // what round-off left of the first). K times what is left is taken afresh from
         // K, not updated alongside: a contact patch sliding by a fraction of a cell adds
         // shapes mostly in the span already, and the updated product lost UᵀKU = I
-        // (off by 9 after 200 steps of a 1 cm slide; docs/math.md §12). Each pass takes all r coefficients (KU)ᵀx in one sweep over the DOF-major
-        // tables, then x − Uc in another: two contiguous sweeps instead of 2r strided
-        // ones (a correction took 18 % of a sliding model step the strided way, 64 shapes).
+        // (off by 9 after 200 steps of a 1 cm slide; docs/math.md §12). Each pass takes
+        // all r coefficients (KU)ᵀx in one sweep over the DOF-major tables, then x − Uc
+        // in another: two contiguous sweeps instead of 2r strided ones (Gram–Schmidt
+        // took 9 % of a sliding model step the strided way, 64 shapes).
         let mut shape: Vec<f64> = (0..n).map(|d| solved[(d, 0)]).collect();
         let r = self.shapes;
         let mut c = vec![0.0; r];
@@ -901,6 +902,10 @@ impl ReducedStatics {
     ) {
         let r = self.shapes;
         gradient[..r].copy_from_slice(&q[..r]);
+        if r == 0 {
+            return;
+        }
+        // Elements whose dF and (C − C_lin) dF wait in `work` for the next product.
         let mut filled = 0;
         if tangent.is_some() {
             work.sum.fill(0.0);
@@ -909,41 +914,39 @@ impl ReducedStatics {
             let volume = weight * self.statics.elements[el].volume;
             let law = &self.statics.laws[el];
             let lin = &self.linear[el];
+            let slot = 9 * r * filled..9 * r * (filled + 1);
+            let def = match tangent {
+                Some(_) => self.element_gradient(el, q, &mut work.df[slot.clone()]),
+                None => self.deformation(el, q),
+            };
+            let p = (law.stress(&def) - lin.stress(&def)) * volume;
+            self.add_nodal_forces(el, &p, &mut gradient[..r]);
             if tangent.is_none() {
-                // Forces only (a line search's trial): through the element's nodal
-                // forces, 12 sweeps of U's rows instead of the 45 its dF would take.
-                let def = self.deformation(el, q);
-                let p = (law.stress(&def) - lin.stress(&def)) * volume;
-                self.add_nodal_forces(el, &p, &mut gradient[..r]);
                 continue;
             }
-            let def = self.element_gradient(el, q, &mut work.df);
-            let p = (law.stress(&def) - lin.stress(&def)) * volume;
-            add_contraction(&p, &work.df, &mut gradient[..r]);
-            let c = law.moduli_beyond_linear(&def);
-            for (i, moduli) in c.iter().enumerate() {
-                let column = 9 * filled + i;
-                work.df_columns
-                    .col_as_slice_mut(column)
-                    .copy_from_slice(&work.df[i * r..][..r]);
-                let dp = work.dp_columns.col_as_slice_mut(column);
-                dp.fill(0.0);
-                for (cil, df) in moduli.iter().zip(work.df.chunks_exact(r)) {
-                    if *cil != 0.0 {
-                        for (o, d) in dp.iter_mut().zip(df) {
-                            *o += cil * volume * d;
-                        }
+            let df = &work.df[slot.clone()];
+            let dp = &mut work.dp[slot];
+            dp.fill(0.0);
+            for (moduli, dp) in law
+                .moduli_beyond_linear(&def)
+                .iter()
+                .zip(dp.chunks_exact_mut(r))
+            {
+                for (c, df) in moduli.iter().zip(df.chunks_exact(r)) {
+                    let c = c * volume;
+                    for (o, d) in dp.iter_mut().zip(df) {
+                        *o += c * d;
                     }
                 }
             }
             filled += 1;
             if filled == CHUNK {
-                work.flush(filled);
+                work.flush(r, filled);
                 filled = 0;
             }
         }
         if let Some(t) = tangent {
-            work.flush(filled);
+            work.flush(r, filled);
             for j in 0..r {
                 for k in 0..r {
                     let identity = if j == k { 1.0 } else { 0.0 };
@@ -957,17 +960,6 @@ impl ReducedStatics {
 /// Elements whose tangent shares one matrix product sums ([`ReducedStatics::accumulate`]).
 const CHUNK: usize = 32;
 
-/// `out[j] += P : dF_j` for the shape gradients `df` (9 rows of `out.len()` values).
-fn add_contraction(p: &Mat3, df: &[f64], out: &mut [f64]) {
-    let r = out.len();
-    for i in 0..9 {
-        let pi = p[(i / 3, i % 3)];
-        for (o, d) in out.iter_mut().zip(&df[i * r..][..r]) {
-            *o += pi * d;
-        }
-    }
-}
-
 /// What a reduced solve ends with.
 pub(super) struct StepEnd {
     /// How Newton's method went.
@@ -980,14 +972,13 @@ pub(super) struct StepEnd {
 }
 
 /// Scratch of a reduced solve (r shapes).
-pub(super) struct Work {
-    /// The shapes' dF in the element at hand, 9 rows of r ([`ReducedStatics::element_gradient`]).
+struct Work {
+    /// The shapes' dF in up to [`CHUNK`] elements, each element's 9 rows of r values
+    /// ([`ReducedStatics::element_gradient`]) after the last's: column-major r × 9·CHUNK.
     df: Vec<f64>,
-    /// dF of up to [`CHUNK`] elements side by side, 9 columns of r each.
-    df_columns: Mat<f64>,
-    /// (C − C_lin) dF times the weighted volume in the same columns (N·m: the tangent's
-    /// shares are df_columns dp_columnsᵀ).
-    dp_columns: Mat<f64>,
+    /// (C − C_lin) dF times the weighted volume in the same layout (N·m: the tangent's
+    /// shares are df dpᵀ).
+    dp: Vec<f64>,
     /// The tangent's element shares summed so far (r × r, N/m).
     sum: Mat<f64>,
     /// Uᵀf_int at the iterate (N).
@@ -999,11 +990,10 @@ pub(super) struct Work {
 }
 
 impl Work {
-    pub(super) fn new(r: usize) -> Self {
+    fn new(r: usize) -> Self {
         Self {
-            df: vec![0.0; 9 * r],
-            df_columns: Mat::zeros(r, 9 * CHUNK),
-            dp_columns: Mat::zeros(r, 9 * CHUNK),
+            df: vec![0.0; 9 * r * CHUNK],
+            dp: vec![0.0; 9 * r * CHUNK],
             sum: Mat::zeros(r, r),
             gradient: vec![0.0; r],
             trial_gradient: vec![0.0; r],
@@ -1011,17 +1001,17 @@ impl Work {
         }
     }
 
-    /// Adds the first `filled` elements' tangent shares in the stacked columns to `sum`.
-    fn flush(&mut self, filled: usize) {
+    /// Adds the first `filled` elements' tangent shares to `sum` (r shapes).
+    fn flush(&mut self, r: usize, filled: usize) {
         if filled == 0 {
             return;
         }
-        let columns = 9 * filled;
+        let (len, columns) = (9 * r * filled, 9 * filled);
         matmul(
             self.sum.as_mut(),
             Accum::Add,
-            self.df_columns.as_ref().subcols(0, columns),
-            self.dp_columns.as_ref().subcols(0, columns).transpose(),
+            MatRef::from_column_major_slice(&self.df[..len], r, columns),
+            MatRef::from_column_major_slice(&self.dp[..len], r, columns).transpose(),
             1.0,
             Par::Seq,
         );
