@@ -400,10 +400,12 @@ async fn chromium_draws_the_tissue_and_a_drag_pushes_the_probe_in() {
 }
 
 /// The default scene's modal model pressed, slid across the lump and released: every
-/// few frames, the surface the viewer's JavaScript rebuilt (modal coordinates, nodal
-/// loads times the residual columns it was sent, corrections) equals the model's own
-/// surface at that frame's time to 1e-5 m, and the panel shows the bandwidth with the
-/// one-off columns apart.
+/// 0.1 s of scene time the script holds until the viewer has drawn that frame, and the
+/// surface its JavaScript rebuilt (modal coordinates, nodal loads times the residual
+/// columns it was sent, corrections) equals the model's own surface at that time to
+/// 1e-5 m; the panel shows the bandwidth with the one-off columns apart. The holds make
+/// the check independent of how fast a software-rendering browser draws on a loaded
+/// machine: every frame in contact is met.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chromium_rebuilds_the_models_surface_from_loads_and_columns() {
     let Some(binary) = chromium_or_skip() else {
@@ -421,29 +423,34 @@ async fn chromium_rebuilds_the_models_surface_from_loads_and_columns() {
         "first frame drawn",
     )
     .await;
-    let model = run.run_script();
-    // Sampled until the script has run, not for its duration of wall time: under load its
-    // steps can fall behind real time.
-    let (mut checked, mut with_loads, mut max_error) = (0, 0, 0.0f64);
+    let hold_every = (0.1 / model_stream_support::DT).round() as usize;
+    let (model, mut holds, resume) = run.run_script_with_holds(hold_every);
+    let (mut checked, mut in_contact, mut with_loads, mut max_error) = (0, 0, 0, 0.0f64);
     let mut one_off_seen = 0.0f64;
-    while !model.is_finished() {
-        let drawn = page
-            .evaluate(
-                "JSON.stringify({t: palpaViewer.drawnFrame.scene_time, \
-                 loads: palpaViewer.drawnFrame.deformation.Superposed.loads.length, \
-                 columns: palpaViewer.columns.size, oneOff: palpaViewer.bandwidth.oneOff, \
-                 p: Array.from(palpaViewer.positions)})",
-            )
-            .await;
-        let drawn: Value = serde_json::from_str(drawn.as_str().unwrap()).unwrap();
-        let t = drawn["t"].as_f64().unwrap();
-        let expected = run
-            .truth
-            .lock()
-            .unwrap()
-            .get(&model_stream_support::time_key(t))
-            .cloned();
-        let expected = expected.unwrap_or_else(|| panic!("no model surface at t = {t}"));
+    while let Some(held_at) = holds.recv().await {
+        // The publisher keeps sending the held snapshot, so the viewer draws it.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let drawn = loop {
+            let drawn = page
+                .evaluate(
+                    "JSON.stringify({t: palpaViewer.drawnFrame.scene_time, \
+                     loads: palpaViewer.drawnFrame.deformation.Superposed.loads.length, \
+                     contact: palpaViewer.drawnFrame.in_contact, columns: palpaViewer.columns.size, oneOff: palpaViewer.bandwidth.oneOff, \
+                     p: Array.from(palpaViewer.positions)})",
+                )
+                .await;
+            let drawn: Value = serde_json::from_str(drawn.as_str().unwrap()).unwrap();
+            let t = drawn["t"].as_f64().unwrap();
+            if model_stream_support::time_key(t) == model_stream_support::time_key(held_at) {
+                break drawn;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the viewer did not draw the frame at t = {held_at} s within 60 s (drawn: {t} s)"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let expected = run.truth.lock().unwrap()[&model_stream_support::time_key(held_at)].clone();
         let got: Vec<f64> = serde_json::from_value(drawn["p"].clone()).unwrap();
         assert_eq!(got.len(), 3 * expected.len());
         let error = expected
@@ -453,9 +460,10 @@ async fn chromium_rebuilds_the_models_surface_from_loads_and_columns() {
             .fold(0.0, f64::max);
         max_error = max_error.max(error);
         checked += 1;
+        in_contact += usize::from(drawn["contact"].as_bool().unwrap());
         with_loads += usize::from(drawn["loads"].as_u64().unwrap() > 0);
         one_off_seen = one_off_seen.max(drawn["oneOff"].as_f64().unwrap());
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        resume.send(()).unwrap();
     }
     tokio::task::spawn_blocking(move || model.join().unwrap())
         .await
@@ -464,10 +472,15 @@ async fn chromium_rebuilds_the_models_surface_from_loads_and_columns() {
         .evaluate("document.getElementById('bandwidth').textContent + ' | ' + document.getElementById('bandwidth-detail').textContent")
         .await;
     println!(
-        "browser: {checked} drawn frames checked ({with_loads} with loads), max error \
+        "browser: {checked} drawn frames checked ({in_contact} in contact, {with_loads} with \
+         loads), max error \
          {max_error:.2e} m, one-off columns up to {one_off_seen:.0} B/s; panel: {panel}"
     );
-    assert!(checked >= 20, "only {checked} frames checked");
+    // Holds every 0.1 s over 3.2 s; the probe touches from 0.2 s to 2.68 s. A frame in
+    // contact carries its loads once the columns of their nodes are complete (before,
+    // the surface's field itself), which on a loaded machine is later.
+    assert_eq!(checked, 32, "frames checked");
+    assert_eq!(in_contact, 24, "frames checked in contact");
     assert!(
         with_loads >= 5,
         "only {with_loads} drawn frames carried loads"

@@ -99,11 +99,36 @@ impl ModelStream {
     /// model's own surface for it) every step, so the 30 Hz publisher picks whichever
     /// is newest. Call once.
     pub fn run_script(&mut self) -> JoinHandle<()> {
+        self.spawn_script(None)
+    }
+
+    /// As [`Self::run_script`], but every `every` steps the script holds at that step's
+    /// time (s), sent on the returned channel, until the test sends on `resume` (or drops
+    /// it): a client that falls behind real time is still met at every hold.
+    pub fn run_script_with_holds(
+        &mut self,
+        every: usize,
+    ) -> (
+        JoinHandle<()>,
+        tokio::sync::mpsc::UnboundedReceiver<f64>,
+        std::sync::mpsc::Sender<()>,
+    ) {
+        let (held, holds) = tokio::sync::mpsc::unbounded_channel();
+        let (resume, resumed) = std::sync::mpsc::channel();
+        let thread = self.spawn_script(Some(Hold {
+            every,
+            held,
+            resumed,
+        }));
+        (thread, holds, resume)
+    }
+
+    fn spawn_script(&mut self, hold: Option<Hold>) -> JoinHandle<()> {
         let (mut model, mut visual, mut writer, nodes) =
             self.model.take().expect("the script runs once");
         let truth = self.truth.clone();
         std::thread::spawn(move || {
-            let start = Instant::now();
+            let mut start = Instant::now();
             let mut snapshot = visual.at_rest(probe_at(0.0));
             let mut displacement = vec![Vec3::zeros(); nodes.len()];
             let steps = (DURATION / DT) as usize;
@@ -121,9 +146,24 @@ impl ModelStream {
                     .collect();
                 truth.lock().unwrap().insert(time_key(t), surface);
                 writer.publish(&snapshot);
+                if let Some(hold) = hold.as_ref().filter(|h| i % h.every == 0) {
+                    let held_since = Instant::now();
+                    if hold.held.send(t).is_ok() {
+                        let _ = hold.resumed.recv();
+                    }
+                    // Real time resumes where it stopped.
+                    start += held_since.elapsed();
+                }
                 let next = start + Duration::from_secs_f64(t);
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));
             }
         })
     }
+}
+
+/// Where a script holds for its client: every `every` steps.
+struct Hold {
+    every: usize,
+    held: tokio::sync::mpsc::UnboundedSender<f64>,
+    resumed: std::sync::mpsc::Receiver<()>,
 }
