@@ -45,9 +45,11 @@ pub fn train_cubature(
     // state's rows are scaled to unit ‖b‖ so shallow states count as much as deep ones.
     let mut a = Mat::<f64>::zeros(rows, candidates.len());
     let mut column = vec![0.0; r];
+    let mut displacement = vec![crate::Vec3::zeros(); reduced.nodes()];
     for (s, q) in states.iter().enumerate() {
+        reduced.displacement(q, &mut displacement);
         for (c, &el) in candidates.iter().enumerate() {
-            reduced.element_forces(el, q, &mut column);
+            reduced.element_forces(el, &displacement, &mut column);
             for (j, f) in column.iter().enumerate() {
                 a[(s * r + j, c)] = *f;
             }

@@ -84,9 +84,13 @@ pub struct ReducedStatics {
     /// The (element, weight) pairs the reduced forces are summed over: the active
     /// elements with weight 1, or a cubature's.
     quadrature: Vec<(usize, f64)>,
+    /// The nodes of the quadrature's elements, ascending.
+    quadrature_nodes: Vec<usize>,
     /// Counts the changes of the basis and of the quadrature: the reduced potential
     /// is the same function while it stays.
     revision: u64,
+    /// Counts the restarts of the basis: while it stays, shapes are only appended.
+    restarts: u64,
 }
 
 impl std::fmt::Debug for ReducedStatics {
@@ -125,15 +129,28 @@ impl ReducedStatics {
             stiffness: vec![0.0; n * capacity],
             active: Vec::new(),
             quadrature: Vec::new(),
+            quadrature_nodes: Vec::new(),
             revision: 0,
+            restarts: 0,
         })
     }
 
     /// Sums the reduced forces over the cubature's elements with its weights instead of
     /// over the active set, until the next [`ReducedStatics::enrich`].
     pub fn set_cubature(&mut self, cubature: &Cubature) {
-        self.quadrature.clone_from(&cubature.elements);
+        self.set_quadrature(cubature.elements.clone());
         self.revision += 1;
+    }
+
+    /// Sums the reduced forces over `quadrature` ((element, weight) pairs) from now on.
+    fn set_quadrature(&mut self, quadrature: Vec<(usize, f64)>) {
+        self.quadrature_nodes.clear();
+        for &(el, _) in &quadrature {
+            self.quadrature_nodes.extend(self.statics.tets[el]);
+        }
+        self.quadrature_nodes.sort_unstable();
+        self.quadrature_nodes.dedup();
+        self.quadrature = quadrature;
     }
 
     /// Changes so far of the basis and the quadrature: while it stays the same, so is
@@ -155,9 +172,10 @@ impl ReducedStatics {
     }
 
     /// Element `el`'s share of the reduced internal forces beyond its linearisation,
-    /// V (P − P_lin) : dF_j for each shape j (N), into `out` (length r), at q.
-    pub(super) fn element_forces(&self, el: usize, q: &[f64], out: &mut [f64]) {
-        let def = self.deformation(el, q);
+    /// V (P − P_lin) : dF_j for each shape j (N), into `out` (length r), at the nodes'
+    /// displacements U q ([`ReducedStatics::displacement`]; m).
+    pub(super) fn element_forces(&self, el: usize, displacement: &[Vec3], out: &mut [f64]) {
+        let def = self.deformation_from(el, displacement);
         let p = (self.statics.laws[el].stress(&def) - self.linear[el].stress(&def))
             * self.statics.elements[el].volume;
         let r = self.shapes;
@@ -188,6 +206,11 @@ impl ReducedStatics {
         self.shapes
     }
 
+    /// Nodes of the mesh.
+    pub fn nodes(&self) -> usize {
+        self.statics.prescribed.len() / 3
+    }
+
     /// Elements solved with their large-strain law.
     pub fn active_elements(&self) -> usize {
         self.active.len()
@@ -203,16 +226,37 @@ impl ReducedStatics {
         Ok(if whole > 0.0 { left / whole } else { 0.0 })
     }
 
+    /// [`ReducedStatics::add_shape`] for each of `forces` in turn, solved with K at once
+    /// (a solve is bound by reading the factor, so three columns cost little more than
+    /// one). The shapes added before a failure stay.
+    pub fn add_shapes(&mut self, forces: &[Vec<f64>]) -> Result<(), NonlinearError> {
+        let n = self.statics.prescribed.len();
+        let mut loads = Mat::<f64>::zeros(n, forces.len());
+        for (j, force) in forces.iter().enumerate() {
+            if force.len() != n {
+                return Err(NonlinearError::NodeCount {
+                    what: "shape force (3 per node)",
+                    given: force.len(),
+                    nodes: n / 3,
+                });
+            }
+            for d in (0..n).filter(|&d| !self.statics.prescribed[d]) {
+                loads[(d, j)] = force[d];
+            }
+        }
+        let mut solved = loads.clone();
+        self.factor.solve_in_place(solved.as_mut())?;
+        for j in 0..forces.len() {
+            let load: Vec<f64> = loads.col(j).iter().copied().collect();
+            self.add_solved_if(&load, solved.col(j).iter().copied().collect(), 0.0)?;
+        }
+        Ok(())
+    }
+
     /// [`ReducedStatics::add_shape`]: the energy norms √(fᵀK⁻¹f) of the whole shape and
     /// of its part outside the span before it (0 when not added) (m·√(N/m)).
     fn add_load(&mut self, force: &[f64]) -> Result<(f64, f64), NonlinearError> {
         self.add_load_if(force, 0.0)
-    }
-
-    /// The energy norm of K⁻¹`force`'s part outside the span (m·√(N/m)), added to the
-    /// basis only if above `least` ([`ReducedStatics::add_shape`]).
-    fn add_load_beyond(&mut self, force: &[f64], least: f64) -> Result<f64, NonlinearError> {
-        self.add_load_if(force, least).map(|(_, left)| left)
     }
 
     /// [`ReducedStatics::add_load`], adding the shape only if its part outside the span
@@ -226,16 +270,36 @@ impl ReducedStatics {
                 nodes: n / 3,
             });
         }
-        let load = Mat::<f64>::from_fn(n, 1, |d, _| {
-            if self.statics.prescribed[d] {
-                0.0
-            } else {
-                force[d]
-            }
-        });
-        let mut solved = load.clone();
+        let load: Vec<f64> = (0..n)
+            .map(|d| {
+                if self.statics.prescribed[d] {
+                    0.0
+                } else {
+                    force[d]
+                }
+            })
+            .collect();
+        let mut solved = Mat::<f64>::from_fn(n, 1, |d, _| load[d]);
         self.factor.solve_in_place(solved.as_mut())?;
-        let whole = dot_col(&solved, &load).max(0.0).sqrt();
+        self.add_solved_if(&load, solved.col(0).iter().copied().collect(), least)
+    }
+
+    /// [`ReducedStatics::add_load_if`] with the force `load` (zero at the prescribed
+    /// DOFs; N) already solved for: `solved` = K⁻¹ `load` (m).
+    fn add_solved_if(
+        &mut self,
+        load: &[f64],
+        solved: Vec<f64>,
+        least: f64,
+    ) -> Result<(f64, f64), NonlinearError> {
+        let n = self.statics.prescribed.len();
+        let whole = solved
+            .iter()
+            .zip(load)
+            .map(|(x, f)| x * f)
+            .sum::<f64>()
+            .max(0.0)
+            .sqrt();
         if whole == 0.0 {
             return Ok((0.0, 0.0));
         }
@@ -247,7 +311,7 @@ impl ReducedStatics {
         // all r coefficients (KU)ᵀx in one sweep over the DOF-major tables, then x − Uc
         // in another: two contiguous sweeps instead of 2r strided ones (Gram–Schmidt
         // took 9 % of a sliding model step the strided way, 64 shapes).
-        let mut shape: Vec<f64> = (0..n).map(|d| solved[(d, 0)]).collect();
+        let mut shape = solved;
         let r = self.shapes;
         let mut c = vec![0.0; r];
         for _ in 0..2 {
@@ -341,6 +405,14 @@ impl ReducedStatics {
         }
     }
 
+    /// U q (m) at the quadrature's nodes into `out` (one entry per node of the mesh;
+    /// the others are left as they are).
+    fn quadrature_displacement(&self, q: &[f64], out: &mut [Vec3]) {
+        for &v in &self.quadrature_nodes {
+            out[v] = self.node_displacement(v, q);
+        }
+    }
+
     /// The displacement of node `v` at q (m).
     pub fn node_displacement(&self, v: usize, q: &[f64]) -> Vec3 {
         Vec3::from_fn(|c, _| self.dof(3 * v + c, q))
@@ -370,6 +442,7 @@ impl ReducedStatics {
         q.resize(self.shapes, 0.0);
         let keep = keep.min(self.shapes);
         self.revision += 1;
+        self.restarts += 1;
         let norm = size(&q[keep..]);
         if norm == 0.0 {
             self.shapes = keep;
@@ -409,7 +482,7 @@ impl ReducedStatics {
     /// `q.len()`: the work of one Newton iteration.
     pub fn reduced_forces_and_tangent(&self, q: &[f64], forces: &mut [f64], tangent: &mut [f64]) {
         let r = self.shapes;
-        let mut work = Work::new(r);
+        let mut work = Work::new(r, self.nodes());
         self.gradient_and_tangent(q, &mut work);
         forces[..r].copy_from_slice(&work.gradient);
         tangent[..r * r].copy_from_slice(&work.tangent);
@@ -428,34 +501,43 @@ impl ReducedStatics {
         constraints: &mut [LinearConstraint],
         options: &NewtonOptions,
     ) -> Result<NewtonReport, NonlinearError> {
-        self.solve_with_tangent(q, loads, constraints, options, &mut Vec::new())
-    }
-
-    /// [`ReducedStatics::solve`], leaving the reduced tangent UᵀK_T U at the solution in
-    /// `tangent` (N/m, row-major r × r).
-    pub fn solve_with_tangent(
-        &self,
-        q: &mut [f64],
-        loads: &[Vec3],
-        constraints: &mut [LinearConstraint],
-        options: &NewtonOptions,
-        tangent: &mut Vec<f64>,
-    ) -> Result<NewtonReport, NonlinearError> {
-        self.solve_step(q, loads, constraints, options, tangent, None)
+        self.solve_step(q, loads, constraints, options, None, None)
             .map(|end| end.report)
     }
 
-    /// [`ReducedStatics::solve_with_tangent`], or with `dynamic` one dynamic step
-    /// (`dynamics.rs`): the dynamic coordinates' rows gain the step's inertial terms,
-    /// the static ones stay in equilibrium. Returns the report with Π and ∇Π − Aᵀλ at
-    /// the solution.
+    /// Takes `tangent` afresh at q (the state its solve ended on) unless it is that
+    /// state's in this basis already.
+    pub(super) fn refresh_tangent(&self, q: &[f64], tangent: &mut Tangent) {
+        if tangent.at_solution && tangent.revision == Some(self.revision) {
+            return;
+        }
+        let r = self.shapes;
+        let mut work = Work::new(r, self.nodes());
+        self.gradient_and_tangent(q, &mut work);
+        *tangent = Tangent {
+            values: work.tangent,
+            shapes: r,
+            restarts: self.restarts,
+            revision: Some(self.revision),
+            at_solution: true,
+        };
+    }
+
+    /// [`ReducedStatics::solve`], or with `dynamic` one dynamic step (`dynamics.rs`):
+    /// the dynamic coordinates' rows gain the step's inertial terms, the static ones
+    /// stay in equilibrium. Without `tangent`, Newton's method takes the tangent at
+    /// every iterate (it converges quadratically); with it, it starts from that tangent
+    /// if it is this basis's or its first shapes', keeps a tangent while it converges
+    /// ([`CHORD_CONTRACTION`], [`CHORD_ITERATIONS`]), and leaves the last one taken
+    /// there (not necessarily at the solution: see [`Tangent::at_solution`]). Returns
+    /// the report with Π and ∇Π − Aᵀλ at the solution.
     pub(super) fn solve_step(
         &self,
         q: &mut [f64],
         loads: &[Vec3],
         constraints: &mut [LinearConstraint],
         options: &NewtonOptions,
-        tangent: &mut Vec<f64>,
+        mut tangent: Option<&mut Tangent>,
         mut dynamic: Option<&mut DynamicStep>,
     ) -> Result<StepEnd, NonlinearError> {
         let r = self.shapes;
@@ -516,12 +598,12 @@ impl ReducedStatics {
         let potential = |energy: f64, f: &[f64], q: &[f64]| -> f64 {
             energy + (0..r).map(|j| (f[j] - b[j]) * q[j]).sum::<f64>()
         };
-        let mut work = Work::new(r);
+        let mut work = Work::new(r, n / 3);
         let mut f = applied(&lambda);
-        let Some(mut energy) = self.energy(q, &f) else {
-            let mut u = vec![Vec3::zeros(); n / 3];
-            self.displacement(q, &mut u);
-            return Err(NonlinearError::Inverted(self.statics.first_inverted(&u)));
+        let Some(mut energy) = self.energy(q, &f, &mut work.displacement) else {
+            self.displacement(q, &mut work.displacement);
+            let inverted = self.statics.first_inverted(&work.displacement);
+            return Err(NonlinearError::Inverted(inverted));
         };
         let dynamic_scale = dynamic.as_ref().map_or(0.0, |d| d.scale());
         let mut report = NewtonReport {
@@ -532,13 +614,42 @@ impl ReducedStatics {
         let mut trial = vec![0.0; r];
         let mut last_step = f64::INFINITY;
         let mut corrections = 0;
+        // Whether work.tangent holds a tangent to start from.
+        let mut kept = false;
+        if let Some(t) = tangent.as_deref() {
+            let rt = t.shapes;
+            kept = t.revision.is_some() && t.restarts == self.restarts && rt <= r;
+            if kept {
+                for i in 0..r {
+                    for j in 0..r {
+                        work.tangent[i * r + j] = match (i < rt && j < rt, i == j) {
+                            (true, _) => t.values[i * rt + j],
+                            (false, true) => 1.0,
+                            (false, false) => 0.0,
+                        };
+                    }
+                }
+            }
+        }
+        let chord = tangent.is_some();
+        let mut last_norm = f64::INFINITY;
+        let mut shortened = false;
+        // Iterations since the tangent was last taken.
+        let mut chord_iterations = 0;
         for iteration in 0..=options.max_iterations {
-            self.gradient_and_tangent(q, &mut work);
+            let keep = kept && !shortened && chord_iterations < CHORD_ITERATIONS;
+            if keep {
+                self.gradient_only(q, &mut work);
+            } else {
+                self.gradient_and_tangent(q, &mut work);
+            }
             let mut residual: Vec<f64> = (0..r).map(|j| work.gradient[j] - f[j]).collect();
             if let Some(step) = dynamic.as_deref() {
                 step.add_residual(q, &mut residual);
             }
             let norm = residual.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let at_q = !keep;
+            kept = chord;
             // The forces the residual balances: the applied ones, the elastic ones (in
             // a dynamic step inertia balances part of them) and the inertial ones.
             let scale = size(&f).max(size(&work.gradient[..r])).max(dynamic_scale);
@@ -577,7 +688,15 @@ impl ReducedStatics {
                     }
                 }
                 report.energy = energy;
-                tangent.clone_from(&work.tangent);
+                if let Some(t) = tangent.as_deref_mut() {
+                    *t = Tangent {
+                        values: work.tangent.clone(),
+                        shapes: r,
+                        restarts: self.restarts,
+                        revision: Some(self.revision),
+                        at_solution: at_q,
+                    };
+                }
                 for (c, l) in constraints.iter_mut().zip(&lambda) {
                     c.multiplier = *l;
                 }
@@ -594,6 +713,15 @@ impl ReducedStatics {
                     tolerance,
                 });
             }
+            // A kept tangent that no longer converges fast is taken afresh here.
+            chord_iterations += 1;
+            if at_q {
+                chord_iterations = 0;
+            } else if norm > CHORD_CONTRACTION * last_norm {
+                self.gradient_and_tangent(q, &mut work);
+                chord_iterations = 0;
+            }
+            last_norm = norm;
             // KKT: [J  −A; −Aᵀ 0] [δq; δλ] = [−R; −gap], J the static tangent plus the
             // step's inertia.
             let mut jacobian = work.tangent.clone();
@@ -628,8 +756,9 @@ impl ReducedStatics {
             for (k, l) in lambda.iter_mut().enumerate() {
                 *l += step[(r + k, 0)];
             }
-            f = applied(&lambda);
-            energy = self.energy(q, &f).expect("checked at q before");
+            // The energy's forces term −f·q changes with λ; the elastic energy does not.
+            let before = std::mem::replace(&mut f, applied(&lambda));
+            energy += (0..r).map(|j| (before[j] - f[j]) * q[j]).sum::<f64>();
             let inertia = |at: &[f64]| dynamic.as_deref().map_or(0.0, |d| d.merit(at));
             // The merit's slope at α = 0 under the updated multipliers (the inertial
             // terms do not depend on λ).
@@ -644,7 +773,8 @@ impl ReducedStatics {
                     for j in 0..r {
                         trial[j] = q[j] + alpha * step[(j, 0)];
                     }
-                    self.energy(&trial, &f).map(|e| e + inertia(&trial))
+                    self.energy(&trial, &f, &mut work.displacement)
+                        .map(|e| e + inertia(&trial))
                 }
                 Trial::Slope => {
                     let mut along = self.slope_along(&trial, &f, &step, &mut work);
@@ -663,6 +793,7 @@ impl ReducedStatics {
                 });
             };
             energy = e - inertia(&trial);
+            shortened = alpha < 1.0;
             report.steps.push(alpha);
             last_step = alpha * (0..r).map(|j| step[(j, 0)].powi(2)).sum::<f64>().sqrt();
             q.copy_from_slice(&trial);
@@ -735,7 +866,7 @@ impl ReducedStatics {
         if quadrature != self.quadrature {
             self.revision += 1;
         }
-        self.quadrature = quadrature;
+        self.set_quadrature(quadrature);
         self.active = active;
         for d in 0..n {
             if self.statics.prescribed[d] {
@@ -745,22 +876,26 @@ impl ReducedStatics {
         }
         let size = size(q);
         let relative = |norm: f64| if size > 0.0 { norm / size } else { 0.0 };
-        let cut = relative(self.energy_norm(&cut)?);
+        // K⁻¹ of both in one solve: a solve with the factor is bound by reading it
+        // (8–13 ms of a 28 ms enrichment on the default block), not by the columns.
+        let mut solved = Mat::<f64>::from_fn(n, 2, |d, j| [residual[d], cut[d]][j]);
+        self.factor.solve_in_place(solved.as_mut())?;
+        let cut = relative(
+            solved
+                .col(1)
+                .iter()
+                .zip(&cut)
+                .map(|(x, f)| x * f)
+                .sum::<f64>()
+                .max(0.0)
+                .sqrt(),
+        );
         // What the correction adds outside the span: the dynamic coordinates' residual
         // (their inertia, which the static residual leaves out) is in the span already.
-        let basis = relative(self.add_load_beyond(&residual, tolerance * size)?);
+        let solved = solved.col(0).iter().copied().collect();
+        let (_, left) = self.add_solved_if(&residual, solved, tolerance * size)?;
+        let basis = relative(left);
         Ok(Estimate { basis, cut })
-    }
-
-    /// √(fᵀK⁻¹f) (m·√(N/m)) of a force on the free DOFs.
-    fn energy_norm(&self, force: &[f64]) -> Result<f64, NonlinearError> {
-        let mut x = Mat::<f64>::from_fn(force.len(), 1, |d, _| force[d]);
-        self.factor.solve_in_place(x.as_mut())?;
-        Ok((0..force.len())
-            .map(|d| x[(d, 0)] * force[d])
-            .sum::<f64>()
-            .max(0.0)
-            .sqrt())
     }
 
     /// Solves to the full model's accuracy: [`ReducedStatics::solve`], then
@@ -792,10 +927,11 @@ impl ReducedStatics {
 
     /// Reduced potential energy ½|q|² + Σ_active V (W − W_lin) − fᵀq (J); `None` if an
     /// active element is inverted.
-    fn energy(&self, q: &[f64], f: &[f64]) -> Option<f64> {
+    fn energy(&self, q: &[f64], f: &[f64], displacement: &mut [Vec3]) -> Option<f64> {
         let mut e: f64 = q.iter().zip(f).map(|(q, f)| 0.5 * q * q - f * q).sum();
+        self.quadrature_displacement(q, displacement);
         for &(el, weight) in &self.quadrature {
-            let def = self.deformation(el, q);
+            let def = self.deformation_from(el, displacement);
             let w = self.statics.laws[el].energy_density(&def)?;
             let w_lin = self.linear[el].energy_density(&def)?;
             e += weight * self.statics.elements[el].volume * (w - w_lin);
@@ -803,17 +939,12 @@ impl ReducedStatics {
         Some(e)
     }
 
-    /// Deformation gradient of element `el` at q (from its nodes' displacements).
-    fn deformation(&self, el: usize, q: &[f64]) -> Mat3 {
+    /// Deformation gradient of element `el` from the nodes' displacements (m).
+    fn deformation_from(&self, el: usize, displacement: &[Vec3]) -> Mat3 {
         let grads = &self.statics.elements[el].grads;
         let mut def = Mat3::identity();
         for (a, &v) in self.statics.tets[el].iter().enumerate() {
-            for c in 0..3 {
-                let u = self.dof(3 * v + c, q);
-                for k in 0..3 {
-                    def[(c, k)] += u * grads[a][k];
-                }
-            }
+            def += displacement[v] * grads[a].transpose();
         }
         def
     }
@@ -874,6 +1005,13 @@ impl ReducedStatics {
         along
     }
 
+    /// The reduced internal forces Uᵀf_int(Uq) into `work.gradient`.
+    fn gradient_only(&self, q: &[f64], work: &mut Work) {
+        let mut gradient = std::mem::take(&mut work.gradient);
+        self.accumulate(q, work, &mut gradient, None);
+        work.gradient = gradient;
+    }
+
     /// The reduced internal forces Uᵀf_int(Uq) into `work.gradient` and the reduced
     /// tangent UᵀK_T U into `work.tangent` (row-major r × r).
     fn gradient_and_tangent(&self, q: &[f64], work: &mut Work) {
@@ -885,6 +1023,14 @@ impl ReducedStatics {
     }
 
     /// Uᵀf_int(Uq) into `gradient` and, if given, UᵀK_T U into `tangent` (row-major).
+    ///
+    /// The forces go through the nodes: U q at each of the quadrature's nodes once, each
+    /// element's F from its four, its nodal forces P ∇N_a summed per node, and Uᵀ of
+    /// those once. A node
+    /// is in about 20 elements, so that reads U's rows about 20 times less than per
+    /// element; with the chord iterations (forces without a tangent) it made the model
+    /// step 1.4–2× faster (`cargo bench --bench nonlinear -- model_step`,
+    /// docs/benchmarks.md).
     ///
     /// An element's share of the tangent is dFᵀ C dF, dF its 9 × r shape gradients and C
     /// its 9 × 9 moduli less the linear ones. The shares are summed [`CHUNK`] elements at
@@ -909,6 +1055,11 @@ impl ReducedStatics {
         let mut filled = 0;
         if tangent.is_some() {
             work.sum.fill(0.0);
+        } else {
+            self.quadrature_displacement(q, &mut work.displacement);
+        }
+        for &v in &self.quadrature_nodes {
+            work.nodal_forces[v] = Vec3::zeros();
         }
         for &(el, weight) in &self.quadrature {
             let volume = weight * self.statics.elements[el].volume;
@@ -917,10 +1068,13 @@ impl ReducedStatics {
             let slot = 9 * r * filled..9 * r * (filled + 1);
             let def = match tangent {
                 Some(_) => self.element_gradient(el, q, &mut work.df[slot.clone()]),
-                None => self.deformation(el, q),
+                None => self.deformation_from(el, &work.displacement),
             };
             let p = (law.stress(&def) - lin.stress(&def)) * volume;
-            self.add_nodal_forces(el, &p, &mut gradient[..r]);
+            let grads = &self.statics.elements[el].grads;
+            for (a, &v) in self.statics.tets[el].iter().enumerate() {
+                work.nodal_forces[v] += p * grads[a];
+            }
             if tangent.is_none() {
                 continue;
             }
@@ -945,6 +1099,17 @@ impl ReducedStatics {
                 filled = 0;
             }
         }
+        // Uᵀ of the nodal forces, each node's rows of U once (a node is in about 20
+        // elements).
+        for &v in &self.quadrature_nodes {
+            let force = work.nodal_forces[v];
+            for c in 0..3 {
+                let shapes = &self.basis[(3 * v + c) * self.capacity..][..r];
+                for (g, u) in gradient[..r].iter_mut().zip(shapes) {
+                    *g += force[c] * u;
+                }
+            }
+        }
         if let Some(t) = tangent {
             work.flush(r, filled);
             for j in 0..r {
@@ -956,6 +1121,18 @@ impl ReducedStatics {
         }
     }
 }
+
+/// How much a Newton iteration on a kept tangent must shrink the residual for the
+/// tangent to be kept for the next (a chord iteration); otherwise it is taken afresh at
+/// the iterate, as after a line search that had to shorten the step. With 64 shapes a
+/// tangent costs about 20 times the forces alone (dF, C dF and the 9r² product per
+/// element, against two passes over U's rows at its nodes).
+const CHORD_CONTRACTION: f64 = 0.1;
+
+/// Most iterations in a row on one tangent. Chord iterations converge linearly; where
+/// the relative tolerance has no floor (released to rest: the forces themselves go to
+/// zero) only Newton's quadratic convergence reaches the solution.
+const CHORD_ITERATIONS: usize = 4;
 
 /// Elements whose tangent shares one matrix product sums ([`ReducedStatics::accumulate`]).
 const CHUNK: usize = 32;
@@ -971,7 +1148,25 @@ pub(super) struct StepEnd {
     pub gradient: Vec<f64>,
 }
 
-/// Scratch of a reduced solve (r shapes).
+/// The reduced tangent UᵀK_T U a solve starts from and leaves behind: Newton's method
+/// keeps a tangent while its steps converge fast enough ([`CHORD_CONTRACTION`]), so the
+/// next solve (the step's next active set, the next model step) starts from the last
+/// one's, the shapes appended since bordered by their linear stiffness (UᵀKU = I).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Tangent {
+    /// UᵀK_T U (N/m, row-major r × r).
+    pub(super) values: Vec<f64>,
+    /// r: the basis's first r shapes it was taken over.
+    pub(super) shapes: usize,
+    /// The basis's restarts when it was taken.
+    pub(super) restarts: u64,
+    /// The [`ReducedStatics::revision`] it was taken in (`None`: none taken yet).
+    pub(super) revision: Option<u64>,
+    /// Whether it was taken at the state the last solve ended on.
+    pub(super) at_solution: bool,
+}
+
+/// Scratch of a reduced solve (r shapes, the mesh's nodes).
 struct Work {
     /// The shapes' dF in up to [`CHUNK`] elements, each element's 9 rows of r values
     /// ([`ReducedStatics::element_gradient`]) after the last's: column-major r × 9·CHUNK.
@@ -987,11 +1182,17 @@ struct Work {
     trial_gradient: Vec<f64>,
     /// UᵀK_T U at the iterate (N/m, row-major).
     tangent: Vec<f64>,
+    /// U q at every node (m).
+    displacement: Vec<Vec3>,
+    /// The quadrature's elements' forces beyond linear, summed per node (N).
+    nodal_forces: Vec<Vec3>,
 }
 
 impl Work {
-    fn new(r: usize) -> Self {
+    fn new(r: usize, nodes: usize) -> Self {
         Self {
+            displacement: vec![Vec3::zeros(); nodes],
+            nodal_forces: vec![Vec3::zeros(); nodes],
             df: vec![0.0; 9 * r * CHUNK],
             dp: vec![0.0; 9 * r * CHUNK],
             sum: Mat::zeros(r, r),
@@ -1044,8 +1245,4 @@ fn check_dof(d: usize, n: usize) -> Result<(), NonlinearError> {
 /// |q|.
 fn size(q: &[f64]) -> f64 {
     q.iter().map(|x| x * x).sum::<f64>().sqrt()
-}
-
-fn dot_col(a: &Mat<f64>, b: &Mat<f64>) -> f64 {
-    (0..a.nrows()).map(|i| a[(i, 0)] * b[(i, 0)]).sum()
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use nalgebra::DMatrix;
 
 use super::dynamics::ReducedDynamics;
-use super::reduced::{Estimate, ReducedStatics, StepEnd};
+use super::reduced::{Estimate, ReducedStatics, StepEnd, Tangent};
 use super::statics::{LinearConstraint, NewtonOptions, NonlinearError};
 use super::NonlinearStatics;
 use crate::fem::Support;
@@ -81,9 +81,9 @@ pub struct NonlinearTissue {
     params: NonlinearParams,
     /// Reduced coordinates (one per shape).
     q: Vec<f64>,
-    /// The reduced tangent at q (row-major, `tangent_shapes`²; N/m).
-    tangent: Vec<f64>,
-    tangent_shapes: usize,
+    /// The last reduced tangent taken (at q once [`NonlinearTissue::current_tangent`]
+    /// has made sure).
+    tangent: Tangent,
     /// Material points whose three shapes are in the basis.
     shaped: Vec<Support>,
     /// External point loads held between steps, and the same as nodal forces (N).
@@ -178,8 +178,7 @@ impl NonlinearTissue {
             reduced,
             params,
             q: Vec::with_capacity(params.shapes),
-            tangent: Vec::new(),
-            tangent_shapes: 0,
+            tangent: Tangent::default(),
             shaped: Vec::new(),
             point_loads: HeldLoads::new(params.max_rows),
             nodal_loads: vec![Vec3::zeros(); n],
@@ -274,7 +273,6 @@ impl NonlinearTissue {
             .restart(&mut self.q, self.dynamics.coordinates());
         self.shaped.clear();
         self.settled = None;
-        self.tangent_shapes = 0;
     }
 
     fn try_shape(&mut self, supports: &[Support]) -> Result<(), NonlinearError> {
@@ -288,14 +286,16 @@ impl NonlinearTissue {
             if self.shaped.len() == MAX_SHAPED {
                 self.shaped.drain(..MAX_SHAPED / 2);
             }
-            let mut force = vec![0.0; n];
-            for axis in 0..3 {
-                force.fill(0.0);
-                for (d, w) in s.along(Vec3::ith(axis, 1.0)) {
-                    force[d] += w;
-                }
-                self.reduced.add_shape(&force)?;
-            }
+            let forces: Vec<Vec<f64>> = (0..3)
+                .map(|axis| {
+                    let mut force = vec![0.0; n];
+                    for (d, w) in s.along(Vec3::ith(axis, 1.0)) {
+                        force[d] += w;
+                    }
+                    force
+                })
+                .collect();
+            self.reduced.add_shapes(&forces)?;
             self.shaped.push(*s);
         }
         self.q.resize(self.reduced.shapes(), 0.0);
@@ -328,19 +328,17 @@ impl NonlinearTissue {
                 .collect();
             let mut step = self.dynamics.step(start, h, conservative);
             let dynamic = (!self.static_only).then_some(&mut step);
-            end = Some(
-                self.reduced
-                    .solve_step(
-                        &mut q,
-                        &self.nodal_loads,
-                        &mut enforced,
-                        &NEWTON,
-                        &mut self.tangent,
-                        dynamic,
-                    )
-                    .map_err(solve_error)?,
+            let solved = self.reduced.solve_step(
+                &mut q,
+                &self.nodal_loads,
+                &mut enforced,
+                &NEWTON,
+                Some(&mut self.tangent),
+                dynamic,
             );
-            self.tangent_shapes = self.reduced.shapes();
+            // A failed step keeps the last q, which the tangent need not be at.
+            self.tangent.at_solution &= solved.is_ok();
+            end = Some(solved.map_err(solve_error)?);
             for (row, solved) in rows.iter_mut().filter(|r| r.enforced).zip(&enforced) {
                 row.linear.multiplier = solved.multiplier;
             }
@@ -401,18 +399,12 @@ impl NonlinearTissue {
             .fold(0.0, f64::max);
     }
 
-    /// The reduced tangent at q over the whole basis, recomputed if shapes joined since.
+    /// The reduced tangent at q over the whole basis, taken afresh unless the last one
+    /// was taken there.
     fn current_tangent(&mut self) -> &[f64] {
-        let r = self.reduced.shapes();
-        if self.tangent_shapes != r {
-            self.q.resize(r, 0.0);
-            let mut forces = vec![0.0; r];
-            self.tangent = vec![0.0; r * r];
-            self.reduced
-                .reduced_forces_and_tangent(&self.q, &mut forces, &mut self.tangent);
-            self.tangent_shapes = r;
-        }
-        &self.tangent
+        self.q.resize(self.reduced.shapes(), 0.0);
+        self.reduced.refresh_tangent(&self.q, &mut self.tangent);
+        &self.tangent.values
     }
 
     /// Uᵀ of a unit force along each axis at `support`: r × 3.
@@ -613,7 +605,7 @@ impl TissueModel for NonlinearTissue {
         self.q.fill(0.0);
         self.dynamics.reset();
         self.solved_revision = u64::MAX;
-        self.tangent_shapes = 0;
+        self.tangent = Tangent::default();
         self.multipliers.clear();
         self.settled = None;
         self.last_rows.clear();
