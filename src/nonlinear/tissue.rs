@@ -2,8 +2,9 @@
 //! [`TissueModel`] interface the contact pipeline drives.
 //!
 //! Each step solves the reduced large-strain equations under the step's contact rows
-//! (Newton on the reduced KKT system from the last step's state; an active set makes
-//! the unilateral rows push or release) and reports the rows' forces. The basis starts
+//! (Newton on the reduced KKT system from the last step's state and tangent, kept while
+//! it converges; an active set makes the unilateral rows push or release) and reports
+//! the rows' forces. The basis starts
 //! with the lowest vibration modes, which move dynamically by an energy-conserving step
 //! ([`ReducedDynamics`]); every later shape is static, in equilibrium at each step's
 //! end: for every material point a row or load acts on, its three static shapes K⁻¹c
