@@ -230,6 +230,18 @@ impl ReducedStatics {
     /// (a solve is bound by reading the factor, so three columns cost little more than
     /// one). The shapes added before a failure stay.
     pub fn add_shapes(&mut self, forces: &[Vec<f64>]) -> Result<(), NonlinearError> {
+        let loads = self.free_loads(forces)?;
+        let mut solved = loads.clone();
+        self.factor.solve_in_place(solved.as_mut())?;
+        for j in 0..forces.len() {
+            let load: Vec<f64> = loads.col(j).iter().copied().collect();
+            self.add_solved_if(&load, solved.col(j).iter().copied().collect(), 0.0)?;
+        }
+        Ok(())
+    }
+
+    /// `forces` (N per DOF) as the columns of one matrix, zero at the prescribed DOFs.
+    fn free_loads(&self, forces: &[Vec<f64>]) -> Result<Mat<f64>, NonlinearError> {
         let n = self.statics.prescribed.len();
         let mut loads = Mat::<f64>::zeros(n, forces.len());
         for (j, force) in forces.iter().enumerate() {
@@ -244,13 +256,7 @@ impl ReducedStatics {
                 loads[(d, j)] = force[d];
             }
         }
-        let mut solved = loads.clone();
-        self.factor.solve_in_place(solved.as_mut())?;
-        for j in 0..forces.len() {
-            let load: Vec<f64> = loads.col(j).iter().copied().collect();
-            self.add_solved_if(&load, solved.col(j).iter().copied().collect(), 0.0)?;
-        }
-        Ok(())
+        Ok(loads)
     }
 
     /// [`ReducedStatics::add_shape`]: the energy norms √(fᵀK⁻¹f) of the whole shape and
@@ -262,25 +268,10 @@ impl ReducedStatics {
     /// [`ReducedStatics::add_load`], adding the shape only if its part outside the span
     /// is above `least` too; returns that part's norm whether added or not.
     fn add_load_if(&mut self, force: &[f64], least: f64) -> Result<(f64, f64), NonlinearError> {
-        let n = self.statics.prescribed.len();
-        if force.len() != n {
-            return Err(NonlinearError::NodeCount {
-                what: "shape force (3 per node)",
-                given: force.len(),
-                nodes: n / 3,
-            });
-        }
-        let load: Vec<f64> = (0..n)
-            .map(|d| {
-                if self.statics.prescribed[d] {
-                    0.0
-                } else {
-                    force[d]
-                }
-            })
-            .collect();
-        let mut solved = Mat::<f64>::from_fn(n, 1, |d, _| load[d]);
+        let load = self.free_loads(&[force.to_vec()])?;
+        let mut solved = load.clone();
         self.factor.solve_in_place(solved.as_mut())?;
+        let load: Vec<f64> = load.col(0).iter().copied().collect();
         self.add_solved_if(&load, solved.col(0).iter().copied().collect(), least)
     }
 
@@ -713,7 +704,8 @@ impl ReducedStatics {
                     tolerance,
                 });
             }
-            // A kept tangent that no longer converges fast is taken afresh here.
+            // A kept tangent that no longer converges fast is taken afresh here (the
+            // forces again with it: a twentieth of its cost).
             chord_iterations += 1;
             if at_q {
                 chord_iterations = 0;
@@ -1026,11 +1018,10 @@ impl ReducedStatics {
     ///
     /// The forces go through the nodes: U q at each of the quadrature's nodes once, each
     /// element's F from its four, its nodal forces P ∇N_a summed per node, and Uᵀ of
-    /// those once. A node
-    /// is in about 20 elements, so that reads U's rows about 20 times less than per
-    /// element; with the chord iterations (forces without a tangent) it made the model
-    /// step 1.4–2× faster (`cargo bench --bench nonlinear -- model_step`,
-    /// docs/benchmarks.md).
+    /// those once. A node is in about 20 elements, so that reads U's rows about 20 times
+    /// less than per element, which matters for the chord iterations' forces without a
+    /// tangent (with them, the model step's p99 2–3× faster: `cargo bench --bench
+    /// nonlinear -- model_step`, docs/benchmarks.md).
     ///
     /// An element's share of the tangent is dFᵀ C dF, dF its 9 × r shape gradients and C
     /// its 9 × 9 moduli less the linear ones. The shares are summed [`CHUNK`] elements at
@@ -1182,7 +1173,7 @@ struct Work {
     trial_gradient: Vec<f64>,
     /// UᵀK_T U at the iterate (N/m, row-major).
     tangent: Vec<f64>,
-    /// U q at every node (m).
+    /// U q at the quadrature's nodes (m; one entry per node of the mesh).
     displacement: Vec<Vec3>,
     /// The quadrature's elements' forces beyond linear, summed per node (N).
     nodal_forces: Vec<Vec3>,

@@ -4,15 +4,15 @@
 //! Each step solves the reduced large-strain equations under the step's contact rows
 //! (Newton on the reduced KKT system from the last step's state and tangent, kept while
 //! it converges; an active set makes the unilateral rows push or release) and reports
-//! the rows' forces. The basis starts
-//! with the lowest vibration modes, which move dynamically by an energy-conserving step
-//! ([`ReducedDynamics`]); every later shape is static, in equilibrium at each step's
-//! end: for every material point a row or load acts on, its three static shapes K⁻¹c
-//! (so the model is exact for linear tissue at rest and its compliance at those points
-//! is the reduced tangent's), plus the nonlinear corrections [`ReducedStatics::enrich`]
-//! adds while the contact changes, a bounded number per step. Without modes the model
-//! is quasi-static. When the basis is full its static shapes restart from the current
-//! displacement's static part as their one shape and grow again.
+//! the rows' forces. The basis starts with the lowest vibration modes, which move
+//! dynamically by an energy-conserving step ([`ReducedDynamics`]); every later shape is
+//! static, in equilibrium at each step's end: for every material point a row or load
+//! acts on, its three static shapes K⁻¹c (so the model is exact for linear tissue at
+//! rest and its compliance at those points is the reduced tangent's), plus the
+//! nonlinear corrections [`ReducedStatics::enrich`] adds while the contact changes, a
+//! bounded number per step. Without modes the model is quasi-static. When the basis is
+//! full its static shapes restart from the current displacement's static part as their
+//! one shape and grow again.
 
 use std::sync::Arc;
 
