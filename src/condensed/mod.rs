@@ -1,9 +1,10 @@
 //! Condensed static FEM (Basdogan; Bro-Nielsen & Cotin): linear elasticity condensed
 //! to the surface. The compliance between surface points is K⁻¹ restricted to them;
 //! point interaction needs only the columns of the contacted nodes, computed from the
-//! sparse Cholesky factor on demand ([`ComplianceColumns`](crate::fem::ComplianceColumns)). An imposed displacement at
-//! a contact point gives the force by a small solve (3×3 for a held point, 1×1 for a
-//! frictionless contact), and the surface displacement by superposition of columns.
+//! sparse Cholesky factor on demand ([`crate::fem::ComplianceColumns`]). An imposed
+//! displacement at a contact point gives the force by a small solve (3×3 for a held
+//! point, 1×1 for a frictionless contact), and the surface displacement by superposition
+//! of columns.
 //!
 //! External point loads ([`TissueModel::set_loads`]) act together with the constraints:
 //! each row's right-hand side subtracts what the loads displace its point along its

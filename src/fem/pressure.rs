@@ -114,7 +114,7 @@ impl NodalPressure {
         }
     }
 
-    /// Calls `add(i, j, block)` for every 3×3 block cₐ gₐ[i] gₐ[j]ᵀ (N/m) of the
+    /// Calls `add(i, j, block)` for every 3×3 block cₐ gₐ\[i\] gₐ\[j\]ᵀ (N/m) of the
     /// stiffness ∂²U/∂u_i∂u_j, once per node a and pair (i, j) of its support.
     pub fn for_each_block(&self, mut add: impl FnMut(usize, usize, Mat3)) {
         for a in 0..self.n_nodes() {

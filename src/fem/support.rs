@@ -117,7 +117,7 @@ impl Support {
     }
 
     /// Rest position of the material point (m): the patch's contact point, or
-    /// Σ w_v · rest[v].
+    /// Σ w_v · rest\[v\].
     pub fn rest_point(&self, rest: &[Vec3]) -> Vec3 {
         self.origin
             .unwrap_or_else(|| self.iter().map(|(v, w)| rest[v] * w).sum())

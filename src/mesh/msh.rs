@@ -1,6 +1,6 @@
 //! Gmsh MSH reader, ASCII versions 4.1 and 2.2: nodes, linear tetrahedra (element type 4),
 //! physical groups as regions and `$PhysicalNames` as region names. Which other element
-//! types are read, ignored or refused is described in [`super::gmsh`].
+//! types are read, ignored or refused is described in the `gmsh` module.
 //!
 //! Binary MSH 4.1 (little-endian, 8-byte size_t, as Gmsh writes it) is read by
 //! [`super::msh_binary`]; [`read_msh`] picks the reader from the `$MeshFormat` header.

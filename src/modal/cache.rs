@@ -95,7 +95,7 @@ pub enum CacheError {
     },
 }
 
-/// [`input_hash`] of what [`precompute`](super::precompute) would be given.
+/// [`input_hash`] of what [`precompute()`](super::precompute()) would be given.
 pub fn precompute_hash(
     mesh: &TetMesh,
     materials: &MaterialMap,

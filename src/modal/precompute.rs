@@ -2,7 +2,7 @@
 //!
 //! Large problems: shift-invert. With M diagonal, y = M^½ x turns the pencil into the
 //! standard symmetric problem for A = M^½ (K − σM)⁻¹ M^½, whose largest eigenvalues
-//! θ = 1/(λ − σ) belong to the smallest λ. A block Lanczos ([`super::lanczos`]) finds
+//! θ = 1/(λ − σ) belong to the smallest λ. A block Lanczos (the `lanczos` module) finds
 //! them; each operator application is one pair of block triangular solves with the
 //! sparse Cholesky factor of K − σM. A negative σ keeps K − σM positive definite for
 //! free bodies (λ = 0 rigid modes become θ = 1/|σ|). The Ritz vectors are then polished

@@ -637,7 +637,7 @@ impl TissueModel for ModalRuntime {
         Ok(c)
     }
 
-    /// [`Self::modal_bound`] plus the residual's [`ComplianceColumns::field_bound`].
+    /// The modes' bound (`modal_bound`) plus the residual's [`ComplianceColumns::field_bound`].
     fn displacement_bound(&self) -> f64 {
         self.modal_bound()
             + self

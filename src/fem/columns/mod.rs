@@ -617,7 +617,7 @@ impl ComplianceColumns {
     /// complete. In step (the default): for every [`COMPLETION_PERIOD`] of simulated time
     /// completed, spends what that period's forward solves left of the budget on back
     /// solves of cached nodes whose full columns are not known yet, most recently used
-    /// first, [`BATCH`] nodes at a time. In the background
+    /// first, `BATCH` nodes at a time. In the background
     /// ([`Self::complete_in_background`]): installs the columns the worker finished and
     /// hands it the next batch, whatever the simulated time. Fails only if the worker
     /// stopped.
