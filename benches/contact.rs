@@ -91,7 +91,7 @@ fn press_and_slide(_: &mut Criterion) {
             let cache = std::env::temp_dir().join("palpa-bench-contact");
             let mut model = build(scene, &cache, &mut |_| {}).unwrap().model;
             if background {
-                model.complete_columns_in_background().unwrap();
+                model.work_in_background().unwrap();
             }
             let dt = 5e-3;
             let mut ms = Vec::with_capacity(640);

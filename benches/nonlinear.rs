@@ -188,7 +188,9 @@ fn reduced(c: &mut Criterion) {
 /// with the scene's point probe. Single steps are timed with the clock and their
 /// median, p99 and maximum printed (criterion reports batch statistics only): a press
 /// deepening 2 mm/s (0.01 mm per 5 ms step), a probe sliding 1 cm/s at 4 mm deep, and the
-/// press held still.
+/// press held still. Twice: correcting in step (replays, `palpa indent`), and as `palpa
+/// serve` runs it, the corrections on their own thread and the steps paced at the
+/// model rate (a step that overruns starts the next at once).
 fn model_step(_: &mut Criterion) {
     let text = include_str!("../scenes/default.toml")
         .replace(
@@ -198,21 +200,46 @@ fn model_step(_: &mut Criterion) {
         .replace("kind = \"modal\"", "kind = \"nonlinear\"");
     let scene = Scene::parse(&text, "bench.toml", std::path::Path::new(".")).expect("scene");
     let cache = std::env::temp_dir().join("palpa-bench-nonlinear");
-    let mut model = build(scene, &cache, &mut |_| {}).expect("builds").model;
+    for beside in [false, true] {
+        let mut model = build(scene.clone(), &cache, &mut |_| {})
+            .expect("builds")
+            .model;
+        if beside {
+            model
+                .work_in_background()
+                .expect("starts the correction thread");
+        }
+        let how = if beside {
+            "corrections on their own thread, paced at 200 Hz"
+        } else {
+            "corrections in step"
+        };
+        script(&mut model, how, beside);
+    }
+}
+
+/// [`model_step`]'s press, hold and slide on `model`, each step started at the model
+/// rate if `paced`.
+fn script(model: &mut SceneModel, how: &str, paced: bool) {
     let dt = 0.005;
     let mut t = 0.0;
+    let mut next = Instant::now();
     let mut step = |model: &mut SceneModel, probe: Vec3| {
+        if paced {
+            std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        }
         t += dt;
         let started = Instant::now();
         let force = model.step(t, dt, probe).f0.z;
+        next = started + Duration::from_secs_f64(dt);
         (started.elapsed().as_secs_f64() * 1e3, force)
     };
     let report = |what: &str, mut ms: Vec<f64>, force: f64| {
         ms.sort_by(f64::total_cmp);
         let q = |p: f64| ms[((p * ms.len() as f64) as usize).min(ms.len() - 1)];
         println!(
-            "nonlinear model step, {what} ({} steps, last force {force:.3} N): p50 {:.2} ms, \
-             p99 {:.2} ms, max {:.2} ms",
+            "nonlinear model step, {how}, {what} ({} steps, last force {force:.3} N): p50 \
+             {:.2} ms, p99 {:.2} ms, max {:.2} ms",
             ms.len(),
             q(0.5),
             q(0.99),
@@ -220,18 +247,18 @@ fn model_step(_: &mut Criterion) {
         );
     };
     // Onto the surface and down to 4 mm at 2 mm/s.
-    step(&mut model, Vec3::new(0.0, 0.0, 0.002));
+    step(model, Vec3::new(0.0, 0.0, 0.002));
     let mut force = 0.0;
     let mut times = Vec::new();
     for i in 1..=400 {
-        let (ms, f) = step(&mut model, Vec3::new(0.0, 0.0, -1e-5 * i as f64));
+        let (ms, f) = step(model, Vec3::new(0.0, 0.0, -1e-5 * i as f64));
         times.push(ms);
         force = f;
     }
     report("pressing 0 → 4 mm at 2 mm/s", times, force);
     let times = (0..200)
         .map(|_| {
-            let (ms, f) = step(&mut model, Vec3::new(0.0, 0.0, -0.004));
+            let (ms, f) = step(model, Vec3::new(0.0, 0.0, -0.004));
             force = f;
             ms
         })
@@ -239,7 +266,7 @@ fn model_step(_: &mut Criterion) {
     report("held at 4 mm", times, force);
     let times = (1..=200)
         .map(|i| {
-            let (ms, f) = step(&mut model, Vec3::new(5e-5 * i as f64, 0.0, -0.004));
+            let (ms, f) = step(model, Vec3::new(5e-5 * i as f64, 0.0, -0.004));
             force = f;
             ms
         })

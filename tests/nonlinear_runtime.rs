@@ -160,6 +160,47 @@ fn the_published_stiffness_is_the_forces_tangent() {
     assert!(k > 1.2 * secant, "k {k} N/m, secant {secant} N/m");
 }
 
+/// With its corrections on their own thread (what `palpa serve` does), the model steps
+/// in the basis it has while a correction is computed beside it, and pressed 4 mm over
+/// the lump and held still it settles on the force of a model correcting in step.
+#[test]
+fn corrected_on_their_own_thread_a_held_press_settles_on_the_in_step_force() {
+    let mut in_step = model_with("modes = 0");
+    let mut beside = model_with("modes = 0");
+    beside.work_in_background().unwrap();
+    let path: Vec<Vec3> = std::iter::once(Vec3::new(0.0, 0.0, 0.002))
+        .chain(line(Vec3::zeros(), Vec3::new(0.0, 0.0, -0.004), 40))
+        .collect();
+    let (mut t, mut u) = (0.0, 0.0);
+    run(&mut in_step, &mut t, &path);
+    let reference = run(&mut in_step, &mut t, &[path[40]; 4])[3].f0.z;
+    run(&mut beside, &mut u, &path);
+    let pressed = tissue(&mut beside).shapes();
+    // Held, each step joins what the thread finished and hands it the next state.
+    let started = std::time::Instant::now();
+    let mut forces = Vec::new();
+    while !tissue(&mut beside).settled() && started.elapsed().as_secs_f64() < 20.0 {
+        forces.push(run(&mut beside, &mut u, &[path[40]])[0].f0.z);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(tissue(&mut beside).settled(), "not settled in 20 s");
+    let held = run(&mut beside, &mut u, &[path[40]])[0].f0.z;
+    let estimate = tissue(&mut beside).estimate().expect("a correction joined");
+    eprintln!(
+        "held at 4 mm: {held:.5} N after {} held steps ({} → {} shapes, estimate {:.1e}); \
+         corrected in step {reference:.5} N",
+        forces.len(),
+        pressed,
+        tissue(&mut beside).shapes(),
+        estimate.basis
+    );
+    assert!(estimate.basis <= 1e-3, "{estimate:?}");
+    assert!(
+        (held / reference - 1.0).abs() < 1e-3,
+        "held {held} N, in step {reference} N"
+    );
+}
+
 /// Lifted off, the quasi-static tissue (no modes) is back at rest: no force, no
 /// displacement.
 #[test]

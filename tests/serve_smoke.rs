@@ -373,6 +373,85 @@ token = "scene-token"
     );
 }
 
+/// A large-strain scene served in real time: the nonlinear backend's corrections run on
+/// their own thread (`palpa-corrections`) beside the model thread, the probe presses
+/// and the surface follows it, a reset puts the tissue back at rest, and no step fails.
+#[test]
+fn a_nonlinear_scene_serves_with_its_corrections_beside_the_model_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("stiffening.toml");
+    std::fs::write(
+        &scene,
+        r#"
+name = "stiffening block"
+[mesh.box]
+origin = [-0.05, -0.05, -0.04]
+size = [0.10, 0.10, 0.04]
+cells = [10, 10, 4]
+[materials.default]
+young = 30e3
+model = "veronda-westmann"
+stiffening = 5
+[backend]
+kind = "nonlinear"
+[device]
+kind = "sim"
+[stream]
+bind = "127.0.0.1:0"
+"#,
+    )
+    .unwrap();
+    let mut served = Served::start(BINARY, &["--scene", scene.to_str().unwrap()], dir.path());
+    let ready = served.ready(START);
+    let printed = served.stdout.join("\n");
+    assert!(printed.contains("nonlinear backend"), "{printed}");
+    // Thread names as the kernel keeps them: at most 15 bytes.
+    let threads: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", served.pid()))
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_string())
+        .collect();
+    assert!(
+        threads
+            .iter()
+            .any(|name| "palpa-corrections".starts_with(name.as_str())),
+        "{threads:?}"
+    );
+    let runtime = client_runtime();
+    runtime.block_on(async {
+        let mut client = Client::connect(&ready.websocket).await.unwrap();
+        let token = ready.token.clone();
+        press(&mut client, &token).await;
+        frame_where(&mut client, "the probe presses 4 mm deep", |c, f| {
+            (f.probe[2] + DEPTH).abs() < 1e-9
+                && pressed(f)
+                && displacement_near(c, f, [0.0; 3])[2] < -0.5 * DEPTH as f32
+        })
+        .await;
+        client
+            .send_control(&token, ControlCommand::ReleaseProbe)
+            .await
+            .unwrap();
+        frame_where(&mut client, "the probe is released", |_, f| !f.in_contact).await;
+        client
+            .send_control(&token, ControlCommand::ResetTissue)
+            .await
+            .unwrap();
+        frame_where(&mut client, "the tissue is reset", |c, f| {
+            f.force == [0.0; 3] && largest_displacement(c, f) == 0.0
+        })
+        .await;
+    });
+    let (status, stdout, stderr) = served.interrupt(WAIT);
+    assert!(status.success(), "{stderr}");
+    assert!(!stderr.contains("tissue step failed"), "{stderr}");
+    let stdout = stdout.join("\n");
+    assert!(
+        stdout.contains("last force commanded to the device: 0 0 0 N"),
+        "{stdout}"
+    );
+}
+
 /// The force on the hand is never above the device's rating (N): the sim device's.
 const DEVICE_MAX_FORCE: f64 = 8.0;
 

@@ -284,11 +284,12 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             opened.len()
         );
     }
-    // In real time the K⁻¹ columns of newly touched nodes complete on their own thread,
-    // so the drawn surface catches up with the force as fast as a core allows.
+    // In real time the K⁻¹ columns of newly touched nodes (or the nonlinear model's
+    // corrections) are computed on their own thread, so the model steps keep the model
+    // rate and the model catches up as fast as a core allows.
     built
         .model
-        .complete_columns_in_background()
+        .work_in_background()
         .map_err(|e| e.to_string())?;
     let probes = ProbeSlots::new(opened.len());
     let (mut stream_scene, mut visual) = SceneVisual::new(&name, &built.mesh.mesh, &built.model);

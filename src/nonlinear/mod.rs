@@ -12,6 +12,8 @@
 //! `nonlinear` backend's tissue model (the lowest modes dynamic, the rest static, with
 //! contact; [`ReducedDynamics`]).
 
+mod background;
+mod correction;
 mod cubature;
 mod dynamics;
 mod law;

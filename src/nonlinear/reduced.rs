@@ -24,6 +24,7 @@ use faer::linalg::solvers::Solve;
 use faer::sparse::SparseColMat;
 use faer::{Accum, Mat, MatRef, Par};
 
+use super::correction::{k_times, Correction, Corrector};
 use super::cubature::Cubature;
 use super::dynamics::DynamicStep;
 use super::line_search::{backtrack, Trial};
@@ -67,10 +68,10 @@ const MAX_CORRECTION_SOLVES: usize = 3;
 pub struct ReducedStatics {
     statics: Arc<NonlinearStatics>,
     /// K at rest (prescribed DOFs as identity rows), and factorised.
-    k: SparseColMat<usize, f64>,
-    factor: Factor,
+    k: Arc<SparseColMat<usize, f64>>,
+    factor: Arc<Factor>,
     /// Each element's small-strain law.
-    linear: Vec<Hyperelastic>,
+    linear: Arc<[Hyperelastic]>,
     /// Most shapes the basis holds.
     capacity: usize,
     /// Shapes held.
@@ -120,8 +121,8 @@ impl ReducedStatics {
         let linear = statics.laws.iter().map(Hyperelastic::linearised).collect();
         Ok(Self {
             statics,
-            k,
-            factor,
+            k: Arc::new(k),
+            factor: Arc::new(factor),
             linear,
             capacity,
             shapes: 0,
@@ -363,18 +364,7 @@ impl ReducedStatics {
 
     /// K x (N) of a displacement x (m per DOF) that is zero on the prescribed DOFs.
     fn k_times(&self, x: &[f64]) -> Vec<f64> {
-        let mut y = vec![0.0; x.len()];
-        let (col_ptr, rows, values) = (
-            self.k.symbolic().col_ptr(),
-            self.k.symbolic().row_idx(),
-            self.k.val(),
-        );
-        for (col, &xc) in x.iter().enumerate().filter(|(_, &xc)| xc != 0.0) {
-            for p in col_ptr[col]..col_ptr[col + 1] {
-                y[rows[p]] += values[p] * xc;
-            }
-        }
-        y
+        k_times(&self.k, x)
     }
 
     /// Adds each constraint's shape K⁻¹c ([`ReducedStatics::add_shape`]).
@@ -804,6 +794,8 @@ impl ReducedStatics {
     ///   one by more than [`ACTIVE_NONLINEARITY`] of their shear modulus at q become the
     ///   active ones, and the same norm of what the inactive ones' difference adds to r
     ///   is reported.
+    ///
+    /// [`ReducedStatics::correction`], then [`ReducedStatics::join_correction`].
     pub fn enrich(
         &mut self,
         q: &[f64],
@@ -811,83 +803,71 @@ impl ReducedStatics {
         constraints: &[LinearConstraint],
         tolerance: f64,
     ) -> Result<Estimate, NonlinearError> {
-        let n = self.statics.prescribed.len();
-        let mut u = vec![Vec3::zeros(); n / 3];
+        let correction = self.correction(q, loads, constraints)?;
+        self.join_correction(&correction, tolerance)
+    }
+
+    /// The correction of the state `q` under `loads` and `constraints`
+    /// ([`ReducedStatics::enrich`]), without changing the model.
+    pub(super) fn correction(
+        &self,
+        q: &[f64],
+        loads: &[Vec3],
+        constraints: &[LinearConstraint],
+    ) -> Result<Correction, NonlinearError> {
+        let mut u = vec![Vec3::zeros(); self.nodes()];
         self.displacement(q, &mut u);
-        // r = KUq − f_ext − Σλc, then each active element's (f − f_lin); `cut` collects
-        // the inactive ones' (f − f_lin).
-        let mut residual: Vec<f64> = (0..n)
-            .map(|d| self.dof_of(&self.stiffness, d, q) - loads[d / 3][d % 3])
-            .collect();
-        for c in constraints {
-            for &(d, w) in &c.coefficients {
-                residual[d] -= c.multiplier * w;
-            }
+        self.corrector()
+            .correct(&u, loads, constraints, &self.active, size(q))
+    }
+
+    /// What a correction reads of the model, to compute one on another thread.
+    pub(super) fn corrector(&self) -> Corrector {
+        Corrector {
+            statics: Arc::clone(&self.statics),
+            k: Arc::clone(&self.k),
+            factor: Arc::clone(&self.factor),
+            linear: Arc::clone(&self.linear),
         }
-        let mut cut = vec![0.0; n];
-        let mut active = Vec::with_capacity(self.active.len());
-        let mut was_active = vec![false; self.statics.tets.len()];
-        for &e in &self.active {
-            was_active[e] = true;
+    }
+
+    /// Joins `correction` to the model ([`ReducedStatics::enrich`]): its strained
+    /// elements become the active ones, and its shape joins the basis,
+    /// K-orthonormalised against it, if what is new of it is above `tolerance` of the
+    /// state's |q|. The basis may have grown since the correction's state: the shape
+    /// is still a direction its state missed. Returns the estimate. On
+    /// [`NonlinearError::BasisFull`] the active elements have changed already.
+    pub(super) fn join_correction(
+        &mut self,
+        correction: &Correction,
+        tolerance: f64,
+    ) -> Result<Estimate, NonlinearError> {
+        if correction.residual.len() != self.statics.prescribed.len() {
+            return Err(NonlinearError::NodeCount {
+                what: "correction (3 per node)",
+                given: correction.residual.len(),
+                nodes: self.nodes(),
+            });
         }
-        let statics = &self.statics;
-        for (e, tet) in statics.tets.iter().enumerate() {
-            let def = statics.deformation_gradient(e, &u);
-            if statics.laws[e].energy_density(&def).is_none() {
-                return Err(NonlinearError::Inverted(e));
-            }
-            let linear = self.linear[e].stress(&def);
-            let difference = statics.laws[e].stress(&def) - linear;
-            if difference.norm() > ACTIVE_NONLINEARITY * statics.laws[e].mu {
-                active.push(e);
-            }
-            let into = if was_active[e] {
-                &mut residual
-            } else {
-                &mut cut
-            };
-            let el = &statics.elements[e];
-            for (a, &v) in tet.iter().enumerate() {
-                let f = difference * el.grads[a] * el.volume;
-                for c in 0..3 {
-                    into[3 * v + c] += f[c];
-                }
-            }
-        }
-        let quadrature: Vec<(usize, f64)> = active.iter().map(|&e| (e, 1.0)).collect();
+        let quadrature: Vec<(usize, f64)> = correction.active.iter().map(|&e| (e, 1.0)).collect();
         if quadrature != self.quadrature {
             self.revision += 1;
         }
         self.set_quadrature(quadrature);
-        self.active = active;
-        for d in 0..n {
-            if self.statics.prescribed[d] {
-                residual[d] = 0.0;
-                cut[d] = 0.0;
-            }
-        }
-        let size = size(q);
-        let relative = |norm: f64| if size > 0.0 { norm / size } else { 0.0 };
-        // K⁻¹ of both in one solve: a solve with the factor is bound by reading it
-        // (8–13 ms of a 28 ms enrichment on the default block), not by the columns.
-        let mut solved = Mat::<f64>::from_fn(n, 2, |d, j| [residual[d], cut[d]][j]);
-        self.factor.solve_in_place(solved.as_mut())?;
-        let cut = relative(
-            solved
-                .col(1)
-                .iter()
-                .zip(&cut)
-                .map(|(x, f)| x * f)
-                .sum::<f64>()
-                .max(0.0)
-                .sqrt(),
-        );
+        self.active.clone_from(&correction.active);
+        let size = correction.size;
         // What the correction adds outside the span: the dynamic coordinates' residual
         // (their inertia, which the static residual leaves out) is in the span already.
-        let solved = solved.col(0).iter().copied().collect();
-        let (_, left) = self.add_solved_if(&residual, solved, tolerance * size)?;
-        let basis = relative(left);
-        Ok(Estimate { basis, cut })
+        let (_, left) = self.add_solved_if(
+            &correction.residual,
+            correction.solved.clone(),
+            tolerance * size,
+        )?;
+        let basis = if size > 0.0 { left / size } else { 0.0 };
+        Ok(Estimate {
+            basis,
+            cut: correction.cut,
+        })
     }
 
     /// Solves to the full model's accuracy: [`ReducedStatics::solve`], then

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use nalgebra::DMatrix;
 
+use super::background::{CorrectionJob, CorrectionThread};
 use super::dynamics::ReducedDynamics;
 use super::reduced::{Estimate, ReducedStatics, StepEnd, Tangent};
 use super::statics::{LinearConstraint, NewtonOptions, NonlinearError};
@@ -114,6 +115,17 @@ pub struct NonlinearTissue {
     /// Whether each step solves the equilibrium of every coordinate, modes included
     /// ([`NonlinearTissue::hold_static`]).
     static_only: bool,
+    /// The thread computing the corrections when the model steps in real time
+    /// ([`NonlinearTissue::correct_in_background`]); `None`: each step corrects itself.
+    background: Option<CorrectionThread>,
+}
+
+/// What a correction computed beside the steps did when it joined the model: whether
+/// the model changed (a shape or the active elements), and the enforced constraints of
+/// the state it corrected.
+struct Joined {
+    changed: bool,
+    constraints: Vec<LinearConstraint>,
 }
 
 /// One scalar row of a step: the constraint it belongs to, its direction, its linear
@@ -193,7 +205,24 @@ impl NonlinearTissue {
             dynamics,
             solved_revision: u64::MAX,
             static_only: false,
+            background: None,
         })
+    }
+
+    /// Computes the nonlinear corrections on their own thread (`palpa-corrections`)
+    /// from now on, for a server stepping in real time: a step no longer waits for them
+    /// (about 20 ms each on the default block) but solves in the basis it has, and each
+    /// correction joins the basis at the first step after it is ready. Held still, the
+    /// model reaches the same tolerance as one correcting in step, some steps later.
+    /// Replays and `palpa indent` correct in step, so their results do not depend on
+    /// timing.
+    pub fn correct_in_background(&mut self) -> Result<(), ModelError> {
+        if self.background.is_none() {
+            let thread = CorrectionThread::start(self.reduced.corrector())
+                .map_err(|e| ModelError::Setup(e.to_string()))?;
+            self.background = Some(thread);
+        }
+        Ok(())
     }
 
     /// The model's energy (J): the kinetic energy of its dynamic coordinates and the
@@ -243,6 +272,14 @@ impl NonlinearTissue {
     /// estimated it.
     pub fn estimate(&self) -> Option<Estimate> {
         self.estimate
+    }
+
+    /// Whether the model has its accuracy for the current contact: the last correction
+    /// of these constraints added nothing (in step, at once; with
+    /// [`NonlinearTissue::correct_in_background`], some steps after the contact stops
+    /// changing).
+    pub fn settled(&self) -> bool {
+        self.settled.is_some()
     }
 
     /// The reduced model (its basis and active elements).
@@ -380,6 +417,66 @@ impl NonlinearTissue {
         Ok(end.expect("the loop solves at least once"))
     }
 
+    /// Joins the correction the background thread has finished, if any; restarts a
+    /// full basis for it.
+    fn join_background(&mut self) -> Result<Option<Joined>, ModelError> {
+        let Some(thread) = self.background.as_mut() else {
+            return Ok(None);
+        };
+        let Some((correction, constraints)) = thread
+            .take()
+            .map_err(|e| ModelError::Solve(e.to_string()))?
+        else {
+            return Ok(None);
+        };
+        let correction = correction.map_err(solve_error)?;
+        let revision = self.reduced.revision();
+        let tolerance = self.params.tolerance;
+        let estimate = match self.reduced.join_correction(&correction, tolerance) {
+            Err(NonlinearError::BasisFull(_)) => {
+                self.restart();
+                self.reduced.join_correction(&correction, tolerance)
+            }
+            other => other,
+        }
+        .map_err(solve_error)?;
+        self.estimate = Some(estimate);
+        self.q.resize(self.reduced.shapes(), 0.0);
+        Ok(Some(Joined {
+            changed: self.reduced.revision() != revision,
+            constraints,
+        }))
+    }
+
+    /// With the corrections on the background thread, after a step while the contact
+    /// changes: settles the contact if the correction that joined this step was of
+    /// these enforced constraints and changed nothing; otherwise hands this state to
+    /// the thread if it is idle.
+    fn correct_beside(
+        &mut self,
+        enforced: Vec<LinearConstraint>,
+        joined: Option<Joined>,
+    ) -> Result<(), ModelError> {
+        if joined.is_some_and(|j| !j.changed && same_rows(&j.constraints, &enforced)) {
+            self.settled = Some(enforced);
+            return Ok(());
+        }
+        let Some(thread) = self.background.as_mut().filter(|t| t.idle()) else {
+            return Ok(());
+        };
+        let mut displacement = vec![Vec3::zeros(); self.geometry.rest.len()];
+        self.reduced.displacement(&self.q, &mut displacement);
+        thread
+            .post(CorrectionJob {
+                displacement,
+                size: self.q.iter().map(|x| x * x).sum::<f64>().sqrt(),
+                loads: self.nodal_loads.clone(),
+                constraints: enforced,
+                active: self.reduced.active().to_vec(),
+            })
+            .map_err(|e| ModelError::Solve(e.to_string()))
+    }
+
     /// Writes the rows' forces per constraint into `forces` and keeps what the next
     /// step and the field need.
     fn finish(&mut self, constraints: &[PointConstraint], rows: &[Row], forces: &mut [Vec3]) {
@@ -422,6 +519,15 @@ impl NonlinearTissue {
     }
 }
 
+/// Whether two sets of enforced rows are the same constraints: the same coefficients,
+/// and targets within [`PASSING`].
+fn same_rows(a: &[LinearConstraint], b: &[LinearConstraint]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(a, b)| a.coefficients == b.coefficients && (a.value - b.value).abs() <= PASSING)
+}
+
 /// A nonlinear solve's failure as the model interface reports it.
 fn solve_error(e: NonlinearError) -> ModelError {
     ModelError::Solve(e.to_string())
@@ -446,6 +552,9 @@ impl TissueModel for NonlinearTissue {
             self.params.max_rows,
         )?;
         require_positions(constraints, "nonlinear model")?;
+        // A correction computed beside the steps joins the basis before this step
+        // solves in it.
+        let joined = self.join_background()?;
         let supports: Vec<Support> = constraints
             .iter()
             .map(|c| c.support)
@@ -491,7 +600,10 @@ impl TissueModel for NonlinearTissue {
                         && r.linear.value == last.value
                         && r.linear.coefficients == last.coefficients
                 });
-        let repeated = self.settled.is_some() && at_rest && same_constraints;
+        let repeated = self.settled.is_some()
+            && at_rest
+            && same_constraints
+            && self.reduced.revision() == self.solved_revision;
         self.last_rows.clear();
         self.last_rows
             .extend(rows.iter().map(|r| (r.linear.clone(), r.unilateral)));
@@ -514,14 +626,14 @@ impl TissueModel for NonlinearTissue {
                 .map(|r| r.linear.clone())
                 .collect()
         };
-        let unchanged = self.settled.as_ref().is_some_and(|s| {
-            let now = enforced(&rows);
-            s.len() == now.len()
-                && s.iter().zip(&now).all(|(a, b)| {
-                    a.coefficients == b.coefficients && (a.value - b.value).abs() <= PASSING
-                })
-        });
-        if !unchanged {
+        let unchanged = self
+            .settled
+            .as_ref()
+            .is_some_and(|s| same_rows(s, &enforced(&rows)));
+        if !unchanged && self.background.is_some() {
+            self.settled = None;
+            self.correct_beside(enforced(&rows), joined)?;
+        } else if !unchanged {
             self.settled = None;
             for _ in 0..self.params.corrections_per_step {
                 let revision = self.reduced.revision();
@@ -603,6 +715,9 @@ impl TissueModel for NonlinearTissue {
     }
 
     fn reset(&mut self) {
+        if let Some(thread) = &mut self.background {
+            thread.discard();
+        }
         self.q.fill(0.0);
         self.dynamics.reset();
         self.solved_revision = u64::MAX;

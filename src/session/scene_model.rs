@@ -2,9 +2,10 @@
 //! the visual and the replay step without knowing the backend.
 
 use crate::condensed::CondensedModel;
-use crate::fem::ColumnError;
 use crate::modal::ModalRuntime;
-use crate::model::{LocalForceModel, ModelStep, PointConstraint, SurfaceEntry, TissueModel};
+use crate::model::{
+    LocalForceModel, ModelError, ModelStep, PointConstraint, SurfaceEntry, TissueModel,
+};
 use crate::nonlinear::NonlinearTissue;
 use crate::Vec3;
 
@@ -87,18 +88,19 @@ impl SceneModel {
         }
     }
 
-    /// Completes K⁻¹ columns on a worker thread beside the model thread
-    /// ([`crate::fem::ComplianceColumns::complete_in_background`]), for a server stepping in real time;
-    /// a backend without columns (nonlinear, or modal without residual flexibility) has
-    /// nothing to complete.
-    pub fn complete_columns_in_background(&mut self) -> Result<(), ColumnError> {
+    /// Moves the work a step would wait for to a thread beside the model thread, for a
+    /// server stepping in real time: the K⁻¹ columns of newly touched nodes
+    /// ([`crate::fem::ComplianceColumns::complete_in_background`]; a modal model without
+    /// residual flexibility has none) or the nonlinear corrections
+    /// ([`NonlinearTissue::correct_in_background`]).
+    pub fn work_in_background(&mut self) -> Result<(), ModelError> {
         match self {
             SceneModel::Modal(s) => match s.model_mut().columns() {
-                Some(columns) => columns.complete_in_background(),
+                Some(columns) => Ok(columns.complete_in_background()?),
                 None => Ok(()),
             },
-            SceneModel::Condensed(s) => s.model_mut().columns().complete_in_background(),
-            SceneModel::Nonlinear(_) => Ok(()),
+            SceneModel::Condensed(s) => Ok(s.model_mut().columns().complete_in_background()?),
+            SceneModel::Nonlinear(s) => s.model_mut().correct_in_background(),
         }
     }
 

@@ -67,7 +67,7 @@ impl ModelStream {
         scene.backend.kind = backend;
         let mut built = build(scene, cache, &mut |_| {}).unwrap();
         // As `serve` runs it: columns complete on their own thread.
-        built.model.complete_columns_in_background().unwrap();
+        built.model.work_in_background().unwrap();
         let (stream_scene, mut visual) =
             SceneVisual::new("default", &built.mesh.mesh, &built.model);
         let nodes = StreamScene::from_mesh_surface("", &built.mesh.mesh).mesh_nodes;

@@ -1,0 +1,217 @@
+//! Nonlinear corrections computed on a thread beside the model thread.
+//!
+//! A correction is a residual over every element of the mesh and a solve with K's
+//! factor: on the default block about 20 ms, four model periods. In a replay or the
+//! virtual indentation test each step corrects itself, so the result does not depend
+//! on timing. A server stepping in real time instead hands the state to this thread
+//! (`palpa-corrections`) and keeps stepping in the basis it has; the shape joins the
+//! basis at the first step after it is ready ([`super::NonlinearTissue`]). One
+//! correction is in flight at a time: the next is taken at the state of the step that
+//! finds the thread idle, so the corrections follow the contact as fast as a core
+//! computes them.
+
+use std::thread::JoinHandle;
+
+use crossbeam::channel::{bounded, Receiver, Sender, TryRecvError};
+
+use super::correction::{Correction, Corrector};
+use super::statics::{LinearConstraint, NonlinearError};
+use crate::Vec3;
+
+/// A state to correct: its displacement (m per node) and |q| (√J), the loads (N per
+/// node), the enforced constraints with their multipliers, and the active elements.
+pub(super) struct CorrectionJob {
+    pub(super) displacement: Vec<Vec3>,
+    pub(super) size: f64,
+    pub(super) loads: Vec<Vec3>,
+    pub(super) constraints: Vec<LinearConstraint>,
+    pub(super) active: Vec<usize>,
+}
+
+/// What the model thread receives: the correction of the job's state and its
+/// constraints, or why it could not be computed.
+pub(super) type CorrectionReply = (Result<Correction, NonlinearError>, Vec<LinearConstraint>);
+
+/// The model thread's end of the correction thread.
+pub(super) struct CorrectionThread {
+    jobs: Option<Sender<CorrectionJob>>,
+    replies: Receiver<CorrectionReply>,
+    in_flight: bool,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// Why the correction thread can take no more work.
+#[derive(Debug, thiserror::Error)]
+#[error("the nonlinear correction thread stopped{0}")]
+pub(super) struct Stopped(String);
+
+impl CorrectionThread {
+    /// Starts `palpa-corrections` over `corrector`.
+    pub(super) fn start(corrector: Corrector) -> Result<Self, Stopped> {
+        let (jobs, incoming) = bounded::<CorrectionJob>(1);
+        let (reply, replies) = bounded::<CorrectionReply>(1);
+        let handle = std::thread::Builder::new()
+            .name("palpa-corrections".into())
+            .spawn(move || {
+                for job in incoming {
+                    let correction = corrector.correct(
+                        &job.displacement,
+                        &job.loads,
+                        &job.constraints,
+                        &job.active,
+                        job.size,
+                    );
+                    if reply.send((correction, job.constraints)).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| Stopped(format!(": could not start it: {e}")))?;
+        Ok(Self {
+            jobs: Some(jobs),
+            replies,
+            in_flight: false,
+            handle: Some(handle),
+        })
+    }
+
+    /// Whether no correction is being computed: [`CorrectionThread::post`] takes one.
+    pub(super) fn idle(&self) -> bool {
+        !self.in_flight
+    }
+
+    /// Hands `job` over; the thread must be idle.
+    pub(super) fn post(&mut self, job: CorrectionJob) -> Result<(), Stopped> {
+        debug_assert!(self.idle(), "one correction in flight at a time");
+        let jobs = self.jobs.as_ref().ok_or_else(|| Stopped(String::new()))?;
+        jobs.send(job).map_err(|_| self.stopped())?;
+        self.in_flight = true;
+        Ok(())
+    }
+
+    /// The finished correction, if one is ready; never blocks.
+    pub(super) fn take(&mut self) -> Result<Option<CorrectionReply>, Stopped> {
+        if !self.in_flight {
+            return Ok(None);
+        }
+        match self.replies.try_recv() {
+            Ok(reply) => {
+                self.in_flight = false;
+                Ok(Some(reply))
+            }
+            Err(TryRecvError::Empty) => Ok(None),
+            Err(TryRecvError::Disconnected) => Err(self.stopped()),
+        }
+    }
+
+    /// Waits for the correction in flight, if any, and drops it (its state is gone: the
+    /// tissue was reset).
+    pub(super) fn discard(&mut self) {
+        if self.in_flight {
+            self.in_flight = false;
+            let _ = self.replies.recv();
+        }
+    }
+
+    /// The error of a thread that hung up: it panicked (its message was printed).
+    fn stopped(&mut self) -> Stopped {
+        self.jobs = None;
+        match self.handle.take().map(JoinHandle::join) {
+            Some(Err(_)) => Stopped(" (it panicked)".into()),
+            _ => Stopped(String::new()),
+        }
+    }
+}
+
+impl Drop for CorrectionThread {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::fem::Material;
+    use crate::mesh::generate::box_mesh;
+    use crate::nonlinear::{Hyperelastic, LawKind, NonlinearStatics, ReducedStatics};
+
+    /// The thread's correction is the one computed in place, to the last bit, and comes
+    /// back with the constraints it was posted with.
+    #[test]
+    fn a_correction_on_the_thread_is_the_one_computed_in_place() {
+        // 2 × 2 × 1 cm, 5 mm cells, the base fixed; its top centre pressed 2 mm.
+        let mesh = box_mesh(Vec3::new(0.02, 0.02, 0.01), [4, 4, 2]).expect("mesh");
+        let material = Material::new(3.0e4, 0.45, 1000.0).expect("material");
+        let law = Hyperelastic::new(LawKind::VerondaWestmann { stiffening: 5.0 }, &material);
+        let (lowest, highest) = mesh
+            .nodes
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x.z), b.max(x.z)));
+        let prescribed = mesh.nodes.iter().flat_map(|x| [x.z == lowest; 3]).collect();
+        let statics = Arc::new(
+            NonlinearStatics::new(&mesh, vec![law; mesh.tets.len()], prescribed).expect("statics"),
+        );
+        let centre = mesh.nodes.iter().fold(Vec3::zeros(), |a, x| a + x) / mesh.nodes.len() as f64;
+        let top = (0..mesh.nodes.len())
+            .filter(|&v| mesh.nodes[v].z == highest)
+            .min_by(|&a, &b| {
+                let off = |v: usize| (mesh.nodes[v].xy() - centre.xy()).norm();
+                off(a).total_cmp(&off(b))
+            })
+            .expect("a top node");
+        let mut reduced = ReducedStatics::new(statics, 8).expect("reduced");
+        let mut force = vec![0.0; 3 * mesh.nodes.len()];
+        force[3 * top + 2] = -1.0;
+        reduced.add_shape(&force).expect("shape");
+        // q along the shape: the node 2 mm down.
+        let mut unit = vec![Vec3::zeros(); mesh.nodes.len()];
+        reduced.displacement(&[1.0], &mut unit);
+        let q = vec![0.002 / -unit[top].z];
+        let loads = vec![Vec3::zeros(); mesh.nodes.len()];
+        let constraints = vec![LinearConstraint {
+            coefficients: vec![(3 * top + 2, 1.0)],
+            value: -0.002,
+            multiplier: -q[0] * q[0].signum(),
+        }];
+        let here = reduced
+            .correction(&q, &loads, &constraints)
+            .expect("in place");
+        let mut thread = CorrectionThread::start(reduced.corrector()).expect("starts");
+        assert!(thread.take().expect("runs").is_none(), "nothing posted yet");
+        let mut displacement = vec![Vec3::zeros(); mesh.nodes.len()];
+        reduced.displacement(&q, &mut displacement);
+        thread
+            .post(CorrectionJob {
+                displacement,
+                size: q[0].abs(),
+                loads,
+                constraints: constraints.clone(),
+                active: reduced.active().to_vec(),
+            })
+            .expect("posts");
+        assert!(!thread.idle());
+        let (there, posted) = loop {
+            if let Some(reply) = thread.take().expect("runs") {
+                break reply;
+            }
+            std::thread::yield_now();
+        };
+        let there = there.expect("corrects");
+        assert!(thread.idle());
+        assert_eq!(posted, constraints);
+        assert_eq!(there.solved, here.solved);
+        assert_eq!(there.residual, here.residual);
+        assert_eq!(there.active, here.active);
+        assert!(here.solved.iter().any(|x| *x != 0.0));
+        assert!(
+            !here.active.is_empty(),
+            "a 2 mm press strains some elements"
+        );
+    }
+}
