@@ -10,7 +10,9 @@
 //! acts on, its three static shapes K⁻¹c (so the model is exact for linear tissue at
 //! rest and its compliance at those points is the reduced tangent's), plus the
 //! nonlinear corrections [`ReducedStatics::enrich`] adds while the contact changes, a
-//! bounded number per step. Without modes the model is quasi-static. When the basis is
+//! bounded number per step (or, in real time, computed on their own thread and joined
+//! as they finish: [`NonlinearTissue::correct_in_background`]). Without modes the model
+//! is quasi-static. When the basis is
 //! full its static shapes restart from the current displacement's static part as their
 //! one shape and grow again.
 
@@ -38,8 +40,9 @@ pub struct NonlinearParams {
     /// Energy-norm error estimate (relative) the basis is grown to
     /// ([`ReducedStatics::enrich`]).
     pub tolerance: f64,
-    /// Most nonlinear corrections one step adds (each about a full residual and two
-    /// solves with K: 20 ms on the default block).
+    /// Most nonlinear corrections one step adds when it corrects in step (each about a
+    /// full residual and a solve with K: 20 ms on the default block); on the background
+    /// thread ([`NonlinearTissue::correct_in_background`]) one is computed at a time.
     pub corrections_per_step: usize,
     /// Most constraint rows one step takes.
     pub max_rows: usize,
