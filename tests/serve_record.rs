@@ -26,7 +26,10 @@ const DEPTH: f64 = 0.004;
 /// How long the press is held (s).
 const HOLD: f64 = 2.0;
 
-/// Serve runs one at a time: each is timed, and the machine has two cores.
+/// Serve runs one at a time, and no replay runs beside one: a serve is timed (its
+/// haptic and model threads must keep their rates), the machine has two cores, and a
+/// replay is a core's worth of work (beside them, a live run's model thread stalled and
+/// its haptic thread ran at 780 ticks a second).
 fn one_server_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static SERVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     SERVING
@@ -96,8 +99,11 @@ impl Ticks {
     }
 }
 
+/// Runs `palpa args` to its end, never beside a serve.
 fn palpa(args: &[&str]) -> (String, String) {
-    let (status, stdout, stderr) = run_to_end(BINARY, args, cache());
+    let cache = cache();
+    let _alone = one_server_at_a_time();
+    let (status, stdout, stderr) = run_to_end(BINARY, args, cache);
     assert!(
         status.success(),
         "palpa {args:?} failed:\n{stdout}\n{stderr}"
@@ -119,7 +125,7 @@ fn a_recorded_session_is_complete_after_sigint_and_replays() {
         dir_arg,
     ];
     let cache = cache();
-    let _serving = one_server_at_a_time();
+    let serving = one_server_at_a_time();
     let mut served = Served::start(BINARY, &args, cache);
     let ready = served.ready(START);
     let printed = served.stdout.join("\n");
@@ -149,6 +155,7 @@ fn a_recorded_session_is_complete_after_sigint_and_replays() {
         tokio::time::sleep(Duration::from_secs_f64(HOLD)).await;
     });
     let (status, stdout, stderr) = served.interrupt(STOP);
+    drop(serving);
     let stdout = stdout.join("\n");
     assert!(status.success(), "{status}\n{stdout}\n{stderr}");
     assert!(
