@@ -200,6 +200,7 @@ fn model_step(_: &mut Criterion) {
         .replace("kind = \"modal\"", "kind = \"nonlinear\"");
     let scene = Scene::parse(&text, "bench.toml", std::path::Path::new(".")).expect("scene");
     let cache = std::env::temp_dir().join("palpa-bench-nonlinear");
+    let mut forces = Vec::new();
     for beside in [false, true] {
         let mut model = build(scene.clone(), &cache, &mut |_| {})
             .expect("builds")
@@ -214,13 +215,31 @@ fn model_step(_: &mut Criterion) {
         } else {
             "corrections in step"
         };
-        script(&mut model, how, beside);
+        forces.push(script(&mut model, how, beside));
+    }
+    // What the basis lagging behind the contact costs: the largest difference between
+    // the two runs' forces in each phase, against that phase's largest force.
+    for (phase, (in_step, beside)) in ["pressing", "held", "sliding"]
+        .iter()
+        .zip(forces[0].iter().zip(&forces[1]))
+    {
+        let peak = in_step.iter().copied().fold(0.0, f64::max);
+        let worst = in_step
+            .iter()
+            .zip(beside)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        println!(
+            "nonlinear model step, {phase}: the force with the corrections beside differs from \
+             in step by at most {worst:.4} N ({:.2} % of the phase's peak {peak:.3} N)",
+            100.0 * worst / peak
+        );
     }
 }
 
 /// [`model_step`]'s press, hold and slide on `model`, each step started at the model
-/// rate if `paced`.
-fn script(model: &mut SceneModel, how: &str, paced: bool) {
+/// rate if `paced`; returns each phase's forces along z (N).
+fn script(model: &mut SceneModel, how: &str, paced: bool) -> [Vec<f64>; 3] {
     let dt = 0.005;
     let mut t = 0.0;
     let mut next = Instant::now();
@@ -234,44 +253,38 @@ fn script(model: &mut SceneModel, how: &str, paced: bool) {
         next = started + Duration::from_secs_f64(dt);
         (started.elapsed().as_secs_f64() * 1e3, force)
     };
-    let report = |what: &str, mut ms: Vec<f64>, force: f64| {
+    // Onto the surface, then down to 4 mm at 2 mm/s, held, and slid.
+    step(model, Vec3::new(0.0, 0.0, 0.002));
+    let mut phase = |model: &mut SceneModel, what: &str, probes: Vec<Vec3>| {
+        let (mut ms, forces): (Vec<f64>, Vec<f64>) =
+            probes.into_iter().map(|p| step(model, p)).unzip();
         ms.sort_by(f64::total_cmp);
         let q = |p: f64| ms[((p * ms.len() as f64) as usize).min(ms.len() - 1)];
         println!(
-            "nonlinear model step, {how}, {what} ({} steps, last force {force:.3} N): p50 \
+            "nonlinear model step, {how}, {what} ({} steps, last force {:.3} N): p50 \
              {:.2} ms, p99 {:.2} ms, max {:.2} ms",
             ms.len(),
+            forces[forces.len() - 1],
             q(0.5),
             q(0.99),
             ms[ms.len() - 1]
         );
+        forces
     };
-    // Onto the surface and down to 4 mm at 2 mm/s.
-    step(model, Vec3::new(0.0, 0.0, 0.002));
-    let mut force = 0.0;
-    let mut times = Vec::new();
-    for i in 1..=400 {
-        let (ms, f) = step(model, Vec3::new(0.0, 0.0, -1e-5 * i as f64));
-        times.push(ms);
-        force = f;
-    }
-    report("pressing 0 → 4 mm at 2 mm/s", times, force);
-    let times = (0..200)
-        .map(|_| {
-            let (ms, f) = step(model, Vec3::new(0.0, 0.0, -0.004));
-            force = f;
-            ms
-        })
-        .collect();
-    report("held at 4 mm", times, force);
-    let times = (1..=200)
-        .map(|i| {
-            let (ms, f) = step(model, Vec3::new(5e-5 * i as f64, 0.0, -0.004));
-            force = f;
-            ms
-        })
-        .collect();
-    report("sliding 1 cm/s at 4 mm", times, force);
+    let depth = |i: usize| Vec3::new(0.0, 0.0, -1e-5 * i as f64);
+    let pressing = phase(
+        model,
+        "pressing 0 → 4 mm at 2 mm/s",
+        (1..=400).map(depth).collect(),
+    );
+    let held = phase(model, "held at 4 mm", vec![depth(400); 200]);
+    let slide = |i: usize| Vec3::new(5e-5 * i as f64, 0.0, -0.004);
+    let sliding = phase(
+        model,
+        "sliding 1 cm/s at 4 mm",
+        (1..=200).map(slide).collect(),
+    );
+    [pressing, held, sliding]
 }
 
 criterion_group!(benches, nonlinear, reduced, model_step);
