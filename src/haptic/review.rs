@@ -28,7 +28,8 @@ pub struct TickReview {
     /// Ticks whose tissue force was above the clamp.
     clamped: u64,
     /// Ticks faded or zeroed by the watchdog: stalled model, stale sample, device fault
-    /// or non-finite input.
+    /// or non-finite input. The ticks before the first model are none of these: the
+    /// loop starts at zero force and waits for it.
     faded: [u64; 3],
     ticks: u64,
 }
@@ -60,6 +61,9 @@ impl TickReview {
             self.first_contact = Some(r.t);
         }
         match r.state {
+            // No model yet: the start-up's wait, not a stall (`palpa serve` reported
+            // each start as 5–6 ticks of a stalled model thread).
+            SafetyState::StalledModel if !r.model_age.is_finite() => {}
             SafetyState::StalledModel => self.faded[0] += 1,
             SafetyState::StaleSample => self.faded[1] += 1,
             SafetyState::DeviceFault | SafetyState::NotFinite => self.faded[2] += 1,
@@ -218,6 +222,32 @@ mod tests {
             ));
         }
         assert_eq!(review.notes(), vec!["the probe never touched the tissue"]);
+    }
+
+    /// The ticks before the first model are the start-up's wait: not a stalled model
+    /// thread, and the ramp after them is still the start-up ramp. A model that goes
+    /// quiet later is a stall.
+    #[test]
+    fn waiting_for_the_first_model_is_no_stall_but_a_late_model_is() {
+        let mut review = TickReview::new(&limits());
+        for k in 0..5 {
+            review.add(&record(
+                k as f64 * 1e-3,
+                false,
+                SafetyState::StalledModel,
+                0.0,
+                0.0,
+            ));
+        }
+        review.add(&record(0.35, true, SafetyState::Ramping, 2.0, 1.0));
+        assert_eq!(review.fade_note(), None);
+        assert_eq!(review.contact_in_ramp().map(|(t, _)| t), Some(0.35));
+        review.add(&record(0.9, true, SafetyState::StalledModel, 2.0, 1.0));
+        let note = review.fade_note().expect("a stall later is reported");
+        assert!(
+            note.contains("in 1 ticks (model thread stalled: 1,"),
+            "{note}"
+        );
     }
 
     #[test]
