@@ -102,6 +102,36 @@ async fn press(client: &mut Client, token: &str) {
     }
 }
 
+/// [`press`], then waits for a frame that shows it: the probe at `DEPTH`, the tissue
+/// pushing the hand up, and the surface under the probe following it down.
+async fn press_and_see_it(client: &mut Client, token: &str) {
+    press(client, token).await;
+    frame_where(client, "the probe presses 4 mm deep", |c, f| {
+        (f.probe[2] + DEPTH).abs() < 1e-9
+            && pressed(f)
+            && displacement_near(c, f, [0.0; 3])[2] < -0.5 * DEPTH as f32
+    })
+    .await;
+}
+
+/// Lets go and resets the tissue; waits until a frame shows it exactly at rest, with no
+/// force.
+async fn release_and_reset(client: &mut Client, token: &str) {
+    client
+        .send_control(token, ControlCommand::ReleaseProbe)
+        .await
+        .unwrap();
+    frame_where(client, "the probe is released", |_, f| !f.in_contact).await;
+    client
+        .send_control(token, ControlCommand::ResetTissue)
+        .await
+        .unwrap();
+    frame_where(client, "the tissue is reset", |c, f| {
+        f.force == [0.0; 3] && largest_displacement(c, f) == 0.0
+    })
+    .await;
+}
+
 /// The async runtime the test's WebSocket clients run on.
 fn client_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -149,13 +179,7 @@ fn serve_palpates_stops_with_zero_force_last_and_restarts_from_the_cache() {
 
         // Press 4 mm into the top face above the inclusion: the tissue pushes the hand
         // up and the surface under the probe follows it down.
-        press(&mut client, &token).await;
-        frame_where(&mut client, "the probe presses 4 mm deep", |c, f| {
-            (f.probe[2] + DEPTH).abs() < 1e-9
-                && pressed(f)
-                && displacement_near(c, f, [0.0; 3])[2] < -0.5 * DEPTH as f32
-        })
-        .await;
+        press_and_see_it(&mut client, &token).await;
 
         // Haptic loop statistics reach viewers about once a second.
         let stats = tokio::time::timeout(WAIT, async {
@@ -170,19 +194,7 @@ fn serve_palpates_stops_with_zero_force_last_and_restarts_from_the_cache() {
         assert!(stats.ticks > 0 && stats.period_p50_s > 0.0, "{stats:?}");
 
         // Let go and reset: the tissue is exactly at rest again, with no force.
-        client
-            .send_control(&token, ControlCommand::ReleaseProbe)
-            .await
-            .unwrap();
-        frame_where(&mut client, "the probe is released", |_, f| !f.in_contact).await;
-        client
-            .send_control(&token, ControlCommand::ResetTissue)
-            .await
-            .unwrap();
-        frame_where(&mut client, "the tissue is reset", |c, f| {
-            f.force == [0.0; 3] && largest_displacement(c, f) == 0.0
-        })
-        .await;
+        release_and_reset(&mut client, &token).await;
 
         // `palpa watch` (the client library behind the subcommand) sees the same stream.
         let url = ready.websocket.clone();
@@ -421,26 +433,8 @@ bind = "127.0.0.1:0"
     runtime.block_on(async {
         let mut client = Client::connect(&ready.websocket).await.unwrap();
         let token = ready.token.clone();
-        press(&mut client, &token).await;
-        frame_where(&mut client, "the probe presses 4 mm deep", |c, f| {
-            (f.probe[2] + DEPTH).abs() < 1e-9
-                && pressed(f)
-                && displacement_near(c, f, [0.0; 3])[2] < -0.5 * DEPTH as f32
-        })
-        .await;
-        client
-            .send_control(&token, ControlCommand::ReleaseProbe)
-            .await
-            .unwrap();
-        frame_where(&mut client, "the probe is released", |_, f| !f.in_contact).await;
-        client
-            .send_control(&token, ControlCommand::ResetTissue)
-            .await
-            .unwrap();
-        frame_where(&mut client, "the tissue is reset", |c, f| {
-            f.force == [0.0; 3] && largest_displacement(c, f) == 0.0
-        })
-        .await;
+        press_and_see_it(&mut client, &token).await;
+        release_and_reset(&mut client, &token).await;
     });
     let (status, stdout, stderr) = served.interrupt(WAIT);
     assert!(status.success(), "{stderr}");

@@ -24,7 +24,7 @@ use faer::linalg::solvers::Solve;
 use faer::sparse::SparseColMat;
 use faer::{Accum, Mat, MatRef, Par};
 
-use super::correction::{k_times, Correction, Corrector};
+use super::correction::{energy_norm, k_times, Correction, Corrector};
 use super::cubature::Cubature;
 use super::dynamics::DynamicStep;
 use super::line_search::{backtrack, Trial};
@@ -285,13 +285,7 @@ impl ReducedStatics {
         least: f64,
     ) -> Result<(f64, f64), NonlinearError> {
         let n = self.statics.prescribed.len();
-        let whole = solved
-            .iter()
-            .zip(load)
-            .map(|(x, f)| x * f)
-            .sum::<f64>()
-            .max(0.0)
-            .sqrt();
+        let whole = energy_norm(&solved, load);
         if whole == 0.0 {
             return Ok((0.0, 0.0));
         }
@@ -320,13 +314,7 @@ impl ReducedStatics {
             }
         }
         let load = self.k_times(&shape);
-        let left = shape
-            .iter()
-            .zip(&load)
-            .map(|(u, f)| u * f)
-            .sum::<f64>()
-            .max(0.0)
-            .sqrt();
+        let left = energy_norm(&shape, &load);
         if left <= NEW_SHAPE * whole {
             return Ok((whole, 0.0));
         }

@@ -629,13 +629,11 @@ impl TissueModel for NonlinearTissue {
                 .map(|r| r.linear.clone())
                 .collect()
         };
-        let unchanged = self
-            .settled
-            .as_ref()
-            .is_some_and(|s| same_rows(s, &enforced(&rows)));
+        let now = enforced(&rows);
+        let unchanged = self.settled.as_ref().is_some_and(|s| same_rows(s, &now));
         if !unchanged && self.background.is_some() {
             self.settled = None;
-            self.correct_beside(enforced(&rows), joined)?;
+            self.correct_beside(now, joined)?;
         } else if !unchanged {
             self.settled = None;
             for _ in 0..self.params.corrections_per_step {
