@@ -162,7 +162,8 @@ fn the_published_stiffness_is_the_forces_tangent() {
 
 /// With its corrections on their own thread (what `palpa serve` does), the model steps
 /// in the basis it has while a correction is computed beside it, and pressed 4 mm over
-/// the lump and held still it settles on the force of a model correcting in step.
+/// the lump and held still it settles on the force of a model correcting in step, and
+/// on its stiffness: the tangent the thread took at the settled state.
 #[test]
 fn corrected_on_their_own_thread_a_held_press_settles_on_the_in_step_force() {
     let mut in_step = model_with("modes = 0");
@@ -173,7 +174,7 @@ fn corrected_on_their_own_thread_a_held_press_settles_on_the_in_step_force() {
         .collect();
     let (mut t, mut u) = (0.0, 0.0);
     run(&mut in_step, &mut t, &path);
-    let reference = run(&mut in_step, &mut t, &[path[40]; 4])[3].f0.z;
+    let reference = run(&mut in_step, &mut t, &[path[40]; 4])[3];
     run(&mut beside, &mut u, &path);
     let pressed = tissue(&mut beside).shapes();
     // Held, each step joins what the thread finished and hands it the next state.
@@ -184,11 +185,13 @@ fn corrected_on_their_own_thread_a_held_press_settles_on_the_in_step_force() {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     assert!(tissue(&mut beside).settled(), "not settled in 20 s");
-    let held = run(&mut beside, &mut u, &[path[40]])[0].f0.z;
+    let settled = run(&mut beside, &mut u, &[path[40]])[0];
+    let (held, k) = (settled.f0.z, -settled.stiffness[(2, 2)]);
+    let (reference, k_reference) = (reference.f0.z, -reference.stiffness[(2, 2)]);
     let estimate = tissue(&mut beside).estimate().expect("a correction joined");
     eprintln!(
-        "held at 4 mm: {held:.5} N after {} held steps ({} → {} shapes, estimate {:.1e}); \
-         corrected in step {reference:.5} N",
+        "held at 4 mm: {held:.5} N, k_zz {k:.2} N/m after {} held steps ({} → {} shapes, \
+         estimate {:.1e}); corrected in step {reference:.5} N, k_zz {k_reference:.2} N/m",
         forces.len(),
         pressed,
         tissue(&mut beside).shapes(),
@@ -198,6 +201,13 @@ fn corrected_on_their_own_thread_a_held_press_settles_on_the_in_step_force() {
     assert!(
         (held / reference - 1.0).abs() < 1e-3,
         "held {held} N, in step {reference} N"
+    );
+    // The two models' bases differ (each within the 1e-3 estimate), and the stiffness
+    // with them: 4,633.6 against 4,625.6 N/m with the beside model's tangent taken in
+    // step, 4,635.6 N/m with the thread's.
+    assert!(
+        (k / k_reference - 1.0).abs() < 5e-3,
+        "held k_zz {k} N/m, in step {k_reference} N/m"
     );
 }
 

@@ -9,28 +9,48 @@
 //! correction is in flight at a time: the next is taken at the state of the step that
 //! finds the thread idle, so the corrections follow the contact as fast as a core
 //! computes them.
+//!
+//! The thread also takes the reduced tangent at each state it is handed, over a mirror
+//! of the basis fed with the shapes appended since the last job, the correction's own
+//! shape joined to it as the model thread will join it. That tangent is what the model
+//! thread's Newton iterations and the haptic stiffness then use: taking it in step was
+//! the larger part of a pressing step (every step, 6–25 ms on the default block,
+//! against a fraction of a millisecond for a pass of the forces alone).
 
 use std::thread::JoinHandle;
 
 use crossbeam::channel::{bounded, Receiver, Sender, TryRecvError};
 
-use super::correction::{Correction, Corrector};
+use super::correction::Correction;
+use super::reduced::{BasisUpdate, ReducedStatics, Tangent};
 use super::statics::{LinearConstraint, NonlinearError};
 use crate::Vec3;
 
-/// A state to correct: its displacement (m per node) and |q| (√J), the loads (N per
-/// node), the enforced constraints with their multipliers, and the active elements.
+/// A state to correct: its reduced coordinates q, displacement (m per node) and |q|
+/// (√J), the loads (N per node), the enforced constraints with their multipliers, the
+/// active elements, the shapes the thread's mirror of the basis lacks, and the
+/// tolerance a correction joins the basis above (relative to |q|).
 pub(super) struct CorrectionJob {
+    pub(super) q: Vec<f64>,
+    pub(super) tolerance: f64,
     pub(super) displacement: Vec<Vec3>,
     pub(super) size: f64,
     pub(super) loads: Vec<Vec3>,
     pub(super) constraints: Vec<LinearConstraint>,
     pub(super) active: Vec<usize>,
+    pub(super) basis: BasisUpdate,
 }
 
-/// What the model thread receives: the correction of the job's state and its
-/// constraints, or why it could not be computed.
-pub(super) type CorrectionReply = (Result<Correction, NonlinearError>, Vec<LinearConstraint>);
+/// What the model thread receives for a job.
+pub(super) struct CorrectionReply {
+    /// The correction of the job's state, or why it could not be computed.
+    pub(super) correction: Result<Correction, NonlinearError>,
+    /// The job's constraints.
+    pub(super) constraints: Vec<LinearConstraint>,
+    /// The reduced tangent at the job's q over its basis with the correction joined
+    /// (its coordinate 0) and the correction's active elements.
+    pub(super) tangent: Tangent,
+}
 
 /// The model thread's end of the correction thread.
 pub(super) struct CorrectionThread {
@@ -46,14 +66,17 @@ pub(super) struct CorrectionThread {
 pub(super) struct Stopped(String);
 
 impl CorrectionThread {
-    /// Starts `palpa-corrections` over `corrector`.
-    pub(super) fn start(corrector: Corrector) -> Result<Self, Stopped> {
+    /// Starts `palpa-corrections` over `mirror` ([`ReducedStatics::mirror`]).
+    pub(super) fn start(mut mirror: ReducedStatics) -> Result<Self, Stopped> {
+        let corrector = mirror.corrector();
         let (jobs, incoming) = bounded::<CorrectionJob>(1);
         let (reply, replies) = bounded::<CorrectionReply>(1);
         let handle = std::thread::Builder::new()
             .name("palpa-corrections".into())
             .spawn(move || {
                 for job in incoming {
+                    mirror.apply(&job.basis);
+                    mirror.set_active(&job.active);
                     let correction = corrector.correct(
                         &job.displacement,
                         &job.loads,
@@ -61,7 +84,21 @@ impl CorrectionThread {
                         &job.active,
                         job.size,
                     );
-                    if reply.send((correction, job.constraints)).is_err() {
+                    // A full basis restarts on the model thread, which then drops
+                    // this tangent.
+                    if let Ok(c) = &correction {
+                        let _ = mirror.join_correction(c, job.tolerance);
+                    }
+                    let mut q = job.q;
+                    q.resize(mirror.shapes(), 0.0);
+                    let mut tangent = mirror.tangent_at(&q);
+                    tangent.restarts = job.basis.restarts();
+                    let done = CorrectionReply {
+                        correction,
+                        constraints: job.constraints,
+                        tangent,
+                    };
+                    if reply.send(done).is_err() {
                         return;
                     }
                 }
@@ -141,10 +178,10 @@ mod tests {
     use crate::mesh::generate::box_mesh;
     use crate::nonlinear::{Hyperelastic, LawKind, NonlinearStatics, ReducedStatics};
 
-    /// The thread's correction is the one computed in place, to the last bit, and comes
-    /// back with the constraints it was posted with.
+    /// The thread's correction and tangent are the ones computed in place, to the last
+    /// bit, and come back with the constraints they were posted with.
     #[test]
-    fn a_correction_on_the_thread_is_the_one_computed_in_place() {
+    fn a_correction_and_tangent_on_the_thread_are_the_ones_computed_in_place() {
         // 2 × 2 × 1 cm, 5 mm cells, the base fixed; its top centre pressed 2 mm.
         let mesh = box_mesh(Vec3::new(0.02, 0.02, 0.01), [4, 4, 2]).expect("mesh");
         let material = Material::new(3.0e4, 0.45, 1000.0).expect("material");
@@ -179,32 +216,65 @@ mod tests {
             value: -0.002,
             multiplier: -q[0] * q[0].signum(),
         }];
+        // Corrections' strained elements and shape join: the tangent is then
+        // over two shapes and those elements' large-strain laws.
+        // (The first correction finds the strained elements, the second their shape.)
+        for _ in 0..2 {
+            let correction = reduced
+                .correction(&q, &loads, &constraints)
+                .expect("in place");
+            reduced
+                .join_correction(&correction, 0.0)
+                .expect("joins the correction");
+        }
+        assert_eq!(reduced.shapes(), 2);
+        let q = vec![q[0], 0.1 * q[0]];
         let here = reduced
             .correction(&q, &loads, &constraints)
             .expect("in place");
-        let mut thread = CorrectionThread::start(reduced.corrector()).expect("starts");
+        let mut thread = CorrectionThread::start(reduced.mirror()).expect("starts");
+        let basis = reduced.basis_update(None);
+        let active = reduced.active().to_vec();
         assert!(thread.take().expect("runs").is_none(), "nothing posted yet");
         let mut displacement = vec![Vec3::zeros(); mesh.nodes.len()];
         reduced.displacement(&q, &mut displacement);
         thread
             .post(CorrectionJob {
+                q: q.clone(),
+                tolerance: 0.0,
                 displacement,
-                size: q[0].abs(),
+                size: here.size,
                 loads,
                 constraints: constraints.clone(),
-                active: reduced.active().to_vec(),
+                active,
+                basis,
             })
             .expect("posts");
         assert!(!thread.idle());
-        let (there, posted) = loop {
+        let reply = loop {
             if let Some(reply) = thread.take().expect("runs") {
                 break reply;
             }
             std::thread::yield_now();
         };
-        let there = there.expect("corrects");
+        let there = reply.correction.expect("corrects");
         assert!(thread.idle());
-        assert_eq!(posted, constraints);
+        assert_eq!(reply.constraints, constraints);
+        // The thread's tangent is over the basis with the correction joined, as here.
+        reduced.join_correction(&here, 0.0).expect("joins");
+        assert_eq!(reduced.shapes(), 3);
+        let (mut own, mut tangent) = (vec![0.0; 3], vec![0.0; 9]);
+        reduced.reduced_forces_and_tangent(&[q[0], q[1], 0.0], &mut own, &mut tangent);
+        assert_eq!(reply.tangent.values, tangent);
+        assert_eq!(reply.tangent.shapes, 3);
+        let linear = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+        assert!(
+            tangent
+                .iter()
+                .zip(linear)
+                .any(|(t, l)| (t - l).abs() > 1e-3),
+            "the strained elements stiffen the tangent: {tangent:?}"
+        );
         assert_eq!(there.solved, here.solved);
         assert_eq!(there.residual, here.residual);
         assert_eq!(there.active, here.active);

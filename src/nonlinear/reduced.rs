@@ -489,6 +489,7 @@ impl ReducedStatics {
             restarts: self.restarts,
             revision: Some(self.revision),
             at_solution: true,
+            patient: tangent.patient,
         };
     }
 
@@ -601,12 +602,18 @@ impl ReducedStatics {
             }
         }
         let chord = tangent.is_some();
+        let patient = tangent.as_deref().is_some_and(|t| t.patient);
+        let (contraction, most_chords) = if patient {
+            (PATIENT_CONTRACTION, PATIENT_ITERATIONS)
+        } else {
+            (CHORD_CONTRACTION, CHORD_ITERATIONS)
+        };
         let mut last_norm = f64::INFINITY;
         let mut shortened = false;
         // Iterations since the tangent was last taken.
         let mut chord_iterations = 0;
         for iteration in 0..=options.max_iterations {
-            let keep = kept && !shortened && chord_iterations < CHORD_ITERATIONS;
+            let keep = kept && (patient || !shortened) && chord_iterations < most_chords;
             if keep {
                 self.gradient_only(q, &mut work);
             } else {
@@ -664,6 +671,7 @@ impl ReducedStatics {
                         restarts: self.restarts,
                         revision: Some(self.revision),
                         at_solution: at_q,
+                        patient: t.patient,
                     };
                 }
                 for (c, l) in constraints.iter_mut().zip(&lambda) {
@@ -687,7 +695,7 @@ impl ReducedStatics {
             chord_iterations += 1;
             if at_q {
                 chord_iterations = 0;
-            } else if norm > CHORD_CONTRACTION * last_norm {
+            } else if norm > contraction * last_norm {
                 self.gradient_and_tangent(q, &mut work);
                 chord_iterations = 0;
             }
@@ -817,6 +825,94 @@ impl ReducedStatics {
             factor: Arc::clone(&self.factor),
             linear: Arc::clone(&self.linear),
         }
+    }
+
+    /// The basis's restarts so far: while they stay, shapes are only appended.
+    pub(super) fn restarts(&self) -> u64 {
+        self.restarts
+    }
+
+    /// A model over the same mesh, K, factor and laws with no shapes yet, nothing
+    /// factorised again: the correction thread's copy of the basis
+    /// ([`ReducedStatics::basis_update`]).
+    pub(super) fn mirror(&self) -> Self {
+        let n = self.statics.prescribed.len();
+        Self {
+            statics: Arc::clone(&self.statics),
+            k: Arc::clone(&self.k),
+            factor: Arc::clone(&self.factor),
+            linear: Arc::clone(&self.linear),
+            capacity: self.capacity,
+            shapes: 0,
+            basis: vec![0.0; n * self.capacity],
+            stiffness: vec![0.0; n * self.capacity],
+            active: Vec::new(),
+            quadrature: Vec::new(),
+            quadrature_nodes: Vec::new(),
+            revision: 0,
+            restarts: 0,
+        }
+    }
+
+    /// What a mirror holding this basis's first `held.1` shapes as of its `held.0`-th
+    /// restart (`None`: nothing) lacks of it now: the shapes appended since, or all of
+    /// them after a restart.
+    pub(super) fn basis_update(&self, held: Option<(u64, usize)>) -> BasisUpdate {
+        let from = match held {
+            Some((restarts, shapes)) if restarts == self.restarts && shapes <= self.shapes => {
+                shapes
+            }
+            _ => 0,
+        };
+        let n = self.statics.prescribed.len();
+        let width = self.shapes - from;
+        let mut columns = Vec::with_capacity(2 * n * width);
+        for table in [&self.basis, &self.stiffness] {
+            for d in 0..n {
+                columns.extend_from_slice(&table[d * self.capacity..][from..self.shapes]);
+            }
+        }
+        BasisUpdate {
+            restarts: self.restarts,
+            from,
+            shapes: self.shapes,
+            columns,
+        }
+    }
+
+    /// Makes a [`ReducedStatics::mirror`]'s basis (U and KU) the one `update` was taken
+    /// of.
+    pub(super) fn apply(&mut self, update: &BasisUpdate) {
+        let n = self.statics.prescribed.len();
+        let width = update.shapes - update.from;
+        if width > 0 {
+            let (basis, stiffness) = update.columns.split_at(n * width);
+            for (table, columns) in [(&mut self.basis, basis), (&mut self.stiffness, stiffness)] {
+                for (d, values) in columns.chunks_exact(width).enumerate() {
+                    table[d * self.capacity..][update.from..update.shapes].copy_from_slice(values);
+                }
+            }
+        }
+        self.shapes = update.shapes;
+        self.restarts = update.restarts;
+        self.revision += 1;
+    }
+
+    /// Sums the reduced forces over `active` (ascending elements, weight 1) from now on.
+    pub(super) fn set_active(&mut self, active: &[usize]) {
+        if active != self.active.as_slice() {
+            self.active = active.to_vec();
+            self.set_quadrature(active.iter().map(|&e| (e, 1.0)).collect());
+            self.revision += 1;
+        }
+    }
+
+    /// The reduced tangent UᵀK_T U at q, taken afresh (not marked as at a solution).
+    pub(super) fn tangent_at(&self, q: &[f64]) -> Tangent {
+        let mut tangent = Tangent::default();
+        self.refresh_tangent(q, &mut tangent);
+        tangent.at_solution = false;
+        tangent
     }
 
     /// Joins `correction` to the model ([`ReducedStatics::enrich`]): its strained
@@ -1093,8 +1189,38 @@ const CHORD_CONTRACTION: f64 = 0.1;
 /// zero) only Newton's quadratic convergence reaches the solution.
 const CHORD_ITERATIONS: usize = 4;
 
+/// How much an iteration on a kept tangent must shrink the residual for a patient
+/// solve ([`Tangent::patient`]) to keep it. A tangent from the correction thread is a
+/// few model steps old, and the shapes joined since are bordered by their linear
+/// stiffness: its chord iterations converge linearly, each a pass of the forces alone,
+/// where a tangent taken in step costs 20–30 of them on the default block.
+const PATIENT_CONTRACTION: f64 = 0.5;
+
+/// Most iterations in a row on one tangent in a patient solve.
+const PATIENT_ITERATIONS: usize = 12;
+
 /// Elements whose tangent shares one matrix product sums ([`ReducedStatics::accumulate`]).
 const CHUNK: usize = 32;
+
+/// The shapes a basis's mirror lacks ([`ReducedStatics::basis_update`]).
+pub(super) struct BasisUpdate {
+    /// The basis's restarts when it was taken.
+    restarts: u64,
+    /// The first shape it carries: the mirror keeps those before it.
+    from: usize,
+    /// The basis's shapes then.
+    shapes: usize,
+    /// Shapes `from..shapes` of U (m), then of KU (N), each DOF-major.
+    columns: Vec<f64>,
+}
+
+impl BasisUpdate {
+    /// The basis's restarts when it was taken: a mirror's tangent is over the model's
+    /// basis while they stay the same.
+    pub(super) fn restarts(&self) -> u64 {
+        self.restarts
+    }
+}
 
 /// What a reduced solve ends with.
 pub(super) struct StepEnd {
@@ -1123,6 +1249,44 @@ pub(super) struct Tangent {
     pub(super) revision: Option<u64>,
     /// Whether it was taken at the state the last solve ended on.
     pub(super) at_solution: bool,
+    /// Whether tangents arrive from the correction thread ([`super::background`]): a
+    /// solve then keeps one while it converges at all ([`PATIENT_CONTRACTION`],
+    /// [`PATIENT_ITERATIONS`]) rather than take one in step.
+    pub(super) patient: bool,
+}
+
+impl Tangent {
+    /// Keeps it over the basis's first `r` shapes only (r ≤ its own).
+    pub(super) fn truncate(&mut self, r: usize) {
+        let rt = self.shapes;
+        if r >= rt {
+            return;
+        }
+        let mut values = Vec::with_capacity(r * r);
+        for i in 0..r {
+            values.extend_from_slice(&self.values[i * rt..][..r]);
+        }
+        self.values = values;
+        self.shapes = r;
+    }
+
+    /// Extends it to the basis's first `r` shapes (r ≥ its own), the shapes it lacks
+    /// bordered by their linear stiffness (UᵀKU = I).
+    pub(super) fn border(&mut self, r: usize) {
+        let rt = self.shapes;
+        if r <= rt {
+            return;
+        }
+        let mut values = vec![0.0; r * r];
+        for i in 0..r {
+            values[i * r + i] = 1.0;
+        }
+        for i in 0..rt {
+            values[i * r..][..rt].copy_from_slice(&self.values[i * rt..][..rt]);
+        }
+        self.values = values;
+        self.shapes = r;
+    }
 }
 
 /// Scratch of a reduced solve (r shapes, the mesh's nodes).

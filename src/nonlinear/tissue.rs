@@ -121,6 +121,10 @@ pub struct NonlinearTissue {
     /// The thread computing the corrections when the model steps in real time
     /// ([`NonlinearTissue::correct_in_background`]); `None`: each step corrects itself.
     background: Option<CorrectionThread>,
+    /// What the correction thread's mirror of the basis holds: (restarts, shapes).
+    mirrored: Option<(u64, usize)>,
+    /// The basis's shapes when the correction in flight was posted.
+    posted_shapes: usize,
 }
 
 /// What a correction computed beside the steps did when it joined the model: whether
@@ -209,6 +213,8 @@ impl NonlinearTissue {
             solved_revision: u64::MAX,
             static_only: false,
             background: None,
+            mirrored: None,
+            posted_shapes: 0,
         })
     }
 
@@ -221,9 +227,11 @@ impl NonlinearTissue {
     /// timing.
     pub fn correct_in_background(&mut self) -> Result<(), ModelError> {
         if self.background.is_none() {
-            let thread = CorrectionThread::start(self.reduced.corrector())
+            let thread = CorrectionThread::start(self.reduced.mirror())
                 .map_err(|e| ModelError::Setup(e.to_string()))?;
             self.background = Some(thread);
+            self.mirrored = None;
+            self.tangent.patient = true;
         }
         Ok(())
     }
@@ -426,14 +434,15 @@ impl NonlinearTissue {
         let Some(thread) = self.background.as_mut() else {
             return Ok(None);
         };
-        let Some((correction, constraints)) = thread
+        let Some(reply) = thread
             .take()
             .map_err(|e| ModelError::Solve(e.to_string()))?
         else {
             return Ok(None);
         };
-        let correction = correction.map_err(solve_error)?;
+        let correction = reply.correction.map_err(solve_error)?;
         let revision = self.reduced.revision();
+        let before = self.reduced.shapes();
         let tolerance = self.params.tolerance;
         let estimate = match self.reduced.join_correction(&correction, tolerance) {
             Err(NonlinearError::BasisFull(_)) => {
@@ -445,9 +454,27 @@ impl NonlinearTissue {
         .map_err(solve_error)?;
         self.estimate = Some(estimate);
         self.q.resize(self.reduced.shapes(), 0.0);
+        // The thread's tangent, if the basis it was taken over is still the first
+        // shapes of this one (no restart since). Its last shape is the correction as
+        // the thread joined it; that is this join's shape unless the basis grew since
+        // the job was posted.
+        let mut tangent = reply.tangent;
+        if tangent.restarts == self.reduced.restarts() {
+            if before != self.posted_shapes {
+                tangent.truncate(self.posted_shapes);
+            }
+            if tangent.shapes <= self.reduced.shapes() {
+                self.tangent = Tangent {
+                    revision: Some(self.reduced.revision()),
+                    at_solution: false,
+                    patient: true,
+                    ..tangent
+                };
+            }
+        }
         Ok(Some(Joined {
             changed: self.reduced.revision() != revision,
-            constraints,
+            constraints: reply.constraints,
         }))
     }
 
@@ -469,13 +496,19 @@ impl NonlinearTissue {
         };
         let mut displacement = vec![Vec3::zeros(); self.geometry.rest.len()];
         self.reduced.displacement(&self.q, &mut displacement);
+        let basis = self.reduced.basis_update(self.mirrored);
+        self.mirrored = Some((self.reduced.restarts(), self.reduced.shapes()));
+        self.posted_shapes = self.reduced.shapes();
         thread
             .post(CorrectionJob {
+                q: self.q.clone(),
+                tolerance: self.params.tolerance,
                 displacement,
                 size: self.q.iter().map(|x| x * x).sum::<f64>().sqrt(),
                 loads: self.nodal_loads.clone(),
                 constraints: enforced,
                 active: self.reduced.active().to_vec(),
+                basis,
             })
             .map_err(|e| ModelError::Solve(e.to_string()))
     }
@@ -501,10 +534,19 @@ impl NonlinearTissue {
     }
 
     /// The reduced tangent at q over the whole basis, taken afresh unless the last one
-    /// was taken there.
+    /// was taken there; with the corrections beside, the last one the correction thread
+    /// took (a few steps old), bordered for the shapes joined since.
     fn current_tangent(&mut self) -> &[f64] {
-        self.q.resize(self.reduced.shapes(), 0.0);
-        self.reduced.refresh_tangent(&self.q, &mut self.tangent);
+        let r = self.reduced.shapes();
+        self.q.resize(r, 0.0);
+        let beside = self.tangent.patient
+            && self.tangent.revision.is_some()
+            && self.tangent.restarts == self.reduced.restarts();
+        if beside {
+            self.tangent.border(r);
+        } else {
+            self.reduced.refresh_tangent(&self.q, &mut self.tangent);
+        }
         &self.tangent.values
     }
 
@@ -722,7 +764,10 @@ impl TissueModel for NonlinearTissue {
         self.q.fill(0.0);
         self.dynamics.reset();
         self.solved_revision = u64::MAX;
-        self.tangent = Tangent::default();
+        self.tangent = Tangent {
+            patient: self.background.is_some(),
+            ..Tangent::default()
+        };
         self.multipliers.clear();
         self.settled = None;
         self.last_rows.clear();
