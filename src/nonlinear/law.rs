@@ -63,9 +63,29 @@ impl Hyperelastic {
                 if j.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
                     return None;
                 }
-                let i1_bar = j.powf(-2.0 / 3.0) * f.component_mul(f).sum();
+                let i1_bar = j.powf(-2.0 / 3.0) * f.dot(f);
                 let (psi, _, _) = self.isochoric(i1_bar);
                 Some(psi + 0.5 * self.kappa * j.ln().powi(2))
+            }
+        }
+    }
+
+    /// [`Hyperelastic::energy_density`] and [`Hyperelastic::stress`] at once (J/m³, Pa),
+    /// the kinematics of F computed once; `None` as the energy.
+    pub fn energy_and_stress(&self, f: &Mat3) -> Option<(f64, Mat3)> {
+        match self.kind {
+            LawKind::Linear => Some((self.energy_density(f)?, self.stress(f))),
+            _ => {
+                let j = f.determinant();
+                if j.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+                    return None;
+                }
+                let k = Kinematics::new(f);
+                let (psi, d1, _) = self.isochoric(k.i1_bar);
+                let log_j = k.j.ln();
+                let energy = psi + 0.5 * self.kappa * log_j.powi(2);
+                let stress = k.a_dev * (2.0 * d1 * k.a) + k.f_inv_t * (self.kappa * log_j);
+                Some((energy, stress))
             }
         }
     }
@@ -219,6 +239,25 @@ fn sym(m: Mat3) -> Mat3 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn energy_and_stress_at_once_are_each_alone() {
+        let f = Mat3::new(1.2, 0.1, -0.05, 0.02, 0.9, 0.08, -0.1, 0.03, 1.05);
+        let material = Material::new(3.0e4, 0.45, 1000.0).unwrap();
+        for kind in [
+            LawKind::Linear,
+            LawKind::NeoHookean,
+            LawKind::VerondaWestmann { stiffening: 5.0 },
+        ] {
+            let law = Hyperelastic::new(kind, &material);
+            let (w, p) = law.energy_and_stress(&f).expect("J > 0");
+            assert_eq!(Some(w), law.energy_density(&f), "{kind:?}");
+            assert_eq!(p, law.stress(&f), "{kind:?}");
+        }
+        let inverted = Mat3::new(-1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0);
+        let law = Hyperelastic::new(LawKind::NeoHookean, &material);
+        assert_eq!(law.energy_and_stress(&inverted), None);
+    }
 
     #[test]
     fn the_moduli_map_a_change_of_f_to_the_stress_differential() {

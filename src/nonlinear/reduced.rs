@@ -570,7 +570,7 @@ impl ReducedStatics {
         };
         let mut work = Work::new(r, n / 3);
         let mut f = applied(&lambda);
-        let Some(mut energy) = self.energy(q, &f, &mut work.displacement) else {
+        let Some(mut energy) = self.energy_and_gradient(q, &f, &mut work) else {
             self.displacement(q, &mut work.displacement);
             let inverted = self.statics.first_inverted(&work.displacement);
             return Err(NonlinearError::Inverted(inverted));
@@ -612,13 +612,20 @@ impl ReducedStatics {
         let mut shortened = false;
         // Iterations since the tangent was last taken.
         let mut chord_iterations = 0;
+        // Whether `work.trial_gradient` holds the forces at q (the start, or the last
+        // trial taken).
+        let mut at_trial = true;
         for iteration in 0..=options.max_iterations {
             let keep = kept && (patient || !shortened) && chord_iterations < most_chords;
-            if keep {
+            if keep && at_trial {
+                // The line search's accepted trial is q: its forces are at hand.
+                std::mem::swap(&mut work.gradient, &mut work.trial_gradient);
+            } else if keep {
                 self.gradient_only(q, &mut work);
             } else {
                 self.gradient_and_tangent(q, &mut work);
             }
+            at_trial = false;
             let mut residual: Vec<f64> = (0..r).map(|j| work.gradient[j] - f[j]).collect();
             if let Some(step) = dynamic.as_deref() {
                 step.add_residual(q, &mut residual);
@@ -751,7 +758,7 @@ impl ReducedStatics {
                     for j in 0..r {
                         trial[j] = q[j] + alpha * step[(j, 0)];
                     }
-                    self.energy(&trial, &f, &mut work.displacement)
+                    self.energy_and_gradient(&trial, &f, &mut work)
                         .map(|e| e + inertia(&trial))
                 }
                 Trial::Slope => {
@@ -775,6 +782,7 @@ impl ReducedStatics {
             report.steps.push(alpha);
             last_step = alpha * (0..r).map(|j| step[(j, 0)].powi(2)).sum::<f64>().sqrt();
             q.copy_from_slice(&trial);
+            at_trial = true;
         }
         unreachable!("the loop returns at max_iterations")
     }
@@ -981,20 +989,6 @@ impl ReducedStatics {
         unreachable!("the rounds return")
     }
 
-    /// Reduced potential energy ½|q|² + Σ_active V (W − W_lin) − fᵀq (J); `None` if an
-    /// active element is inverted.
-    fn energy(&self, q: &[f64], f: &[f64], displacement: &mut [Vec3]) -> Option<f64> {
-        let mut e: f64 = q.iter().zip(f).map(|(q, f)| 0.5 * q * q - f * q).sum();
-        self.quadrature_displacement(q, displacement);
-        for &(el, weight) in &self.quadrature {
-            let def = self.deformation_from(el, displacement);
-            let w = self.statics.laws[el].energy_density(&def)?;
-            let w_lin = self.linear[el].energy_density(&def)?;
-            e += weight * self.statics.elements[el].volume * (w - w_lin);
-        }
-        Some(e)
-    }
-
     /// Deformation gradient of element `el` from the nodes' displacements (m).
     fn deformation_from(&self, el: usize, displacement: &[Vec3]) -> Mat3 {
         let grads = &self.statics.elements[el].grads;
@@ -1053,7 +1047,7 @@ impl ReducedStatics {
     /// `f` (J per unit step).
     fn slope_along(&self, trial: &[f64], f: &[f64], step: &Mat<f64>, work: &mut Work) -> f64 {
         let mut at = std::mem::take(&mut work.trial_gradient);
-        self.accumulate(trial, work, &mut at, None);
+        self.accumulate(trial, work, &mut at, None, None);
         let along = (0..trial.len())
             .map(|j| (at[j] - f[j]) * step[(j, 0)])
             .sum();
@@ -1061,10 +1055,22 @@ impl ReducedStatics {
         along
     }
 
+    /// The reduced potential energy ½|q|² + Σ V (W − W_lin) − fᵀq (J) at q under the
+    /// reduced forces `f`, summed over the quadrature, and Uᵀf_int(Uq) into
+    /// `work.trial_gradient`, in one pass: a line search's trial, whose forces the next
+    /// iteration starts from when it is taken. `None` if an element is inverted.
+    fn energy_and_gradient(&self, q: &[f64], f: &[f64], work: &mut Work) -> Option<f64> {
+        let mut e: f64 = q.iter().zip(f).map(|(q, f)| 0.5 * q * q - f * q).sum();
+        let mut at = std::mem::take(&mut work.trial_gradient);
+        let whole = self.accumulate(q, work, &mut at, None, Some(&mut e));
+        work.trial_gradient = at;
+        whole.then_some(e)
+    }
+
     /// The reduced internal forces Uᵀf_int(Uq) into `work.gradient`.
     fn gradient_only(&self, q: &[f64], work: &mut Work) {
         let mut gradient = std::mem::take(&mut work.gradient);
-        self.accumulate(q, work, &mut gradient, None);
+        self.accumulate(q, work, &mut gradient, None, None);
         work.gradient = gradient;
     }
 
@@ -1073,7 +1079,7 @@ impl ReducedStatics {
     fn gradient_and_tangent(&self, q: &[f64], work: &mut Work) {
         let mut gradient = std::mem::take(&mut work.gradient);
         let mut tangent = std::mem::take(&mut work.tangent);
-        self.accumulate(q, work, &mut gradient, Some(&mut tangent));
+        self.accumulate(q, work, &mut gradient, Some(&mut tangent), None);
         work.gradient = gradient;
         work.tangent = tangent;
     }
@@ -1100,11 +1106,12 @@ impl ReducedStatics {
         work: &mut Work,
         gradient: &mut [f64],
         tangent: Option<&mut [f64]>,
-    ) {
+        mut energy: Option<&mut f64>,
+    ) -> bool {
         let r = self.shapes;
         gradient[..r].copy_from_slice(&q[..r]);
         if r == 0 {
-            return;
+            return true;
         }
         // Elements whose dF and (C − C_lin) dF wait in `work` for the next product.
         let mut filled = 0;
@@ -1125,7 +1132,18 @@ impl ReducedStatics {
                 Some(_) => self.element_gradient(el, q, &mut work.df[slot.clone()]),
                 None => self.deformation_from(el, &work.displacement),
             };
-            let p = (law.stress(&def) - lin.stress(&def)) * volume;
+            let p = match energy.as_deref_mut() {
+                Some(e) => {
+                    let (Some((w, p)), Some((w_lin, p_lin))) =
+                        (law.energy_and_stress(&def), lin.energy_and_stress(&def))
+                    else {
+                        return false;
+                    };
+                    *e += weight * self.statics.elements[el].volume * (w - w_lin);
+                    (p - p_lin) * volume
+                }
+                None => (law.stress(&def) - lin.stress(&def)) * volume,
+            };
             let grads = &self.statics.elements[el].grads;
             for (a, &v) in self.statics.tets[el].iter().enumerate() {
                 work.nodal_forces[v] += p * grads[a];
@@ -1174,6 +1192,7 @@ impl ReducedStatics {
                 }
             }
         }
+        true
     }
 }
 
