@@ -22,6 +22,7 @@ mod reduced;
 mod sphere;
 mod statics;
 mod tissue;
+mod unit_columns;
 
 pub use cubature::{train_cubature, Cubature};
 pub use dynamics::ReducedDynamics;

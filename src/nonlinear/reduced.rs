@@ -29,6 +29,7 @@ use super::cubature::Cubature;
 use super::dynamics::DynamicStep;
 use super::line_search::{backtrack, Trial};
 use super::statics::{LinearConstraint, NewtonOptions, NewtonReport, NonlinearError};
+use super::unit_columns::UnitColumns;
 use super::{Hyperelastic, NonlinearStatics};
 use crate::fem::Factor;
 use crate::{Mat3, Vec3};
@@ -92,6 +93,8 @@ pub struct ReducedStatics {
     revision: u64,
     /// Counts the restarts of the basis: while it stays, shapes are only appended.
     restarts: u64,
+    /// K⁻¹ e_d for the DOFs contact patches loaded lately.
+    unit_columns: UnitColumns,
 }
 
 impl std::fmt::Debug for ReducedStatics {
@@ -133,6 +136,7 @@ impl ReducedStatics {
             quadrature_nodes: Vec::new(),
             revision: 0,
             restarts: 0,
+            unit_columns: UnitColumns::default(),
         })
     }
 
@@ -237,6 +241,36 @@ impl ReducedStatics {
         for j in 0..forces.len() {
             let load: Vec<f64> = loads.col(j).iter().copied().collect();
             self.add_solved_if(&load, solved.col(j).iter().copied().collect(), 0.0)?;
+        }
+        Ok(())
+    }
+
+    /// [`ReducedStatics::add_shapes`] for sparse forces ((DOF, N) pairs; prescribed DOFs
+    /// carry none), K⁻¹ of each summed from the unit columns of its DOFs
+    /// ([`super::unit_columns`]): a contact patch moving across the surface solves with
+    /// K only for the DOFs it newly loads.
+    pub fn add_point_shapes(&mut self, forces: &[Vec<(usize, f64)>]) -> Result<(), NonlinearError> {
+        let n = self.statics.prescribed.len();
+        let free: Vec<Vec<(usize, f64)>> = forces
+            .iter()
+            .map(|force| {
+                let mut free = Vec::with_capacity(force.len());
+                for &(d, w) in force {
+                    check_dof(d, n)?;
+                    if !self.statics.prescribed[d] {
+                        free.push((d, w));
+                    }
+                }
+                Ok(free)
+            })
+            .collect::<Result<_, NonlinearError>>()?;
+        let solved = self.unit_columns.solve(&self.factor, &free)?;
+        for (force, solved) in free.iter().zip(solved) {
+            let mut load = vec![0.0; n];
+            for &(d, w) in force {
+                load[d] += w;
+            }
+            self.add_solved_if(&load, solved, 0.0)?;
         }
         Ok(())
     }
@@ -859,6 +893,7 @@ impl ReducedStatics {
             quadrature_nodes: Vec::new(),
             revision: 0,
             restarts: 0,
+            unit_columns: UnitColumns::default(),
         }
     }
 

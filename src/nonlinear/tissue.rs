@@ -325,7 +325,6 @@ impl NonlinearTissue {
     }
 
     fn try_shape(&mut self, supports: &[Support]) -> Result<(), NonlinearError> {
-        let n = 3 * self.geometry.rest.len();
         for s in supports {
             if self.shaped.contains(s) {
                 continue;
@@ -335,16 +334,10 @@ impl NonlinearTissue {
             if self.shaped.len() == MAX_SHAPED {
                 self.shaped.drain(..MAX_SHAPED / 2);
             }
-            let forces: Vec<Vec<f64>> = (0..3)
-                .map(|axis| {
-                    let mut force = vec![0.0; n];
-                    for (d, w) in s.along(Vec3::ith(axis, 1.0)) {
-                        force[d] += w;
-                    }
-                    force
-                })
+            let forces: Vec<Vec<(usize, f64)>> = (0..3)
+                .map(|axis| s.along(Vec3::ith(axis, 1.0)).collect())
                 .collect();
-            self.reduced.add_shapes(&forces)?;
+            self.reduced.add_point_shapes(&forces)?;
             self.shaped.push(*s);
         }
         self.q.resize(self.reduced.shapes(), 0.0);
