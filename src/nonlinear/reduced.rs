@@ -247,7 +247,7 @@ impl ReducedStatics {
 
     /// [`ReducedStatics::add_shapes`] for sparse forces ((DOF, N) pairs; prescribed DOFs
     /// carry none), K⁻¹ of each summed from the unit columns of its DOFs
-    /// ([`super::unit_columns`]): a contact patch moving across the surface solves with
+    /// (`nonlinear/unit_columns.rs`): a contact patch moving across the surface solves with
     /// K only for the DOFs it newly loads.
     pub fn add_point_shapes(&mut self, forces: &[Vec<(usize, f64)>]) -> Result<(), NonlinearError> {
         let n = self.statics.prescribed.len();
@@ -833,7 +833,7 @@ impl ReducedStatics {
     ///   active ones, and the same norm of what the inactive ones' difference adds to r
     ///   is reported.
     ///
-    /// [`ReducedStatics::correction`], then [`ReducedStatics::join_correction`].
+    /// The correction, then its join (`correction`, `join_correction`).
     pub fn enrich(
         &mut self,
         q: &[f64],
