@@ -216,9 +216,9 @@ mod tests {
             value: -0.002,
             multiplier: -q[0] * q[0].signum(),
         }];
-        // Corrections' strained elements and shape join: the tangent is then
-        // over two shapes and those elements' large-strain laws.
-        // (The first correction finds the strained elements, the second their shape.)
+        // Two corrections join (the first finds the strained elements, the second
+        // their shape): the tangent is then over two shapes and those elements'
+        // large-strain laws.
         for _ in 0..2 {
             let correction = reduced
                 .correction(&q, &loads, &constraints)
