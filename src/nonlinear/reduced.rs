@@ -122,11 +122,24 @@ impl ReducedStatics {
             "reduced model: stiffness at rest",
         )?;
         let linear = statics.laws.iter().map(Hyperelastic::linearised).collect();
-        Ok(Self {
+        let parts = Corrector {
             statics,
             k: Arc::new(k),
             factor: Arc::new(factor),
             linear,
+        };
+        Ok(Self::from_parts(parts, capacity))
+    }
+
+    /// A model over `parts` (mesh, K, its factor, the small-strain laws) with room for
+    /// `capacity` shapes, no shape and no active element yet.
+    fn from_parts(parts: Corrector, capacity: usize) -> Self {
+        let n = parts.statics.prescribed.len();
+        Self {
+            statics: parts.statics,
+            k: parts.k,
+            factor: parts.factor,
+            linear: parts.linear,
             capacity,
             shapes: 0,
             basis: vec![0.0; n * capacity],
@@ -137,7 +150,7 @@ impl ReducedStatics {
             revision: 0,
             restarts: 0,
             unit_columns: UnitColumns::default(),
-        })
+        }
     }
 
     /// Sums the reduced forces over the cubature's elements with its weights instead of
@@ -624,15 +637,9 @@ impl ReducedStatics {
             let rt = t.shapes;
             kept = t.revision.is_some() && t.restarts == self.restarts && rt <= r;
             if kept {
-                for i in 0..r {
-                    for j in 0..r {
-                        work.tangent[i * r + j] = match (i < rt && j < rt, i == j) {
-                            (true, _) => t.values[i * rt + j],
-                            (false, true) => 1.0,
-                            (false, false) => 0.0,
-                        };
-                    }
-                }
+                let mut start = t.clone();
+                start.border(r);
+                work.tangent.copy_from_slice(&start.values);
             }
         }
         let chord = tangent.is_some();
@@ -878,23 +885,7 @@ impl ReducedStatics {
     /// factorised again: the correction thread's copy of the basis
     /// ([`ReducedStatics::basis_update`]).
     pub(super) fn mirror(&self) -> Self {
-        let n = self.statics.prescribed.len();
-        Self {
-            statics: Arc::clone(&self.statics),
-            k: Arc::clone(&self.k),
-            factor: Arc::clone(&self.factor),
-            linear: Arc::clone(&self.linear),
-            capacity: self.capacity,
-            shapes: 0,
-            basis: vec![0.0; n * self.capacity],
-            stiffness: vec![0.0; n * self.capacity],
-            active: Vec::new(),
-            quadrature: Vec::new(),
-            quadrature_nodes: Vec::new(),
-            revision: 0,
-            restarts: 0,
-            unit_columns: UnitColumns::default(),
-        }
+        Self::from_parts(self.corrector(), self.capacity)
     }
 
     /// What a mirror holding this basis's first `held.1` shapes as of its `held.0`-th
