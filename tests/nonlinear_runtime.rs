@@ -189,14 +189,20 @@ fn corrected_on_their_own_thread_a_held_press_settles_on_the_in_step_force() {
     let (held, k) = (settled.f0.z, -settled.stiffness[(2, 2)]);
     let (reference, k_reference) = (reference.f0.z, -reference.stiffness[(2, 2)]);
     let estimate = tissue(&mut beside).estimate().expect("a correction joined");
+    let reduced = tissue(&mut beside).reduced();
+    let (summed, active) = (reduced.quadrature_elements(), reduced.active_elements());
     eprintln!(
         "held at 4 mm: {held:.5} N, k_zz {k:.2} N/m after {} held steps ({} → {} shapes, \
-         estimate {:.1e}); corrected in step {reference:.5} N, k_zz {k_reference:.2} N/m",
+         estimate {:.1e}, forces summed over {summed} of {active} active elements); \
+         corrected in step {reference:.5} N, k_zz {k_reference:.2} N/m",
         forces.len(),
         pressed,
         tissue(&mut beside).shapes(),
         estimate.basis
     );
+    // The steps summed the forces over the thread's cubature, offset to the full sum
+    // at the state it corrected.
+    assert!(summed < active / 4, "{summed} of {active}");
     assert!(estimate.basis <= 1e-3, "{estimate:?}");
     assert!(
         (held / reference - 1.0).abs() < 1e-3,

@@ -22,19 +22,21 @@ use std::thread::JoinHandle;
 use crossbeam::channel::{bounded, Receiver, Sender, TryRecvError};
 
 use super::correction::Correction;
-use super::reduced::{BasisUpdate, ReducedStatics, Tangent};
+use super::cubature::CubatureKeeper;
+use super::quadrature::Quadrature;
+use super::reduced::{BasisUpdate, Estimate, ReducedStatics, Tangent};
 use super::statics::{LinearConstraint, NonlinearError};
 use crate::Vec3;
 
-/// A state to correct: its reduced coordinates q, displacement (m per node) and |q|
-/// (√J), the loads (N per node), the enforced constraints with their multipliers, the
-/// active elements, the shapes the thread's mirror of the basis lacks, and the
-/// tolerance a correction joins the basis above (relative to |q|).
+/// A state to correct: its reduced coordinates q (the thread takes the displacement
+/// U q over its mirror of the basis), the loads (N per node), the enforced constraints
+/// with their multipliers, the active elements, the shapes the thread's mirror of the
+/// basis lacks, the tolerance a correction joins the basis above (relative to |q|), and
+/// whether to offer a cubature with it.
 pub(super) struct CorrectionJob {
     pub(super) q: Vec<f64>,
+    pub(super) cubature: bool,
     pub(super) tolerance: f64,
-    pub(super) displacement: Vec<Vec3>,
-    pub(super) size: f64,
     pub(super) loads: Vec<Vec3>,
     pub(super) constraints: Vec<LinearConstraint>,
     pub(super) active: Vec<usize>,
@@ -50,6 +52,20 @@ pub(super) struct CorrectionReply {
     /// The reduced tangent at the job's q over its basis with the correction joined
     /// (its coordinate 0) and the correction's active elements.
     pub(super) tangent: Tangent,
+    /// How the correction joined the mirror, whose basis was the model's when the job
+    /// was posted: the model joins it so too while its basis has not changed since.
+    pub(super) join: Option<MirroredJoin>,
+    /// A cubature of those active elements, offset to their full sum at that q (over
+    /// the same basis as the tangent), or `None` while the full sum is cheap enough.
+    pub(super) quadrature: Option<Quadrature>,
+}
+
+/// A correction as it joined the thread's mirror of the basis.
+pub(super) struct MirroredJoin {
+    /// The estimate [`ReducedStatics::join_correction`] returned.
+    pub(super) estimate: Estimate,
+    /// The shape it added, U's column (m) and KU's (N), if it added one.
+    pub(super) shape: Option<(Vec<f64>, Vec<f64>)>,
 }
 
 /// The model thread's end of the correction thread.
@@ -69,6 +85,8 @@ impl CorrectionThread {
     /// Starts `palpa-corrections` over `mirror` ([`ReducedStatics::mirror`]).
     pub(super) fn start(mut mirror: ReducedStatics) -> Result<Self, Stopped> {
         let corrector = mirror.corrector();
+        let mut cubatures = CubatureKeeper::default();
+        let mut displacement = Vec::new();
         let (jobs, incoming) = bounded::<CorrectionJob>(1);
         let (reply, replies) = bounded::<CorrectionReply>(1);
         let handle = std::thread::Builder::new()
@@ -77,26 +95,38 @@ impl CorrectionThread {
                 for job in incoming {
                     mirror.apply(&job.basis);
                     mirror.set_active(&job.active);
+                    displacement.resize(mirror.nodes(), Vec3::zeros());
+                    mirror.displacement(&job.q, &mut displacement);
+                    let size = job.q.iter().map(|x| x * x).sum::<f64>().sqrt();
                     let correction = corrector.correct(
-                        &job.displacement,
+                        &displacement,
                         &job.loads,
                         &job.constraints,
                         &job.active,
-                        job.size,
+                        size,
                     );
                     // A full basis restarts on the model thread, which then drops
-                    // this tangent.
-                    if let Ok(c) = &correction {
-                        let _ = mirror.join_correction(c, job.tolerance);
-                    }
+                    // this tangent and joins the correction itself.
+                    let before = mirror.shapes();
+                    let join = correction.as_ref().ok().and_then(|c| {
+                        let estimate = mirror.join_correction(c, job.tolerance).ok()?;
+                        let shape = (mirror.shapes() > before).then(|| mirror.shape(before));
+                        Some(MirroredJoin { estimate, shape })
+                    });
                     let mut q = job.q;
                     q.resize(mirror.shapes(), 0.0);
-                    let mut tangent = mirror.tangent_at(&q);
+                    let (forces, mut tangent) = mirror.forces_and_tangent_at(&q);
+                    let quadrature = job
+                        .cubature
+                        .then(|| cubatures.quadrature(&mirror, &q, &forces, &tangent.values))
+                        .flatten();
                     tangent.restarts = job.basis.restarts();
                     let done = CorrectionReply {
                         correction,
                         constraints: job.constraints,
                         tangent,
+                        join,
+                        quadrature,
                     };
                     if reply.send(done).is_err() {
                         return;
@@ -236,14 +266,11 @@ mod tests {
         let basis = reduced.basis_update(None);
         let active = reduced.active().to_vec();
         assert!(thread.take().expect("runs").is_none(), "nothing posted yet");
-        let mut displacement = vec![Vec3::zeros(); mesh.nodes.len()];
-        reduced.displacement(&q, &mut displacement);
         thread
             .post(CorrectionJob {
                 q: q.clone(),
+                cubature: true,
                 tolerance: 0.0,
-                displacement,
-                size: here.size,
                 loads,
                 constraints: constraints.clone(),
                 active,

@@ -17,6 +17,7 @@
 use faer::linalg::solvers::Solve;
 use faer::Mat;
 
+use super::quadrature::Quadrature;
 use super::reduced::ReducedStatics;
 
 /// A cubature: elements and their weights (dimensionless, ≥ 0).
@@ -129,5 +130,231 @@ pub fn train_cubature(
             .map(|(&c, &w)| (candidates[c], w))
             .collect(),
         training_error: error,
+    }
+}
+
+/// Recent corrected states a [`CubatureKeeper`] trains on, besides the one at hand.
+const RECENT_STATES: usize = 4;
+
+/// The cubature's error at a corrected state, |full − cubature| over the full sum's
+/// forces beyond linear (dimensionless), above which it is trained again.
+const RETRAIN: f64 = 0.05;
+
+/// The training error a cubature is grown to (dimensionless; [`train_cubature`]). Its
+/// [`super::quadrature::TaylorOffset`] takes out the error at each corrected state, so only the error in
+/// the forces' change between corrections is left.
+const TRAINING_TOLERANCE: f64 = 1e-2;
+
+/// Active elements per cubature element below which the full sum is kept: a cubature
+/// saves little there and its training costs a pass per state over every element.
+const WORTHWHILE: usize = 8;
+
+/// The cubature the correction thread hands the model thread with each correction
+/// ([`super::background`]): trained over the state corrected and a few before it,
+/// offset to the full sum at each corrected state ([`super::quadrature::TaylorOffset`]), and trained
+/// again when its error at one exceeds [`RETRAIN`] or the basis restarts.
+#[derive(Default)]
+pub(super) struct CubatureKeeper {
+    cubature: Option<Cubature>,
+    /// Recent corrected states since the basis last restarted.
+    states: Vec<Vec<f64>>,
+    restarts: u64,
+}
+
+impl CubatureKeeper {
+    /// The quadrature for `mirror`'s basis at q, given the full sum's reduced forces
+    /// (N) and tangent (N/m, row-major) there, or `None` while the full sum is cheap
+    /// enough (few active elements).
+    pub(super) fn quadrature(
+        &mut self,
+        mirror: &ReducedStatics,
+        q: &[f64],
+        forces: &[f64],
+        tangent: &[f64],
+    ) -> Option<Quadrature> {
+        if mirror.restarts() != self.restarts {
+            self.restarts = mirror.restarts();
+            self.states.clear();
+            self.cubature = None;
+        }
+        let r = mirror.shapes();
+        let most = 2 * r;
+        if mirror.active().len() < WORTHWHILE * most {
+            return None;
+        }
+        if let Some(cubature) = &self.cubature {
+            let quadrature = mirror.cubature_at(cubature, q, forces, tangent);
+            let beyond: f64 = (0..r)
+                .map(|j| (forces[j] - q[j]).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            let error = quadrature
+                .offset
+                .as_ref()
+                .map_or(0.0, |o| o.forces.iter().map(|a| a * a).sum::<f64>().sqrt());
+            if error <= RETRAIN * beyond {
+                self.remember(q);
+                return Some(quadrature);
+            }
+        }
+        let mut states: Vec<Vec<f64>> = self
+            .states
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                s.resize(r, 0.0);
+                s
+            })
+            .collect();
+        states.extend([0.5, 1.0, 1.25].map(|scale| q.iter().map(|x| scale * x).collect()));
+        let cubature = train_cubature(mirror, &states, most, TRAINING_TOLERANCE);
+        self.remember(q);
+        if cubature.elements.is_empty() {
+            self.cubature = None;
+            return None;
+        }
+        let quadrature = mirror.cubature_at(&cubature, q, forces, tangent);
+        self.cubature = Some(cubature);
+        Some(quadrature)
+    }
+
+    /// Keeps q among the [`RECENT_STATES`] last.
+    fn remember(&mut self, q: &[f64]) {
+        if self.states.len() == RECENT_STATES {
+            self.states.remove(0);
+        }
+        self.states.push(q.to_vec());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::fem::Material;
+    use crate::mesh::generate::box_mesh;
+    use crate::nonlinear::statics::LinearConstraint;
+    use crate::nonlinear::{Hyperelastic, LawKind, NonlinearStatics};
+    use crate::Vec3;
+
+    /// A 2 × 2 × 1 cm Veronda–Westmann (γ = 5) block, base fixed, its top centre
+    /// pressed 3 mm, with its correction shapes joined: the reduced model and q.
+    fn pressed() -> (ReducedStatics, Vec<f64>) {
+        let mesh = box_mesh(Vec3::new(0.02, 0.02, 0.01), [8, 8, 4]).expect("mesh");
+        let material = Material::new(3.0e4, 0.45, 1000.0).expect("material");
+        let law = Hyperelastic::new(LawKind::VerondaWestmann { stiffening: 5.0 }, &material);
+        let lowest = mesh.nodes.iter().map(|x| x.z).fold(f64::MAX, f64::min);
+        let highest = mesh.nodes.iter().map(|x| x.z).fold(f64::MIN, f64::max);
+        let prescribed = mesh.nodes.iter().flat_map(|x| [x.z == lowest; 3]).collect();
+        let statics = Arc::new(
+            NonlinearStatics::new(&mesh, vec![law; mesh.tets.len()], prescribed).expect("statics"),
+        );
+        let centre = Vec3::new(0.01, 0.01, highest);
+        let top = (0..mesh.nodes.len())
+            .min_by(|&a, &b| {
+                (mesh.nodes[a] - centre)
+                    .norm()
+                    .total_cmp(&(mesh.nodes[b] - centre).norm())
+            })
+            .expect("a node");
+        let mut reduced = ReducedStatics::new(statics, 16).expect("reduced");
+        let mut constraints = vec![LinearConstraint {
+            coefficients: vec![(3 * top + 2, 1.0)],
+            value: -0.003,
+            multiplier: 0.0,
+        }];
+        reduced.add_constraint_shapes(&constraints).expect("shape");
+        let loads = vec![Vec3::zeros(); mesh.nodes.len()];
+        let mut q = vec![0.0; reduced.shapes()];
+        for _ in 0..4 {
+            q.resize(reduced.shapes(), 0.0);
+            reduced
+                .solve(
+                    &mut q,
+                    &loads,
+                    &mut constraints,
+                    &crate::nonlinear::NewtonOptions::default(),
+                )
+                .expect("solves");
+            reduced
+                .enrich(&q, &loads, &constraints, 0.0)
+                .expect("enriches");
+        }
+        q.resize(reduced.shapes(), 0.0);
+        (reduced, q)
+    }
+
+    /// |a − b| over the forces beyond linear (a − q).
+    fn misfit(a: &[f64], b: &[f64]) -> f64 {
+        a.iter()
+            .zip(b)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    }
+
+    /// With its offset, a cubature's forces and tangent at the state it was offset at
+    /// are the full sum's, and its error elsewhere falls with the square of the
+    /// distance: the offset takes out the error's constant and linear parts.
+    #[test]
+    fn an_offset_cubature_is_exact_at_its_state_and_second_order_near_it() {
+        let (mut reduced, q) = pressed();
+        let r = reduced.shapes();
+        assert!(
+            r >= 3 && reduced.active_elements() > 50,
+            "{r} shapes, {} active",
+            reduced.active_elements()
+        );
+        let states: Vec<Vec<f64>> = [0.5, 1.0]
+            .iter()
+            .map(|s| q.iter().map(|x| s * x).collect())
+            .collect();
+        // Few elements on purpose: the bare cubature is off by percents.
+        let cubature = train_cubature(&reduced, &states, 4, 0.0);
+        let (forces, tangent) = reduced.forces_and_tangent_at(&q);
+        // Away from q along a direction off the training states.
+        let direction: Vec<f64> = (0..r)
+            .map(|j| if j % 2 == 0 { 1.0 } else { -0.5 } * q[0])
+            .collect();
+        let along =
+            |t: f64| -> Vec<f64> { q.iter().zip(&direction).map(|(q, d)| q + t * d).collect() };
+        let full: Vec<Vec<f64>> = [0.0, 0.005, 0.01]
+            .iter()
+            .map(|&t| reduced.forces_and_tangent_at(&along(t)).0)
+            .collect();
+        let quadrature = reduced.cubature_at(&cubature, &q, &forces, &tangent.values);
+        let active = reduced.active().to_vec();
+        reduced
+            .join_mirrored(&active, None, Some(quadrature))
+            .expect("joins");
+        let cubature_at = |t: f64| reduced.forces_and_tangent_at(&along(t));
+        let (at_q, tangent_at_q) = cubature_at(0.0);
+        let scale = misfit(&forces, &q);
+        assert!(
+            misfit(&at_q, &forces) < 1e-12 * scale,
+            "{at_q:?} {forces:?}"
+        );
+        let worst = tangent_at_q
+            .values
+            .iter()
+            .zip(&tangent.values)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(worst < 1e-10, "tangent off by {worst}");
+        let (near, far) = (
+            misfit(&cubature_at(0.005).0, &full[1]),
+            misfit(&cubature_at(0.01).0, &full[2]),
+        );
+        eprintln!("offset cubature of {} elements: error {near:.3e} at t = 0.005, {far:.3e} at 0.01 (forces beyond linear {scale:.3e})", cubature.elements.len());
+        assert!(
+            far > 1e-9 * scale,
+            "the bare cubature is inexact, so is this away from q"
+        );
+        assert!(
+            (3.0..5.0).contains(&(far / near)),
+            "error ratio {} for twice the distance",
+            far / near
+        );
     }
 }

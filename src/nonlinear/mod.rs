@@ -18,9 +18,11 @@ mod cubature;
 mod dynamics;
 mod law;
 mod line_search;
+mod quadrature;
 mod reduced;
 mod sphere;
 mod statics;
+mod surface_bound;
 mod tissue;
 mod unit_columns;
 

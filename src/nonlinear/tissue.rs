@@ -24,6 +24,7 @@ use super::background::{CorrectionJob, CorrectionThread};
 use super::dynamics::ReducedDynamics;
 use super::reduced::{Estimate, ReducedStatics, StepEnd, Tangent};
 use super::statics::{LinearConstraint, NewtonOptions, NonlinearError};
+use super::surface_bound::SurfaceBound;
 use super::NonlinearStatics;
 use crate::fem::Support;
 use crate::model::{
@@ -106,8 +107,10 @@ pub struct NonlinearTissue {
     loads_changed: bool,
     /// Nodal forces of the last step's constraints and loads (node, N).
     loads: Vec<(usize, Vec3)>,
-    /// Largest surface displacement at the last step (m).
+    /// An upper bound on the surface displacement at the last step (m), and what it
+    /// is taken from.
     bound: f64,
+    surface_bound: SurfaceBound,
     /// The last estimate of the basis's error.
     estimate: Option<Estimate>,
     /// The dynamic coordinates (the first of q) and their motion.
@@ -125,6 +128,9 @@ pub struct NonlinearTissue {
     mirrored: Option<(u64, usize)>,
     /// The basis's shapes when the correction in flight was posted.
     posted_shapes: usize,
+    /// Whether the contact's shapes have grown the basis since the last correction was
+    /// posted (a moving contact), or it restarted.
+    reshaped: bool,
 }
 
 /// What a correction computed beside the steps did when it joined the model: whether
@@ -208,6 +214,7 @@ impl NonlinearTissue {
             loads_changed: false,
             loads: Vec::new(),
             bound: 0.0,
+            surface_bound: SurfaceBound::default(),
             estimate: None,
             dynamics,
             solved_revision: u64::MAX,
@@ -215,6 +222,7 @@ impl NonlinearTissue {
             background: None,
             mirrored: None,
             posted_shapes: 0,
+            reshaped: false,
         })
     }
 
@@ -322,6 +330,7 @@ impl NonlinearTissue {
             .restart(&mut self.q, self.dynamics.coordinates());
         self.shaped.clear();
         self.settled = None;
+        self.reshaped = true;
     }
 
     fn try_shape(&mut self, supports: &[Support]) -> Result<(), NonlinearError> {
@@ -340,6 +349,7 @@ impl NonlinearTissue {
             self.reduced.add_point_shapes(&forces)?;
             self.shaped.push(*s);
         }
+        self.reshaped |= self.q.len() != self.reduced.shapes();
         self.q.resize(self.reduced.shapes(), 0.0);
         Ok(())
     }
@@ -434,17 +444,36 @@ impl NonlinearTissue {
             return Ok(None);
         };
         let correction = reply.correction.map_err(solve_error)?;
-        let revision = self.reduced.revision();
+        let same_active = correction.active.as_slice() == self.reduced.active();
+        let restarts = self.reduced.restarts();
         let before = self.reduced.shapes();
         let tolerance = self.params.tolerance;
-        let estimate = match self.reduced.join_correction(&correction, tolerance) {
-            Err(NonlinearError::BasisFull(_)) => {
-                self.restart();
-                self.reduced.join_correction(&correction, tolerance)
+        // While the basis is the one the thread's mirror had, the correction joins as
+        // it joined there (the same Gram–Schmidt, done once, beside), and the forces
+        // are summed over the cubature the thread offset to the full sum over that
+        // basis. Otherwise the model joins the correction itself and sums over every
+        // active element.
+        let unchanged = reply.tangent.restarts == restarts && before == self.posted_shapes;
+        let estimate = match reply.join.filter(|_| unchanged) {
+            Some(join) => {
+                self.reduced
+                    .join_mirrored(&correction.active, join.shape, reply.quadrature)
+                    .map_err(solve_error)?;
+                join.estimate
             }
-            other => other,
-        }
-        .map_err(solve_error)?;
+            None => match self.reduced.join_correction(&correction, tolerance) {
+                Err(NonlinearError::BasisFull(_)) => {
+                    self.restart();
+                    self.reduced.join_correction(&correction, tolerance)
+                }
+                other => other,
+            }
+            .map_err(solve_error)?,
+        };
+        // Whether the model itself changed: a shape, the active elements, a restart
+        // (not the quadrature they are summed over).
+        let changed =
+            !same_active || self.reduced.shapes() != before || self.reduced.restarts() != restarts;
         self.estimate = Some(estimate);
         self.q.resize(self.reduced.shapes(), 0.0);
         // The thread's tangent, if the basis it was taken over is still the first
@@ -466,7 +495,7 @@ impl NonlinearTissue {
             }
         }
         Ok(Some(Joined {
-            changed: self.reduced.revision() != revision,
+            changed,
             constraints: reply.constraints,
         }))
     }
@@ -487,17 +516,19 @@ impl NonlinearTissue {
         let Some(thread) = self.background.as_mut().filter(|t| t.idle()) else {
             return Ok(());
         };
-        let mut displacement = vec![Vec3::zeros(); self.geometry.rest.len()];
-        self.reduced.displacement(&self.q, &mut displacement);
         let basis = self.reduced.basis_update(self.mirrored);
         self.mirrored = Some((self.reduced.restarts(), self.reduced.shapes()));
         self.posted_shapes = self.reduced.shapes();
+        // A cubature is worth training for a contact that stays where it is: a moving
+        // one adds shapes most steps, after which the forces are summed over every
+        // active element until a correction joins again, while training would take the
+        // thread from the corrections the moving contact needs.
+        let cubature = !std::mem::take(&mut self.reshaped);
         thread
             .post(CorrectionJob {
                 q: self.q.clone(),
+                cubature,
                 tolerance: self.params.tolerance,
-                displacement,
-                size: self.q.iter().map(|x| x * x).sum::<f64>().sqrt(),
                 loads: self.nodal_loads.clone(),
                 constraints: enforced,
                 active: self.reduced.active().to_vec(),
@@ -519,11 +550,8 @@ impl NonlinearTissue {
         push_nodal_loads(constraints, forces, &mut self.loads);
         self.loads.extend_from_slice(self.point_loads.nodal());
         self.bound = self
-            .geometry
-            .surface_nodes
-            .iter()
-            .map(|&v| self.reduced.node_displacement(v, &self.q).norm())
-            .fold(0.0, f64::max);
+            .surface_bound
+            .at(&self.reduced, &self.geometry.surface_nodes, &self.q);
     }
 
     /// The reduced tangent at q over the whole basis, taken afresh unless the last one
@@ -638,6 +666,18 @@ impl TissueModel for NonlinearTissue {
                         && r.linear.value == last.value
                         && r.linear.coefficients == last.coefficients
                 });
+        // A cubature was trained on multiples of a state: a contact deepening or held
+        // where it is. One moving across the surface (its rows' points change) is
+        // summed over every active element.
+        let same_points = rows.len() == self.last_rows.len()
+            && rows
+                .iter()
+                .zip(&self.last_rows)
+                .all(|(r, (last, _))| r.linear.coefficients == last.coefficients);
+        if !same_points {
+            self.reduced.forget_cubature();
+            self.reshaped = true;
+        }
         let repeated = self.settled.is_some()
             && at_rest
             && same_constraints
@@ -768,5 +808,6 @@ impl TissueModel for NonlinearTissue {
         self.nodal_loads.fill(Vec3::zeros());
         self.loads.clear();
         self.bound = 0.0;
+        self.surface_bound = SurfaceBound::default();
     }
 }
