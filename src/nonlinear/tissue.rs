@@ -459,6 +459,9 @@ impl NonlinearTissue {
                 self.reduced
                     .join_mirrored(&correction.active, join.shape, reply.quadrature)
                     .map_err(solve_error)?;
+                // The mirror holds the joined shape already: the next job need not
+                // carry it back.
+                self.mirrored = Some((self.reduced.restarts(), self.reduced.shapes()));
                 join.estimate
             }
             None => match self.reduced.join_correction(&correction, tolerance) {
