@@ -14,8 +14,9 @@
 //! (`tests/nonlinear_reduced.rs`), and a Newton iteration's reduced forces and tangent
 //! cost 62 µs instead of 15 ms (`cargo bench --bench nonlinear -- nonlinear_reduced`).
 
+use faer::linalg::matmul::matmul;
 use faer::linalg::solvers::Solve;
-use faer::Mat;
+use faer::{Accum, Mat, Par};
 
 use super::quadrature::Quadrature;
 use super::reduced::ReducedStatics;
@@ -98,9 +99,25 @@ pub fn train_cubature(
         tried[best] = true;
         // Least squares on the chosen columns; drop the most negative weight until none is.
         loop {
-            let selected = Mat::<f64>::from_fn(rows, chosen.len(), |i, j| a[(i, chosen[j])]);
-            let normal = selected.transpose() * &selected;
-            let rhs = selected.transpose() * &b;
+            let k = chosen.len();
+            let selected = Mat::<f64>::from_fn(rows, k, |i, j| a[(i, chosen[j])]);
+            // On one core: the correction thread runs beside the model thread, and
+            // faer's default would take the other core too (its LU below stays
+            // sequential at these sizes).
+            let (mut normal, mut rhs) = (Mat::<f64>::zeros(k, k), Mat::<f64>::zeros(k, 1));
+            for (out, right) in [
+                (normal.as_mut(), selected.as_ref()),
+                (rhs.as_mut(), b.as_ref()),
+            ] {
+                matmul(
+                    out,
+                    Accum::Replace,
+                    selected.transpose(),
+                    right,
+                    1.0,
+                    Par::Seq,
+                );
+            }
             let fit = normal.partial_piv_lu().solve(&rhs);
             weights = (0..chosen.len()).map(|j| fit[(j, 0)]).collect();
             let most_negative = (0..weights.len())
