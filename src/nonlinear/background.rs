@@ -110,7 +110,8 @@ impl CorrectionThread {
                     let before = mirror.shapes();
                     let join = correction.as_ref().ok().and_then(|c| {
                         let estimate = mirror.join_correction(c, job.tolerance).ok()?;
-                        let shape = (mirror.shapes() > before).then(|| mirror.shape(before));
+                        let shape =
+                            (mirror.shapes() > before).then(|| mirror.shape_columns(before));
                         Some(MirroredJoin { estimate, shape })
                     });
                     let mut q = job.q;
@@ -201,37 +202,17 @@ impl Drop for CorrectionThread {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::fem::Material;
-    use crate::mesh::generate::box_mesh;
-    use crate::nonlinear::{Hyperelastic, LawKind, NonlinearStatics, ReducedStatics};
+    use crate::nonlinear::test_block::fixed_base_block;
+    use crate::nonlinear::{LawKind, ReducedStatics};
 
     /// The thread's correction and tangent are the ones computed in place, to the last
     /// bit, and come back with the constraints they were posted with.
     #[test]
     fn a_correction_and_tangent_on_the_thread_are_the_ones_computed_in_place() {
         // 2 × 2 × 1 cm, 5 mm cells, the base fixed; its top centre pressed 2 mm.
-        let mesh = box_mesh(Vec3::new(0.02, 0.02, 0.01), [4, 4, 2]).expect("mesh");
-        let material = Material::new(3.0e4, 0.45, 1000.0).expect("material");
-        let law = Hyperelastic::new(LawKind::VerondaWestmann { stiffening: 5.0 }, &material);
-        let (lowest, highest) = mesh
-            .nodes
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x.z), b.max(x.z)));
-        let prescribed = mesh.nodes.iter().flat_map(|x| [x.z == lowest; 3]).collect();
-        let statics = Arc::new(
-            NonlinearStatics::new(&mesh, vec![law; mesh.tets.len()], prescribed).expect("statics"),
-        );
-        let centre = mesh.nodes.iter().fold(Vec3::zeros(), |a, x| a + x) / mesh.nodes.len() as f64;
-        let top = (0..mesh.nodes.len())
-            .filter(|&v| mesh.nodes[v].z == highest)
-            .min_by(|&a, &b| {
-                let off = |v: usize| (mesh.nodes[v].xy() - centre.xy()).norm();
-                off(a).total_cmp(&off(b))
-            })
-            .expect("a top node");
+        let (mesh, statics, top) =
+            fixed_base_block([4, 4, 2], LawKind::VerondaWestmann { stiffening: 5.0 });
         let mut reduced = ReducedStatics::new(statics, 8).expect("reduced");
         let mut force = vec![0.0; 3 * mesh.nodes.len()];
         force[3 * top + 2] = -1.0;

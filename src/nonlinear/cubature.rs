@@ -158,8 +158,8 @@ const RECENT_STATES: usize = 4;
 const RETRAIN: f64 = 0.05;
 
 /// The training error a cubature is grown to (dimensionless; [`train_cubature`]). Its
-/// [`super::quadrature::TaylorOffset`] takes out the error at each corrected state, so only the error in
-/// the forces' change between corrections is left.
+/// offset ([`super::quadrature::TaylorOffset`]) takes out the error at each corrected
+/// state, so only the error in the forces' change between corrections is left.
 const TRAINING_TOLERANCE: f64 = 1e-2;
 
 /// Active elements per cubature element below which the full sum is kept: a cubature
@@ -168,8 +168,8 @@ const WORTHWHILE: usize = 8;
 
 /// The cubature the correction thread hands the model thread with each correction
 /// ([`super::background`]): trained over the state corrected and a few before it,
-/// offset to the full sum at each corrected state ([`super::quadrature::TaylorOffset`]), and trained
-/// again when its error at one exceeds [`RETRAIN`] or the basis restarts.
+/// offset to the full sum at each corrected state ([`super::quadrature::TaylorOffset`]),
+/// and trained again when its error at one exceeds [`RETRAIN`] or the basis restarts.
 #[derive(Default)]
 pub(super) struct CubatureKeeper {
     cubature: Option<Cubature>,
@@ -246,35 +246,17 @@ impl CubatureKeeper {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::fem::Material;
-    use crate::mesh::generate::box_mesh;
     use crate::nonlinear::statics::LinearConstraint;
-    use crate::nonlinear::{Hyperelastic, LawKind, NonlinearStatics};
+    use crate::nonlinear::test_block::fixed_base_block;
+    use crate::nonlinear::LawKind;
     use crate::Vec3;
 
     /// A 2 × 2 × 1 cm Veronda–Westmann (γ = 5) block, base fixed, its top centre
     /// pressed 3 mm, with its correction shapes joined: the reduced model and q.
     fn pressed() -> (ReducedStatics, Vec<f64>) {
-        let mesh = box_mesh(Vec3::new(0.02, 0.02, 0.01), [8, 8, 4]).expect("mesh");
-        let material = Material::new(3.0e4, 0.45, 1000.0).expect("material");
-        let law = Hyperelastic::new(LawKind::VerondaWestmann { stiffening: 5.0 }, &material);
-        let lowest = mesh.nodes.iter().map(|x| x.z).fold(f64::MAX, f64::min);
-        let highest = mesh.nodes.iter().map(|x| x.z).fold(f64::MIN, f64::max);
-        let prescribed = mesh.nodes.iter().flat_map(|x| [x.z == lowest; 3]).collect();
-        let statics = Arc::new(
-            NonlinearStatics::new(&mesh, vec![law; mesh.tets.len()], prescribed).expect("statics"),
-        );
-        let centre = Vec3::new(0.01, 0.01, highest);
-        let top = (0..mesh.nodes.len())
-            .min_by(|&a, &b| {
-                (mesh.nodes[a] - centre)
-                    .norm()
-                    .total_cmp(&(mesh.nodes[b] - centre).norm())
-            })
-            .expect("a node");
+        let (mesh, statics, top) =
+            fixed_base_block([8, 8, 4], LawKind::VerondaWestmann { stiffening: 5.0 });
         let mut reduced = ReducedStatics::new(statics, 16).expect("reduced");
         let mut constraints = vec![LinearConstraint {
             coefficients: vec![(3 * top + 2, 1.0)],
@@ -363,7 +345,11 @@ mod tests {
             misfit(&cubature_at(0.005).0, &full[1]),
             misfit(&cubature_at(0.01).0, &full[2]),
         );
-        eprintln!("offset cubature of {} elements: error {near:.3e} at t = 0.005, {far:.3e} at 0.01 (forces beyond linear {scale:.3e})", cubature.elements.len());
+        eprintln!(
+            "offset cubature of {} elements: error {near:.3e} at t = 0.005, {far:.3e} at \
+             0.01 (forces beyond linear {scale:.3e})",
+            cubature.elements.len()
+        );
         assert!(
             far > 1e-9 * scale,
             "the bare cubature is inexact, so is this away from q"

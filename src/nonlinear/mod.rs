@@ -23,6 +23,8 @@ mod reduced;
 mod sphere;
 mod statics;
 mod surface_bound;
+#[cfg(test)]
+mod test_block;
 mod tissue;
 mod unit_columns;
 

@@ -375,7 +375,7 @@ impl ReducedStatics {
             }
             for (d, x) in shape.iter_mut().enumerate() {
                 let row = &self.basis[d * self.capacity..][..r];
-                *x -= dot(row, &c);
+                *x -= row.iter().zip(&c).map(|(u, c)| u * c).sum::<f64>();
             }
         }
         let load = self.k_times(&shape);
@@ -517,7 +517,8 @@ impl ReducedStatics {
 
     /// Row d of a DOF-major shape table times q.
     fn dof_of(&self, table: &[f64], d: usize, q: &[f64]) -> f64 {
-        dot(&table[d * self.capacity..][..self.shapes], q)
+        let row = &table[d * self.capacity..][..self.shapes];
+        row.iter().zip(q).map(|(u, q)| u * q).sum()
     }
 
     /// The reduced internal forces Uᵀf_int(Uq) (N) into `forces` and the reduced tangent
@@ -525,10 +526,9 @@ impl ReducedStatics {
     /// `q.len()`: the work of one Newton iteration.
     pub fn reduced_forces_and_tangent(&self, q: &[f64], forces: &mut [f64], tangent: &mut [f64]) {
         let r = self.shapes;
-        let mut work = Work::new(r, self.nodes());
-        self.gradient_and_tangent(q, &mut work);
-        forces[..r].copy_from_slice(&work.gradient);
-        tangent[..r * r].copy_from_slice(&work.tangent);
+        let (own_forces, own_tangent) = self.forces_and_tangent_at(q);
+        forces[..r].copy_from_slice(&own_forces);
+        tangent[..r * r].copy_from_slice(&own_tangent.values);
     }
 
     /// Solves the reduced equilibrium Uᵀ(f_int(Uq) − `loads` − Σₖ λₖ cₖ) = 0 with
@@ -554,16 +554,11 @@ impl ReducedStatics {
         if tangent.at_solution && tangent.revision == Some(self.revision) {
             return;
         }
-        let r = self.shapes;
-        let mut work = Work::new(r, self.nodes());
-        self.gradient_and_tangent(q, &mut work);
+        let patient = tangent.patient;
         *tangent = Tangent {
-            values: work.tangent,
-            shapes: r,
-            restarts: self.restarts,
-            revision: Some(self.revision),
             at_solution: true,
-            patient: tangent.patient,
+            patient,
+            ..self.forces_and_tangent_at(q).1
         };
     }
 
@@ -969,7 +964,7 @@ impl ReducedStatics {
     }
 
     /// Shape j's columns of U (m) and KU (N).
-    pub(super) fn shape(&self, j: usize) -> (Vec<f64>, Vec<f64>) {
+    pub(super) fn shape_columns(&self, j: usize) -> (Vec<f64>, Vec<f64>) {
         let n = self.statics.prescribed.len();
         let column = |table: &[f64]| (0..n).map(|d| table[d * self.capacity + j]).collect();
         (column(&self.basis), column(&self.stiffness))
@@ -1506,29 +1501,6 @@ fn check_dof(d: usize, n: usize) -> Result<(), NonlinearError> {
             nodes: n / 3,
         })
     }
-}
-
-/// Σ aᵢbᵢ over the shorter of the two, in four interleaved partial sums. One running
-/// sum waits for each add to finish: U q at the 1,600 surface nodes of the default
-/// block (45 shapes), for a step's displacement bound, took 0.3 ms that way, a third of
-/// a pressed model step with the cubature (perf, `cargo bench --bench nonlinear --
-/// model_step`).
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len().min(b.len());
-    let (a, b) = (a[..n].chunks_exact(4), b[..n].chunks_exact(4));
-    let tail: f64 = a
-        .remainder()
-        .iter()
-        .zip(b.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    let mut sums = [0.0; 4];
-    for (x, y) in a.zip(b) {
-        for i in 0..4 {
-            sums[i] += x[i] * y[i];
-        }
-    }
-    (sums[0] + sums[1]) + (sums[2] + sums[3]) + tail
 }
 
 /// |q|.

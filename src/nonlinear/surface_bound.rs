@@ -62,34 +62,20 @@ impl SurfaceBound {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::fem::Material;
-    use crate::mesh::generate::box_mesh;
-    use crate::nonlinear::{Hyperelastic, LawKind, NonlinearStatics};
-    use crate::Vec3;
+    use crate::nonlinear::test_block::fixed_base_block;
+    use crate::nonlinear::LawKind;
 
     /// Along a walk in the coordinates the bound is never below the true largest
     /// surface displacement, and never more than [`SLACK`] above it plus the walk's
     /// last stride; it takes the true maximum again once it has drifted that far.
     #[test]
     fn the_bound_holds_and_stays_within_its_slack() {
-        let mesh = box_mesh(Vec3::new(0.02, 0.02, 0.01), [4, 4, 2]).expect("mesh");
-        let material = Material::new(3.0e4, 0.45, 1000.0).expect("material");
-        let law = Hyperelastic::new(LawKind::NeoHookean, &material);
-        let lowest = mesh.nodes.iter().map(|x| x.z).fold(f64::MAX, f64::min);
-        let prescribed = mesh.nodes.iter().flat_map(|x| [x.z == lowest; 3]).collect();
-        let statics = Arc::new(
-            NonlinearStatics::new(&mesh, vec![law; mesh.tets.len()], prescribed).expect("statics"),
-        );
+        let (mesh, statics, top) = fixed_base_block([4, 4, 2], LawKind::NeoHookean);
         let mut reduced = ReducedStatics::new(statics, 8).expect("reduced");
         let n = 3 * mesh.nodes.len();
-        let highest = mesh.nodes.iter().map(|x| x.z).fold(f64::MIN, f64::max);
-        let top: Vec<usize> = (0..mesh.nodes.len())
-            .filter(|&v| mesh.nodes[v].z == highest)
-            .collect();
-        for d in [3 * top[12] + 2, 3 * top[6], 3 * top[18] + 1] {
+        // Three point loads near the top centre, along three axes: three shapes.
+        for d in [3 * top + 2, 3 * (top - 1), 3 * (top + 1) + 1] {
             let mut force = vec![0.0; n];
             force[d] = 1.0;
             reduced.add_shape(&force).expect("shape");

@@ -128,9 +128,9 @@ pub struct NonlinearTissue {
     mirrored: Option<(u64, usize)>,
     /// The basis's shapes when the correction in flight was posted.
     posted_shapes: usize,
-    /// Whether the contact's shapes have grown the basis since the last correction was
-    /// posted (a moving contact), or it restarted.
-    reshaped: bool,
+    /// Whether the rows' or loads' points have moved since the last correction was
+    /// posted (a contact moving across the surface).
+    points_moved: bool,
 }
 
 /// What a correction computed beside the steps did when it joined the model: whether
@@ -222,7 +222,7 @@ impl NonlinearTissue {
             background: None,
             mirrored: None,
             posted_shapes: 0,
-            reshaped: false,
+            points_moved: false,
         })
     }
 
@@ -330,7 +330,6 @@ impl NonlinearTissue {
             .restart(&mut self.q, self.dynamics.coordinates());
         self.shaped.clear();
         self.settled = None;
-        self.reshaped = true;
     }
 
     fn try_shape(&mut self, supports: &[Support]) -> Result<(), NonlinearError> {
@@ -349,7 +348,6 @@ impl NonlinearTissue {
             self.reduced.add_point_shapes(&forces)?;
             self.shaped.push(*s);
         }
-        self.reshaped |= self.q.len() != self.reduced.shapes();
         self.q.resize(self.reduced.shapes(), 0.0);
         Ok(())
     }
@@ -526,7 +524,7 @@ impl NonlinearTissue {
         // one adds shapes most steps, after which the forces are summed over every
         // active element until a correction joins again, while training would take the
         // thread from the corrections the moving contact needs.
-        let cubature = !std::mem::take(&mut self.reshaped);
+        let cubature = !std::mem::take(&mut self.points_moved);
         thread
             .post(CorrectionJob {
                 q: self.q.clone(),
@@ -657,30 +655,28 @@ impl TissueModel for NonlinearTissue {
                 });
             }
         }
-        // A held state is solved again only while it moves.
-        let at_rest = self.dynamics.at_rest();
-        let same_constraints = !self.loads_changed
-            && rows.len() == self.last_rows.len()
-            && rows
-                .iter()
-                .zip(&self.last_rows)
-                .all(|(r, (last, unilateral))| {
-                    r.unilateral == *unilateral
-                        && r.linear.value == last.value
-                        && r.linear.coefficients == last.coefficients
-                });
-        // A cubature was trained on multiples of a state: a contact deepening or held
-        // where it is. One moving across the surface (its rows' points change) is
-        // summed over every active element.
         let same_points = rows.len() == self.last_rows.len()
             && rows
                 .iter()
                 .zip(&self.last_rows)
                 .all(|(r, (last, _))| r.linear.coefficients == last.coefficients);
-        if !same_points {
+        // A cubature is trained on multiples of a state: a contact deepening or held
+        // where it is. Rows or loads moving across the surface are summed over every
+        // active element.
+        if !same_points || self.loads_changed {
             self.reduced.forget_cubature();
-            self.reshaped = true;
+            self.points_moved = true;
         }
+        // A held state is solved again only while it moves.
+        let at_rest = self.dynamics.at_rest();
+        let same_constraints = !self.loads_changed
+            && same_points
+            && rows
+                .iter()
+                .zip(&self.last_rows)
+                .all(|(r, (last, unilateral))| {
+                    r.unilateral == *unilateral && r.linear.value == last.value
+                });
         let repeated = self.settled.is_some()
             && at_rest
             && same_constraints
