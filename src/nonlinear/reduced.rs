@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use faer::linalg::matmul::matmul;
-use faer::linalg::solvers::Solve;
+use faer::linalg::solvers::{PartialPivLu, Solve};
 use faer::sparse::SparseColMat;
 use faer::{Accum, Mat, MatRef, Par};
 
@@ -567,8 +567,9 @@ impl ReducedStatics {
     /// stay in equilibrium. Without `tangent`, Newton's method takes the tangent at
     /// every iterate (it converges quadratically); with it, it starts from that tangent
     /// if it is this basis's or its first shapes', keeps a tangent while it converges
-    /// ([`CHORD_CONTRACTION`], [`CHORD_ITERATIONS`]), and leaves the last one taken
-    /// there (not necessarily at the solution: see [`Tangent::at_solution`]). Returns
+    /// ([`CHORD_CONTRACTION`], [`CHORD_ITERATIONS`]) with the KKT matrix's LU factors,
+    /// and leaves the last one taken there (not necessarily at the solution: see
+    /// [`Tangent::at_solution`]). Returns
     /// the report with Π and ∇Π − Aᵀλ at the solution.
     pub(super) fn solve_step(
         &self,
@@ -678,6 +679,9 @@ impl ReducedStatics {
         // Whether `work.trial_gradient` holds the forces at q (the start, or the last
         // trial taken).
         let mut at_trial = true;
+        // The KKT matrix's factors, and whether they are of the tangent in `work`.
+        let mut factored: Option<PartialPivLu<f64>> = None;
+        let mut on_factored = false;
         for iteration in 0..=options.max_iterations {
             let keep = kept && (patient || !shortened) && chord_iterations < most_chords;
             if keep && at_trial {
@@ -687,6 +691,7 @@ impl ReducedStatics {
                 self.gradient_only(q, &mut work);
             } else {
                 self.gradient_and_tangent(q, &mut work);
+                on_factored = false;
             }
             at_trial = false;
             let mut residual: Vec<f64> = (0..r).map(|j| work.gradient[j] - f[j]).collect();
@@ -767,22 +772,30 @@ impl ReducedStatics {
                 chord_iterations = 0;
             } else if norm > contraction * last_norm {
                 self.gradient_and_tangent(q, &mut work);
+                on_factored = false;
                 chord_iterations = 0;
             }
             last_norm = norm;
             // KKT: [J  −A; −Aᵀ 0] [δq; δλ] = [−R; −gap], J the static tangent plus the
-            // step's inertia.
-            let mut jacobian = work.tangent.clone();
-            if let Some(step) = dynamic.as_deref() {
-                step.add_jacobian(&mut jacobian, r);
+            // step's inertia. It changes only with the tangent, so chord iterations
+            // solve with the factors they have (a pressed step's solve was 15–20 %
+            // factorisations; `cargo bench --bench nonlinear -- model_step`, p50 0.8 →
+            // 0.7 ms, docs/benchmarks.md).
+            if !on_factored {
+                let mut jacobian = work.tangent.clone();
+                if let Some(step) = dynamic.as_deref() {
+                    step.add_jacobian(&mut jacobian, r);
+                }
+                let kkt = Mat::<f64>::from_fn(r + m, r + m, |i, j| match (i < r, j < r) {
+                    (true, true) => jacobian[i * r + j],
+                    (true, false) => -rows[j - r][i],
+                    (false, true) => -rows[i - r][j],
+                    (false, false) => 0.0,
+                });
+                factored = Some(kkt.partial_piv_lu());
+                on_factored = true;
             }
             let size = r + m;
-            let kkt = Mat::<f64>::from_fn(size, size, |i, j| match (i < r, j < r) {
-                (true, true) => jacobian[i * r + j],
-                (true, false) => -rows[j - r][i],
-                (false, true) => -rows[i - r][j],
-                (false, false) => 0.0,
-            });
             let rhs = Mat::<f64>::from_fn(
                 size,
                 1,
@@ -794,7 +807,10 @@ impl ReducedStatics {
                     }
                 },
             );
-            let step = kkt.partial_piv_lu().solve(&rhs);
+            let step = factored
+                .as_ref()
+                .expect("factored while on_factored")
+                .solve(&rhs);
             if (0..size).any(|i| !step[(i, 0)].is_finite()) {
                 return Err(NonlinearError::LineSearch {
                     iteration,
