@@ -201,6 +201,12 @@ impl ReducedStatics {
         &self.active
     }
 
+    /// Whether the reduced forces are summed over a cubature with its offset: a tangent
+    /// then costs about ten passes of the forces, not 20–30.
+    pub(super) fn summed_over_cubature(&self) -> bool {
+        self.quadrature.offset.is_some()
+    }
+
     /// Elements the reduced forces are summed over now: the active ones, or a
     /// cubature's ([`ReducedStatics::set_cubature`]).
     pub fn quadrature_elements(&self) -> usize {

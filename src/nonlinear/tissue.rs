@@ -76,6 +76,16 @@ const PULLING: f64 = 1e-9;
 /// How far (m) a released row's point may pass its target before it is enforced.
 const PASSING: f64 = 1e-9;
 
+/// Newton iterations of a step beyond which the next step, while the forces are summed
+/// over a cubature, starts from a tangent taken afresh at its start state. The
+/// correction thread's tangent is of a state about 20 steps old when it joins; a press
+/// deepening went on with it at 9–13 chord iterations a step (a fifth of the steps),
+/// where a fresh one costs about ten passes of the forces and the steps after it take 4–5.
+/// Over the benchmark's press and hold: iterations −14 to −17 %, steps above 8 iterations
+/// 105–140 → 7–10, the press's p99 1.44–2.98 → 1.17–1.85 ms in six interleaved pairs
+/// (`cargo bench --bench nonlinear -- model_step`, docs/benchmarks.md).
+const SLOW_CHORDS: usize = 8;
+
 /// Most material points remembered as shaped (their shapes in the basis); the older half
 /// is forgotten beyond it (shaping one again costs a solve with K and adds nothing).
 const MAX_SHAPED: usize = 256;
@@ -131,6 +141,8 @@ pub struct NonlinearTissue {
     /// Whether the rows' or loads' points have moved since the last correction was
     /// posted (a contact moving across the surface).
     points_moved: bool,
+    /// Whether the last step took more than [`SLOW_CHORDS`] Newton iterations.
+    slow_chords: bool,
 }
 
 /// What a correction computed beside the steps did when it joined the model: whether
@@ -223,6 +235,7 @@ impl NonlinearTissue {
             mirrored: None,
             posted_shapes: 0,
             points_moved: false,
+            slow_chords: false,
         })
     }
 
@@ -696,7 +709,11 @@ impl TissueModel for NonlinearTissue {
         }
         let k = self.dynamics.coordinates();
         let start = self.q[..k].to_vec();
+        if self.slow_chords && self.reduced.summed_over_cubature() {
+            self.reduced.refresh_tangent(&self.q, &mut self.tangent);
+        }
         let mut end = self.solve_rows(&mut rows, &start, dt, same_constraints)?;
+        self.slow_chords = end.report.residuals.len() > SLOW_CHORDS;
         let enforced = |rows: &[Row]| -> Vec<LinearConstraint> {
             rows.iter()
                 .filter(|r| r.enforced)
