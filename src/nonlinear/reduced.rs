@@ -685,9 +685,8 @@ impl ReducedStatics {
         // Whether `work.trial_gradient` holds the forces at q (the start, or the last
         // trial taken).
         let mut at_trial = true;
-        // The KKT matrix's factors, and whether they are of the tangent in `work`.
+        // The KKT matrix's factors, of the tangent in `work` (dropped when it is taken).
         let mut factored: Option<PartialPivLu<f64>> = None;
-        let mut on_factored = false;
         for iteration in 0..=options.max_iterations {
             let keep = kept && (patient || !shortened) && chord_iterations < most_chords;
             if keep && at_trial {
@@ -697,7 +696,7 @@ impl ReducedStatics {
                 self.gradient_only(q, &mut work);
             } else {
                 self.gradient_and_tangent(q, &mut work);
-                on_factored = false;
+                factored = None;
             }
             at_trial = false;
             let mut residual: Vec<f64> = (0..r).map(|j| work.gradient[j] - f[j]).collect();
@@ -778,7 +777,7 @@ impl ReducedStatics {
                 chord_iterations = 0;
             } else if norm > contraction * last_norm {
                 self.gradient_and_tangent(q, &mut work);
-                on_factored = false;
+                factored = None;
                 chord_iterations = 0;
             }
             last_norm = norm;
@@ -787,20 +786,19 @@ impl ReducedStatics {
             // solve with the factors they have (a pressed step's solve was 15–20 %
             // factorisations; `cargo bench --bench nonlinear -- model_step`, p50 0.8 →
             // 0.7 ms, docs/benchmarks.md).
-            if !on_factored {
+            let lu = factored.get_or_insert_with(|| {
                 let mut jacobian = work.tangent.clone();
                 if let Some(step) = dynamic.as_deref() {
                     step.add_jacobian(&mut jacobian, r);
                 }
-                let kkt = Mat::<f64>::from_fn(r + m, r + m, |i, j| match (i < r, j < r) {
+                Mat::<f64>::from_fn(r + m, r + m, |i, j| match (i < r, j < r) {
                     (true, true) => jacobian[i * r + j],
                     (true, false) => -rows[j - r][i],
                     (false, true) => -rows[i - r][j],
                     (false, false) => 0.0,
-                });
-                factored = Some(kkt.partial_piv_lu());
-                on_factored = true;
-            }
+                })
+                .partial_piv_lu()
+            });
             let size = r + m;
             let rhs = Mat::<f64>::from_fn(
                 size,
@@ -813,10 +811,7 @@ impl ReducedStatics {
                     }
                 },
             );
-            let step = factored
-                .as_ref()
-                .expect("factored while on_factored")
-                .solve(&rhs);
+            let step = lu.solve(&rhs);
             if (0..size).any(|i| !step[(i, 0)].is_finite()) {
                 return Err(NonlinearError::LineSearch {
                     iteration,
@@ -979,7 +974,7 @@ impl ReducedStatics {
     /// Sums the forces over every active element again if they were summed over a
     /// cubature with its offset, until the next correction joins.
     pub(super) fn forget_cubature(&mut self) {
-        if self.quadrature.offset.is_some() {
+        if self.summed_over_cubature() {
             self.quadrature = Quadrature::full(&self.active, &self.statics.tets);
             self.revision += 1;
         }
@@ -1067,7 +1062,7 @@ impl ReducedStatics {
             });
         }
         let quadrature = Quadrature::full(&correction.active, &self.statics.tets);
-        if quadrature.elements != self.quadrature.elements || self.quadrature.offset.is_some() {
+        if quadrature.elements != self.quadrature.elements || self.summed_over_cubature() {
             self.revision += 1;
         }
         self.quadrature = quadrature;

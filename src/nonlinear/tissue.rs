@@ -82,7 +82,7 @@ const PASSING: f64 = 1e-9;
 /// deepening went on with it at 9–13 chord iterations a step (a fifth of the steps),
 /// where a fresh one costs about ten passes of the forces and the steps after it take 4–5.
 /// Over the benchmark's press and hold: iterations −14 to −17 %, steps above 8 iterations
-/// 105–140 → 7–10, the press's p99 1.44–2.98 → 1.17–1.85 ms in six interleaved pairs
+/// 68–140 → 7–10, the press's p99 1.44–2.98 → 1.17–1.85 ms in six interleaved pairs
 /// (`cargo bench --bench nonlinear -- model_step`, docs/benchmarks.md).
 const SLOW_CHORDS: usize = 8;
 
