@@ -6,8 +6,8 @@
 //!
 //! And a point probe pressed 6 mm and slid 3 cm/s across fresh nodes, modal, single steps
 //! timed with the clock (median, p90, p99, max printed): K⁻¹ columns completed in step
-//! against on the worker thread `palpa serve` uses, on the default scene and on the
-//! graded nodal-pressure scene of docs/fem-accuracy.md.
+//! against on the worker thread `palpa serve` uses, on the default scene (graded, nodal
+//! pressure) and on the uniform 5 mm element-pressure block it replaced.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -64,15 +64,15 @@ fn benches(c: &mut Criterion) {
     }
 }
 
-/// The default scene's text with its mesh made the graded, nodal-pressure block of
-/// docs/fem-accuracy.md (within 3 % of the converged FEM).
-fn graded_nodal() -> String {
+/// The default scene's text with the default mesh before 2026-11-25: uniform 5 mm cells,
+/// element pressure (12–43 % stiffer than the converged FEM, docs/fem-accuracy.md).
+fn uniform_element() -> String {
     include_str!("../scenes/default.toml")
         .replace(
-            "cells = [20, 20, 8]",
             "graded = { focus = [0.0, 0.0, 0.0], fine = 0.0033333333, growth = [1.0, 1.0, 1.3] }",
+            "cells = [20, 20, 8]",
         )
-        .replace("[mesh.box]", "[mesh]\npressure = \"nodal\"\n\n[mesh.box]")
+        .replace("pressure = \"nodal\"", "pressure = \"element\"")
 }
 
 /// Step times of a press to 6 mm at x = −3 cm in 0.5 s, then a 3 cm/s slide for 2.7 s,
@@ -84,7 +84,7 @@ fn press_and_slide(_: &mut Criterion) {
             "default scene",
             include_str!("../scenes/default.toml").to_string(),
         ),
-        ("graded nodal", graded_nodal()),
+        ("uniform 5 mm element", uniform_element()),
     ] {
         for background in [false, true] {
             let scene = Scene::parse(&text, "bench.toml", std::path::Path::new(".")).unwrap();

@@ -199,7 +199,8 @@ fn model_step(_: &mut Criterion) {
             "density = 1000\n",
             "density = 1000\nmodel = \"veronda-westmann\"\nstiffening = 5\n",
         )
-        .replace("kind = \"modal\"", "kind = \"nonlinear\"");
+        .replace("kind = \"modal\"", "kind = \"nonlinear\"")
+        .replace("pressure = \"nodal\"", "pressure = \"element\"");
     let scene = Scene::parse(&text, "bench.toml", std::path::Path::new(".")).expect("scene");
     let cache = std::env::temp_dir().join("palpa-bench-nonlinear");
     let model = || {

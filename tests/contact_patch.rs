@@ -9,7 +9,7 @@ use palpa::scene::{BackendKind, Scene};
 use palpa::session::SceneModel;
 use palpa::Vec3;
 
-/// The default scene's block (5 mm cells, top at z = 0) on the condensed backend (static:
+/// The default scene's block (top at z = 0) on the condensed backend (static:
 /// the force depends on the probe position only), with contact patch radius `patch`
 /// (m; `None`: the scene default).
 fn default_block(patch: Option<f64>, cache: &std::path::Path) -> SceneModel {
@@ -192,7 +192,7 @@ fn scene_friction_reaches_the_probe() {
         panic!("condensed scene");
     };
     assert!(
-        (sim.patch_radius() - 11.38e-3).abs() < 0.1e-3,
+        (sim.patch_radius() - 8.76e-3).abs() < 0.1e-3,
         "{}",
         sim.patch_radius()
     );

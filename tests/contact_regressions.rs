@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use palpa::cli::replay::{replay, ReplayRow};
 use palpa::device::replay::Trajectory;
+use palpa::fem::Pressure;
 use palpa::scene::{build, BackendKind, Scene};
 
 fn trajectory(name: &str) -> Trajectory {
@@ -45,6 +46,8 @@ fn contact_holds_through_a_slide_on_a_coarse_block() {
     mesh.origin = [-0.04, -0.03, -0.02];
     mesh.size = [0.08, 0.06, 0.02];
     mesh.cells = Some([16, 12, 4]);
+    mesh.graded = None;
+    s.mesh.pressure = Pressure::Element;
     let rows = run(s, "slide_over_inclusion.csv");
     let mut pressed = 0;
     for r in &rows {
@@ -135,61 +138,79 @@ fn golden_path(backend: BackendKind, name: &str) -> PathBuf {
         .join(format!("sphere_{backend:?}_{name}").to_lowercase())
 }
 
+// One test per backend and trajectory, so the four replays run side by side (together
+// in one test they took 123 s of the suite on the graded default mesh).
 #[test]
-fn sphere_replays_are_bit_identical_across_runs_and_match_their_goldens() {
-    for backend in [BackendKind::Modal, BackendKind::Condensed] {
-        for name in ["press_hold_release.csv", "slide_over_inclusion.csv"] {
-            let first = run(scene(backend, 5e-3), name);
-            // Bit-identical across runs on the press (each replay of the default mesh
-            // takes ~20 s in the test profile); every replay against its golden.
-            if name == "press_hold_release.csv" {
-                let second = run(scene(backend, 5e-3), name);
-                assert_eq!(first.len(), second.len());
-                for (a, b) in first.iter().zip(&second) {
-                    assert_eq!(
-                        a.force.map(f64::to_bits),
-                        b.force.map(f64::to_bits),
-                        "t = {}",
-                        a.t
-                    );
-                    assert_eq!(a.depth.to_bits(), b.depth.to_bits());
-                }
-            }
-            let text: String = std::iter::once("t,fx,fy,fz,depth\n".to_string())
-                .chain(first.iter().step_by(10).map(|r| {
-                    format!(
-                        "{},{},{},{},{}\n",
-                        r.t, r.force.x, r.force.y, r.force.z, r.depth
-                    )
-                }))
-                .collect();
-            let path = golden_path(backend, name);
-            if std::env::var_os("PALPA_REGENERATE").is_some() {
-                std::fs::write(&path, &text).unwrap();
-                continue;
-            }
-            let golden = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let parse = |s: &str| -> Vec<Vec<f64>> {
-                s.lines()
-                    .skip(1)
-                    .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
-                    .collect()
-            };
-            let (got, want) = (parse(&text), parse(&golden));
-            assert_eq!(got.len(), want.len(), "{}", path.display());
-            for (g, w) in got.iter().zip(&want) {
-                for k in 1..5 {
-                    assert!(
-                        (g[k] - w[k]).abs() <= 1e-6,
-                        "{}: t = {} column {k}: {} against {}",
-                        path.display(),
-                        g[0],
-                        g[k],
-                        w[k]
-                    );
-                }
-            }
+fn modal_sphere_press_is_bit_identical_across_runs_and_matches_its_golden() {
+    sphere_replay_matches_its_golden(BackendKind::Modal, "press_hold_release.csv");
+}
+
+#[test]
+fn modal_sphere_slide_matches_its_golden() {
+    sphere_replay_matches_its_golden(BackendKind::Modal, "slide_over_inclusion.csv");
+}
+
+#[test]
+fn condensed_sphere_press_is_bit_identical_across_runs_and_matches_its_golden() {
+    sphere_replay_matches_its_golden(BackendKind::Condensed, "press_hold_release.csv");
+}
+
+#[test]
+fn condensed_sphere_slide_matches_its_golden() {
+    sphere_replay_matches_its_golden(BackendKind::Condensed, "slide_over_inclusion.csv");
+}
+
+/// Replays `name` with a 5 mm fingertip on `backend` against its golden; the press
+/// twice, bit-identical (each replay of the default mesh takes 20–30 s in the test
+/// profile).
+fn sphere_replay_matches_its_golden(backend: BackendKind, name: &str) {
+    let first = run(scene(backend, 5e-3), name);
+    if name == "press_hold_release.csv" {
+        let second = run(scene(backend, 5e-3), name);
+        assert_eq!(first.len(), second.len());
+        for (a, b) in first.iter().zip(&second) {
+            assert_eq!(
+                a.force.map(f64::to_bits),
+                b.force.map(f64::to_bits),
+                "t = {}",
+                a.t
+            );
+            assert_eq!(a.depth.to_bits(), b.depth.to_bits());
+        }
+    }
+    let text: String = std::iter::once("t,fx,fy,fz,depth\n".to_string())
+        .chain(first.iter().step_by(10).map(|r| {
+            format!(
+                "{},{},{},{},{}\n",
+                r.t, r.force.x, r.force.y, r.force.z, r.depth
+            )
+        }))
+        .collect();
+    let path = golden_path(backend, name);
+    if std::env::var_os("PALPA_REGENERATE").is_some() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let golden =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let parse = |s: &str| -> Vec<Vec<f64>> {
+        s.lines()
+            .skip(1)
+            .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
+            .collect()
+    };
+    let (got, want) = (parse(&text), parse(&golden));
+    assert_eq!(got.len(), want.len(), "{}", path.display());
+    for (g, w) in got.iter().zip(&want) {
+        for k in 1..5 {
+            assert!(
+                (g[k] - w[k]).abs() <= 1e-6,
+                "{}: t = {} column {k}: {} against {}",
+                path.display(),
+                g[0],
+                g[k],
+                w[k]
+            );
         }
     }
 }

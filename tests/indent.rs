@@ -153,7 +153,8 @@ fn default_with(law: &str, backend: &str) -> Scene {
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/default.toml"))
             .unwrap()
             .replace("density = 1000\n", &format!("density = 1000\n{law}\n"))
-            .replace("kind = \"modal\"", &format!("kind = \"{backend}\""));
+            .replace("kind = \"modal\"", &format!("kind = \"{backend}\""))
+            .replace("pressure = \"nodal\"", "pressure = \"element\"");
     Scene::parse(&text, "default.toml", Path::new(".")).unwrap()
 }
 

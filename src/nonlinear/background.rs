@@ -1,7 +1,7 @@
 //! Nonlinear corrections computed on a thread beside the model thread.
 //!
 //! A correction is a residual over every element of the mesh and a solve with K's
-//! factor: on the default block about 20 ms, four model periods. In a replay or the
+//! factor: on the 5 mm block about 20 ms, four model periods. In a replay or the
 //! virtual indentation test each step corrects itself, so the result does not depend
 //! on timing. A server stepping in real time instead hands the state to this thread
 //! (`palpa-corrections`) and keeps stepping in the basis it has; the shape joins the
@@ -14,7 +14,7 @@
 //! of the basis fed with the shapes appended since the last job, the correction's own
 //! shape joined to it as the model thread will join it. That tangent is what the model
 //! thread's Newton iterations and the haptic stiffness then use: taking it in step was
-//! the larger part of a pressing step (every step, 6–25 ms on the default block,
+//! the larger part of a pressing step (every step, 6–25 ms on the 5 mm block,
 //! against a fraction of a millisecond for a pass of the forces alone).
 
 use std::thread::JoinHandle;

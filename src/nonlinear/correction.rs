@@ -105,7 +105,7 @@ impl Corrector {
             cut[d] = 0.0;
         }
         // K⁻¹ of both in one solve: a solve with the factor is bound by reading it
-        // (8–13 ms of a 28 ms enrichment on the default block), not by the columns.
+        // (8–13 ms of a 28 ms enrichment on the 5 mm block), not by the columns.
         let mut solved = Mat::<f64>::from_fn(n, 2, |d, j| [residual[d], cut[d]][j]);
         self.factor.solve_in_place(solved.as_mut())?;
         let cut_norm = energy_norm(solved.col(1).iter(), &cut);

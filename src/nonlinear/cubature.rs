@@ -7,8 +7,8 @@
 //! any that turn negative leave again (An, Kim & James §4). Written here rather than
 //! taken from the `nnls` crate: that solves one non-negative least-squares problem
 //! over all columns (on ndarray), not this incremental selection, and a full
-//! Lawson–Hanson over 6,000–11,000 candidate elements picks far more of them. On the
-//! default block pressed to 6 mm (neo-Hookean and Veronda–Westmann γ = 5, 15–19 shapes,
+//! Lawson–Hanson over 6,000–11,000 candidate elements picks far more of them. On the 5 mm
+//! block pressed to 6 mm (neo-Hookean and Veronda–Westmann γ = 5, 15–19 shapes,
 //! 24 training states) 36–51 elements of 6,118–11,064 active fit the training forces to
 //! 1e-3 and give the full FEM's force over 0.25–6 mm to 0.03 %
 //! (`tests/nonlinear_reduced.rs`), and a Newton iteration's reduced forces and tangent

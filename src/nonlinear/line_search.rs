@@ -79,7 +79,7 @@ mod tests {
 
     #[test]
     fn a_step_without_slope_is_taken_whole_though_round_off_raises_the_energy() {
-        // What the reduced Newton met on the default block meshed as scenes/graded.toml
+        // What the reduced Newton met on the default block (graded mesh)
         // (over the lump, Veronda–Westmann γ = 5, tests/nonlinear_reduced.rs): a
         // step that moved only the multipliers, Π one ulp higher at every α and a slope
         // of 1e-38 there, which neither test passes.

@@ -9,7 +9,7 @@
 //! solution, so a correction is K-orthogonal to the basis already, and its energy norm
 //! √(rᵀK⁻¹r) against ‖u‖_K = |q| is the error estimate [`ReducedStatics::enrich`]
 //! returns: the adaptive solve adds corrections until it is small. Pressed 0.25–6 mm
-//! into the default block made neo-Hookean or Veronda–Westmann γ = 5, 15–19 shapes give
+//! into the 5 mm block made neo-Hookean or Veronda–Westmann γ = 5, 15–19 shapes give
 //! the full FEM's force to 0.4 %, and to 0.03 % with the forces summed over a cubature
 //! of 36–51 elements (`tests/nonlinear_reduced.rs`; docs/math.md §12).
 //!
@@ -37,8 +37,8 @@ use crate::{Mat3, Vec3};
 
 /// How far an element's large-strain stress must differ from its linearised one,
 /// relative to its shear modulus (‖P − P_lin‖ / μ), for the reduced model to solve it
-/// with its large-strain law; the rest keep their linearisation (exact in UᵀKU). On the
-/// default block made Veronda–Westmann γ = 5, pressed beside the lump to 0.25–6 mm by
+/// with its large-strain law; the rest keep their linearisation (exact in UᵀKU). On the 5 mm
+/// block made Veronda–Westmann γ = 5, pressed beside the lump to 0.25–6 mm by
 /// an 11.4 mm patch, the force stays within 0.1 % of the full FEM's at 3e-3 (7,464 of 19,200 elements
 /// active at 6 mm), 0.2 % at 1e-2 (5,093), against 0.15 % with the relative cut
 /// ‖P − P_lin‖ ≥ 1 % ‖P_lin‖ (13,150).
@@ -109,7 +109,7 @@ impl std::fmt::Debug for ReducedStatics {
 
 impl ReducedStatics {
     /// The reduced model of `statics` with room for `capacity` shapes; factorises K at
-    /// rest (on the default block, 10,584 free DOFs: 0.13 s). Starts with no shapes and
+    /// rest (on the 5 mm block, 10,584 free DOFs: 0.13 s). Starts with no shapes and
     /// no active element.
     pub fn new(statics: Arc<NonlinearStatics>, capacity: usize) -> Result<Self, NonlinearError> {
         let n = statics.prescribed.len();
@@ -1348,7 +1348,7 @@ const CHORD_ITERATIONS: usize = 4;
 /// solve ([`Tangent::patient`]) to keep it. A tangent from the correction thread is a
 /// few model steps old, and the shapes joined since are bordered by their linear
 /// stiffness: its chord iterations converge linearly, each a pass of the forces alone,
-/// where a tangent taken in step costs 20–30 of them on the default block.
+/// where a tangent taken in step costs 20–30 of them on the 5 mm block.
 const PATIENT_CONTRACTION: f64 = 0.5;
 
 /// Most iterations in a row on one tangent in a patient solve.

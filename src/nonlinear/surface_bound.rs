@@ -1,7 +1,7 @@
 //! An upper bound on the surface displacement of the reduced model, cheap per step.
 //!
-//! Taking max |U q| over the surface nodes each step reads their rows of U: on the
-//! default block 1,600 nodes at 40–60 shapes, 0.25–0.45 ms a step, a third of a pressed
+//! Taking max |U q| over the surface nodes each step reads their rows of U: on the 5 mm
+//! block 1,600 nodes at 40–60 shapes, 0.25–0.45 ms a step, a third of a pressed
 //! model step with the cubature (`cargo bench --bench nonlinear -- model_step`). The
 //! bound here takes that maximum now and then, at q₀, and in between adds what q's
 //! change can move a surface node by: |U(q − q₀)| ≤ Σⱼ |qⱼ − q₀ⱼ| maxᵥ|Uᵥⱼ|, each

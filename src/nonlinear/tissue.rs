@@ -42,7 +42,7 @@ pub struct NonlinearParams {
     /// ([`ReducedStatics::enrich`]).
     pub tolerance: f64,
     /// Most nonlinear corrections one step adds when it corrects in step (each about a
-    /// full residual and a solve with K: 20 ms on the default block); on the background
+    /// full residual and a solve with K: 20 ms on the 5 mm block); on the background
     /// thread ([`NonlinearTissue::correct_in_background`]) one is computed at a time.
     pub corrections_per_step: usize,
     /// Most constraint rows one step takes.
@@ -241,7 +241,7 @@ impl NonlinearTissue {
 
     /// Computes the nonlinear corrections on their own thread (`palpa-corrections`)
     /// from now on, for a server stepping in real time: a step no longer waits for them
-    /// (about 20 ms each on the default block) but solves in the basis it has, and each
+    /// (about 20 ms each on the 5 mm block) but solves in the basis it has, and each
     /// correction joins the basis at the first step after it is ready. Held still, the
     /// model reaches the same tolerance as one correcting in step, some steps later.
     /// Replays and `palpa indent` correct in step, so their results do not depend on

@@ -3,7 +3,7 @@
 //! A probe's support is a patch of surface nodes whose weights change with every step
 //! of a slide, so each step gives the reduced model three new forces to shape
 //! ([`super::ReducedStatics::add_point_shapes`]). Solving them with K's factor costs
-//! 12–18 ms on the default block (three columns through a factor of 5.5 million
+//! 12–18 ms on the 5 mm block (three columns through a factor of 5.5 million
 //! entries), more than half a sliding step. The patch's nodes change only every few
 //! dozen steps, so K⁻¹ of each force is taken instead as the weighted sum of its DOFs'
 //! unit columns, solved once for the DOFs not yet held (a few per step) and kept,
@@ -18,11 +18,11 @@ use crate::fem::Factor;
 
 /// Most unit columns one call solves: a new patch of up to 48 nodes (144 DOFs) is
 /// held after a dozen steps, each solving these beside the three forces' remainders
-/// in one pass over the factor, instead of one step solving all 144 (120 ms on the
-/// default block).
+/// in one pass over the factor, instead of one step solving all 144 (120 ms on the 5 mm
+/// block).
 const NEW_COLUMNS: usize = 12;
 
-/// Memory the held columns may take (bytes): 64 MiB, on the default block (11,907 DOFs)
+/// Memory the held columns may take (bytes): 64 MiB, on the 5 mm block (11,907 DOFs)
 /// 700 columns, the three axes of 230 nodes.
 const COLUMN_BYTES: usize = 64 << 20;
 

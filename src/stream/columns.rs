@@ -79,7 +79,7 @@ pub const CLIENT_CAPACITY: usize = 64;
 /// Residual compliance blocks smaller than this are not sent (m/N, Frobenius norm): at
 /// the scenes' 10 N force cap a dropped block moves its vertex by at most 0.1 µm, and
 /// the frame's corrections cover whatever the dropped blocks add up to beyond the
-/// correction tolerance. (On the default block it drops only the fixed vertices' zero
+/// correction tolerance. (On the 5 mm block it drops only the fixed vertices' zero
 /// blocks: every other residual block there exceeds 10⁻⁵ m/N.)
 pub const COLUMN_FLOOR: f64 = 1e-8;
 

@@ -34,15 +34,16 @@ use crate::session::{SceneModel, Simulation};
 use crate::Vec3;
 
 /// Constraint rows the model is sized for: the contact rows of all probes in one step (a
-/// 5 mm sphere 6 mm into the default block has about 60 candidate nodes and samples; a
+/// 5 mm sphere 6 mm into a block of 5 mm cells has about 60 candidate nodes and samples; a
 /// mesh graded to 0.5 mm under it, about 250).
 pub const MAX_CONSTRAINT_ROWS: usize = 384;
 
 /// How far past the device's force clamp the tissue may be pushed. Holding a position,
 /// the modal model's force rings around the cap after a jump (measured, 1 m box jumped
 /// 9 cm deep: 2.4 % below a cap of 1× the clamp, 23 % below a cap of 1.25×), and the hand
-/// must feel the clamp, not the ringing; the default block at 2× the 8 N clamp dents
-/// about 38 mm, still above its fixed base.
+/// must feel the clamp, not the ringing; a point probe pushing the default block with 2×
+/// the 8 N clamp dents it about 35 mm beside the lump (`palpa indent`: 4.62 N at 10 mm),
+/// still above its fixed base 40 mm down.
 pub const FORCE_CAP_MARGIN: f64 = 2.0;
 
 /// Why a scene could not become a model: the scene itself, or the FEM/precompute stage

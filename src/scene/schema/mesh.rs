@@ -82,7 +82,7 @@ pub struct BoxSpec {
     pub split: Split,
 }
 
-/// Cells per axis of the default block: 5 mm cells.
+/// Cells per axis of a `[mesh.box]` that gives neither `cells` nor `graded`: 5 mm cells.
 pub const DEFAULT_BOX_CELLS: [usize; 3] = [20, 20, 8];
 
 /// Cells graded away from a point: `fine` at the focus, each next cell `growth` times
@@ -141,7 +141,7 @@ impl Grading {
 }
 
 impl Default for BoxSpec {
-    /// The default block: x, y ∈ [−5, 5] cm, z ∈ [−4, 0] cm, 5 mm cells.
+    /// The default scene's block, x, y ∈ [−5, 5] cm, z ∈ [−4, 0] cm, in uniform 5 mm cells.
     fn default() -> Self {
         Self {
             origin: [-0.05, -0.05, -0.04],
