@@ -35,7 +35,9 @@ const HAPTIC_STACK_HEADROOM: usize = 128 << 10;
 pub struct RuntimeConfig {
     /// The haptic loop.
     pub haptic: HapticConfig,
-    /// Scheduling of the haptic thread (falls back with one warning).
+    /// Scheduling of the haptic thread (falls back with one warning). Where it gets
+    /// SCHED_FIFO the model thread runs SCHED_FIFO too, below it
+    /// ([`rt::thread::MODEL_FIFO_PRIORITY`]).
     pub realtime: RealtimePolicy,
     /// Telemetry queue length (ticks); full means new records are dropped.
     pub telemetry_capacity: usize,
@@ -135,18 +137,34 @@ impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
             })?;
         // The prologue reports whether the thread may run (`Required` without SCHED_FIFO
         // may not); the loop starts only after that.
-        if let Ok(Err(refused)) = ready_rx.recv() {
-            let _ = haptic.join();
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                refused,
-            ));
-        }
+        let haptic_priority = match ready_rx.recv() {
+            Ok(Err(refused)) => {
+                let _ = haptic.join();
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    refused,
+                ));
+            }
+            Ok(Ok(priority)) => priority,
+            // The haptic thread ended before reporting: `stop` says why.
+            Err(_) => None,
+        };
         let s = shared.clone();
         let period = config.haptic.model_period();
         let model = std::thread::Builder::new()
             .name("palpa-model".into())
-            .spawn(move || model_thread(model, probe_r, model_w, &s, epoch, period))?;
+            .spawn(move || {
+                match rt::set_up_model_thread(haptic_priority) {
+                    Ok(Some(priority)) => tracing::info!(
+                        "model thread: SCHED_FIFO priority {priority}, below the haptic thread's"
+                    ),
+                    Ok(None) => {}
+                    Err(why) => {
+                        tracing::warn!("model thread: {why}; it runs on the normal scheduler")
+                    }
+                }
+                model_thread(model, probe_r, model_w, &s, epoch, period)
+            })?;
         let logger = if config.log_stats {
             let s = shared.clone();
             Some(
@@ -222,7 +240,7 @@ fn haptic_thread<D: HapticDevice>(
     shared: &RuntimeShared,
     epoch: u64,
     config: RuntimeConfig,
-    ready: std::sync::mpsc::SyncSender<Result<(), String>>,
+    ready: std::sync::mpsc::SyncSender<Result<Option<i32>, String>>,
 ) -> HapticLoop<D> {
     // Everything the loop below touches: this thread's stack (the loop state lives in
     // this frame), the hand-off slots, the statistics and the device's own memory.
@@ -243,7 +261,7 @@ fn haptic_thread<D: HapticDevice>(
             if let Some(warning) = setup.warning() {
                 tracing::warn!("haptic thread: {warning}");
             }
-            let _ = ready.send(Ok(()));
+            let _ = ready.send(Ok(setup.fifo_priority));
             setup.locked
         }
         Err(refused) => {

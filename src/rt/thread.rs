@@ -12,6 +12,13 @@ use std::str::FromStr;
 /// haptic thread, never wait behind it; everything else on a desktop runs below.
 pub const MAX_FIFO_PRIORITY: i32 = 49;
 
+/// SCHED_FIFO priority of the model thread, the lowest real-time one: above every
+/// normal thread (a browser drawing the viewer, a build), below the haptic thread,
+/// which preempts it at any moment. Beside headless Chromium on a 2-core VM the
+/// watchdog faded the force for a stalled model thread in 96 and 284 ticks of 28,000
+/// on the normal scheduler, and in 1 and 3 at this priority (docs/realtime.md).
+pub const MODEL_FIFO_PRIORITY: i32 = 1;
+
 /// Where the documentation on allowing real-time scheduling lives.
 pub const HOW_TO_ALLOW: &str = "docs/realtime.md";
 
@@ -209,6 +216,20 @@ pub fn set_up_current_thread(
         setup.problems.push(why);
     }
     Ok(setup)
+}
+
+/// Raises the calling thread, the model thread, to SCHED_FIFO [`MODEL_FIFO_PRIORITY`]
+/// when the haptic thread runs SCHED_FIFO at `haptic_priority` above it; `Ok(None)`
+/// when it does not (the model thread must never hold off the haptic thread, so with
+/// the haptic thread on the normal scheduler, or at priority 1 itself, the model thread
+/// stays normal too). The error names what the kernel refused.
+pub fn set_up_model_thread(haptic_priority: Option<i32>) -> Result<Option<i32>, String> {
+    match haptic_priority {
+        Some(p) if p > MODEL_FIFO_PRIORITY => set_fifo(MODEL_FIFO_PRIORITY)
+            .map(|()| Some(MODEL_FIFO_PRIORITY))
+            .map_err(|e| format!("SCHED_FIFO priority {MODEL_FIFO_PRIORITY}: {e}")),
+        _ => Ok(None),
+    }
 }
 
 fn pin_to_core(core: usize) -> Result<(), std::io::Error> {
