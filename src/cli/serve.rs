@@ -68,8 +68,9 @@ pub struct ServeArgs {
     pub bind: Option<SocketAddr>,
     /// Real-time haptic thread: `auto` (default; SCHED_FIFO and the thread's memory
     /// locked where the process may have them — root, CAP_SYS_NICE or RLIMIT_RTPRIO —
-    /// else one warning and the normal scheduler), `required` (refuse to start without
-    /// SCHED_FIFO) or `off`; a bare `--realtime` means `auto`. Also `PALPA_REALTIME`.
+    /// else one warning and the normal scheduler; with it, the model thread runs
+    /// SCHED_FIFO below it), `required` (refuse to start without SCHED_FIFO) or `off`; a
+    /// bare `--realtime` means `auto`. Also `PALPA_REALTIME`.
     #[arg(
         long,
         value_name = "off|auto|required",
