@@ -64,7 +64,7 @@ fn benches(c: &mut Criterion) {
     }
 }
 
-/// The default scene's text with the default mesh before 2026-11-25: uniform 5 mm cells,
+/// The default scene's text with its mesh until 2026-11-28: uniform 5 mm cells,
 /// element pressure (12–43 % stiffer than the converged FEM, docs/fem-accuracy.md).
 fn uniform_element() -> String {
     include_str!("../scenes/default.toml")
