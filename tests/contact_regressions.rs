@@ -2,6 +2,8 @@
 //! (lost contact mid-slide, a flipping depth, friction jumping on a still probe), each
 //! with its numbers, and golden replays of a 5 mm fingertip on both backends.
 
+mod golden_support;
+
 use std::path::{Path, PathBuf};
 
 use palpa::cli::replay::{replay, ReplayRow};
@@ -187,30 +189,5 @@ fn sphere_replay_matches_its_golden(backend: BackendKind, name: &str) {
         }))
         .collect();
     let path = golden_path(backend, name);
-    if std::env::var_os("PALPA_REGENERATE").is_some() {
-        std::fs::write(&path, &text).unwrap();
-        return;
-    }
-    let golden =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let parse = |s: &str| -> Vec<Vec<f64>> {
-        s.lines()
-            .skip(1)
-            .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
-            .collect()
-    };
-    let (got, want) = (parse(&text), parse(&golden));
-    assert_eq!(got.len(), want.len(), "{}", path.display());
-    for (g, w) in got.iter().zip(&want) {
-        for k in 1..5 {
-            assert!(
-                (g[k] - w[k]).abs() <= 1e-6,
-                "{}: t = {} column {k}: {} against {}",
-                path.display(),
-                g[0],
-                g[k],
-                w[k]
-            );
-        }
-    }
+    golden_support::check(&path, &text, 1e-6);
 }

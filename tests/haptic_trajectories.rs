@@ -3,6 +3,8 @@
 //! across runs, safety invariants on every tick, golden forces), and the fidelity of the
 //! three force strategies against the every-tick truth.
 
+mod golden_support;
+
 use palpa::device::replay::{ReplayDevice, Trajectory, TrajectorySample};
 use palpa::device::HapticDevice;
 use palpa::haptic::analytic::HertzHalfSpace;
@@ -238,29 +240,7 @@ fn lockstep_forces_match_the_golden_outputs() {
             );
         }
         let path = dir().join("golden").join(format!("{name}.csv"));
-        if regenerate() {
-            std::fs::write(&path, &text).unwrap();
-        }
-        let golden = std::fs::read_to_string(&path).unwrap();
-        let rows = |s: &str| -> Vec<Vec<f64>> {
-            s.lines()
-                .skip(1)
-                .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
-                .collect()
-        };
-        let (want, got) = (rows(&golden), rows(&text));
-        assert_eq!(want.len(), got.len(), "{name}");
-        for (w, g) in want.iter().zip(&got) {
-            for j in 0..4 {
-                assert!(
-                    (w[j] - g[j]).abs() <= 1e-6,
-                    "{name} t={}: {} vs golden {}",
-                    g[0],
-                    g[j],
-                    w[j]
-                );
-            }
-        }
+        golden_support::check(&path, &text, 1e-6);
     }
 }
 
