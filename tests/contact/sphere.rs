@@ -7,7 +7,7 @@ use palpa::fem::{Material, MaterialMap};
 use palpa::mesh::generate::{graded_axis, grid_mesh, CubeSplit};
 use palpa::mesh::TetMesh;
 use palpa::model::ModelStep;
-use palpa::session::Simulation;
+use palpa::pipeline::Simulation;
 use palpa::Vec3;
 
 use crate::support::block::{Block, BOTTOM};

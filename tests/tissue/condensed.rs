@@ -10,7 +10,7 @@ use palpa::fem::{Material, MaterialMap, Shape};
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
 use palpa::model::{ModelError, ModelStep, PointConstraint, PointLoad, TissueModel};
-use palpa::session::Simulation;
+use palpa::pipeline::Simulation;
 use palpa::{Mat3, Vec3};
 
 

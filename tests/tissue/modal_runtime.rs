@@ -1127,7 +1127,7 @@ mod contact_through_modal {
     use palpa::fem::Ordering;
     use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
     use palpa::model::{ModelStep, TissueModel};
-    use palpa::session::Simulation;
+    use palpa::pipeline::Simulation;
     use palpa::Vec3;
 
     fn sim() -> Simulation<ModalRuntime> {
