@@ -13,14 +13,15 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use palpa::cli::indent::{indent as press, Method};
-use palpa::cli::modes::{load_mesh, parse_fix_below};
-use palpa::cli::precompute::SceneArgs;
-use palpa::cli::replay::{replay as replay_rows, ReplayRow};
+use palpa::app::indent::{indent as press, IndentOptions, Method};
+use palpa::app::modes::{
+    default_scene_material, load_mesh, modes as compute_modes, parse_fix_below, ModesOptions,
+};
+use palpa::app::replay::{replay as replay_rows, ReplayRow};
+use palpa::app::scene::build_scene;
 use palpa::device::replay::Trajectory;
-use palpa::fem::{Fix, Material, MaterialMap, Pressure};
-use palpa::modal::{self, ModeFate, PrecomputeParams, Precomputed, SelectionParams};
-use palpa::scene::{self, Scene};
+use palpa::fem::{Fix, Material, Pressure};
+use palpa::modal::{ModeFate, PrecomputeParams, Precomputed, SelectionParams};
 
 create_exception!(
     palpa,
@@ -103,13 +104,10 @@ fn replay(
     trajectory: PathBuf,
     cache_dir: Option<PathBuf>,
 ) -> PyResult<Replay> {
-    let args = SceneArgs { scene, cache_dir };
     let (rows, name) = py
         .detach(|| -> Result<_, String> {
             let trajectory = Trajectory::load(&trajectory).map_err(|e| e.to_string())?;
-            let scene = args.load()?;
-            let built =
-                scene::build(scene, &args.cache_dir(), &mut |_| {}).map_err(|e| e.to_string())?;
+            let built = build_scene(scene.as_deref(), cache_dir.as_deref(), &mut |_| {})?;
             let name = built.name();
             Ok((replay_rows(built, trajectory), name))
         })
@@ -230,17 +228,6 @@ fn positive(name: &str, value: f64) -> Result<f64, String> {
     }
 }
 
-/// The default scene's soft tissue: the material `modes` uses unless told otherwise.
-fn default_material() -> (f64, f64, f64) {
-    let scene = Scene::embedded_default();
-    let m = scene
-        .materials
-        .get("default")
-        .expect("the embedded default scene has a default material")
-        .get_ref();
-    (m.young, m.poisson, m.density)
-}
-
 /// Computes the lowest `modes` vibration modes of `mesh` (a .msh, .node/.ele or .vtk
 /// file, or `box:NXxNYxNZ[:SXxSYxSZ]`) and selects them as `palpa modes` does. The
 /// material defaults to the default scene's soft tissue, the selection parameters
@@ -287,7 +274,7 @@ fn modes(
             let spec = mesh.to_string_lossy();
             let mut mesh = load_mesh(&spec)?;
             mesh.scale(positive("scale", scale)?);
-            let (e, nu, rho) = default_material();
+            let (e, nu, rho) = default_scene_material();
             let material = Material::new(
                 young.unwrap_or(e),
                 poisson.unwrap_or(nu),
@@ -331,16 +318,16 @@ fn modes(
                     ))
                 }
             };
-            let pre = modal::precompute(
-                &mesh,
-                &MaterialMap::uniform(material),
-                &fixes,
+            let options = ModesOptions {
+                mesh,
+                material,
+                fixes,
                 pressure,
-                &params,
-                &mut |_| {},
-            )
-            .map_err(|e| format!("{spec}: {e}"))?;
-            Ok((pre, mesh))
+                params,
+            };
+            let result =
+                compute_modes(options, &mut |_| {}).map_err(|e| format!("{spec}: {e}"))?;
+            Ok((result.pre, result.options.mesh))
         })
         .map_err(PalpaError::new_err)?;
     modes_columns(py, &pre, &mesh.nodes, mesh.tets.len())
@@ -391,17 +378,16 @@ fn indent(
     full: bool,
     cache_dir: Option<PathBuf>,
 ) -> PyResult<Indentation> {
-    let args = SceneArgs { scene, cache_dir };
     let (result, name) = py
         .detach(|| -> Result<_, String> {
-            let scene = args.load()?;
-            let built =
-                scene::build(scene, &args.cache_dir(), &mut |_| {}).map_err(|e| e.to_string())?;
+            let built = build_scene(scene.as_deref(), cache_dir.as_deref(), &mut |_| {})?;
             let name = built.name();
-            Ok((
-                press(built, [at.0, at.1], &depths, full, &mut |_, _| {})?,
-                name,
-            ))
+            let options = IndentOptions {
+                at: [at.0, at.1],
+                depths,
+                full,
+            };
+            Ok((press(built, &options, &mut |_, _| {})?, name))
         })
         .map_err(PalpaError::new_err)?;
     let vector = |v: palpa::Vec3| {

@@ -2,7 +2,7 @@
 //! every tick (truth) and the model every `ticks_per_model_step` ticks with a strategy
 //! — and measures how far the rendered force strays from the truth.
 
-use super::extrapolate::ForceStrategy;
+use crate::model::ForceStrategy;
 use super::lockstep::LockStep;
 use super::safety::SafetyLimits;
 use super::tick::{HapticConfig, TickRecord};

@@ -2,7 +2,8 @@
 //! [`HapticLoop::sense`] reads the device, [`HapticLoop::actuate`] evaluates the local
 //! force model, applies safety and writes the force. Neither allocates, locks or blocks.
 
-use super::extrapolate::{cap_stiffness, force_at, ForceStrategy};
+use super::extrapolate::{cap_stiffness, force_at};
+use crate::model::ForceStrategy;
 use super::safety::{Health, SafetyFilter, SafetyLimits, SafetyState};
 use crate::device::{DeviceSample, HapticDevice};
 use crate::model::LocalForceModel;

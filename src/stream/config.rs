@@ -9,6 +9,9 @@ use palpa_protocol as wire;
 
 use crate::Vec3;
 
+/// Columns a client is asked to hold at once (told in the scene init).
+pub const CLIENT_CAPACITY: usize = 64;
+
 /// Frame rates the server accepts (Hz): below 1 Hz a viewer looks frozen, above 240 Hz
 /// no display shows the difference and the publisher only burns CPU.
 pub const FRAME_RATE_RANGE_HZ: RangeInclusive<f64> = 1.0..=240.0;

@@ -20,8 +20,18 @@ use futures_util::stream::SplitSink;
 use futures_util::SinkExt;
 use tokio::sync::{MutexGuard, Notify};
 
-use super::columns::{ClientColumns, CLIENT_CAPACITY};
-use super::publisher::PublishedFrame;
+use super::columns::ClientColumns;
+use super::config::CLIENT_CAPACITY;
+
+/// One encoded frame and the residual columns (mesh node, encoded `ResidualColumn`) a
+/// client must hold before it.
+#[derive(Clone, Debug, Default)]
+pub struct PublishedFrame {
+    /// The encoded `Frame`.
+    pub frame: Bytes,
+    /// The columns its loads name, in load order.
+    pub columns: Arc<[(u32, Bytes)]>,
+}
 
 /// Every client the publisher delivers frames to.
 #[derive(Default)]

@@ -15,6 +15,7 @@ mod columns;
 mod config;
 mod connection;
 mod fan_out;
+mod frame_model;
 mod listener;
 pub(crate) mod log_limit;
 mod publisher;
@@ -24,19 +25,19 @@ mod snapshot;
 mod state;
 mod visual;
 
-pub use columns::{
-    column_link, ColumnExporter, ColumnFeed, SurfaceColumn, CLIENT_CAPACITY, STORE_CAPACITY,
-};
+pub use columns::{column_link, ColumnExporter, ColumnFeed, SurfaceColumn, STORE_CAPACITY};
 pub use config::{
-    ProbeWorkspace, StreamConfig, DEFAULT_LOG_LINES_PER_SECOND, FRAME_RATE_RANGE_HZ, MAX_CLIENTS,
-    MAX_CONNECTIONS, MAX_MESSAGE_BYTES, MAX_TIMEOUT, MIN_TIMEOUT,
+    ProbeWorkspace, StreamConfig, CLIENT_CAPACITY, DEFAULT_LOG_LINES_PER_SECOND,
+    FRAME_RATE_RANGE_HZ, MAX_CLIENTS, MAX_CONNECTIONS, MAX_MESSAGE_BYTES, MAX_TIMEOUT, MIN_TIMEOUT,
 };
+pub use fan_out::PublishedFrame;
+pub use frame_model::FrameModel;
 pub use listener::raise_open_file_limit;
-pub use publisher::{FrameEncoder, PublishedFrame, CORRECTION_TOLERANCE};
+pub use publisher::{FrameEncoder, CORRECTION_TOLERANCE};
 pub use scene::{unix_now_us, MeshSurface, StreamRegion, StreamScene, SurfaceModalBasis};
 pub use server::StreamServer;
-pub use visual::SceneVisual;
 pub use snapshot::{
     control_channel, snapshot_slot, ControlReceiver, ControlSender, ProbeControl,
     SnapshotDeformation, SnapshotReader, SnapshotWriter, VisualSnapshot,
 };
+pub use visual::SceneVisual;

@@ -7,8 +7,8 @@ use tokio::sync::{watch, Semaphore};
 
 use super::config::{ProbeWorkspace, StreamConfig};
 use super::fan_out::Audience;
+use super::fan_out::PublishedFrame;
 use super::log_limit::LogBudget;
-use super::publisher::PublishedFrame;
 use super::snapshot::ControlSender;
 
 /// The server's state as its connections see it.

@@ -6,7 +6,8 @@
 //! real `ServeStep`, control channel and visual frames) or moves there continuously as
 //! in `replay` (the real `cli::replay::replay`). Lifting out still releases.
 
-use palpa::cli::replay::{replay, ReplayRow};
+use palpa::app::config::{attach_device, given_mapping};
+use palpa::app::replay::{replay, ReplayRow};
 use palpa::device::force_log::ForceLog;
 use palpa::device::mapped::MappedDevice;
 use palpa::device::replay::{Trajectory, TrajectorySample};
@@ -61,11 +62,11 @@ struct ServeTick {
 /// force ramps in), a viewer's MoveProbe jumps it to `target` (m) for `hold` s, then
 /// the viewer releases it for 0.2 s. Returns the ticks from the jump on.
 fn serve_jump(mut built: BuiltScene, target: Vec3, hold: f64) -> Vec<ServeTick> {
-    let map = built.scene.device.given_mapping();
+    let map = given_mapping(&built.scene.device);
     let idle = built.above_the_middle(0.01);
     let (stylus, input) = SimDevice::external(map.to_device(&idle));
     let mut device = ForceLog::new(MappedDevice::new(stylus, map));
-    let config = built.attach_device(device.rating());
+    let config = attach_device(&mut built, device.rating());
     assert_eq!(config.limits.max_force, CLAMP);
     let (_, visual) = SceneVisual::new(&built.name(), &built.mesh.mesh, &built.model);
     let (frames_in, mut frames) = snapshot_slot(visual.at_rest(idle));

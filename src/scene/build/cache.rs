@@ -56,6 +56,25 @@ pub enum PrecomputeOutcome {
     NotModal,
 }
 
+impl std::fmt::Display for PrecomputeOutcome {
+    /// One line for the user.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Loaded { path } => write!(f, "loaded from cache {}", path.display()),
+            Self::Computed {
+                path,
+                reason,
+                seconds,
+            } => write!(
+                f,
+                "computed in {seconds:.2} s ({reason}), cache written to {}",
+                path.display()
+            ),
+            Self::NotModal => write!(f, "not the modal backend: nothing to precompute offline"),
+        }
+    }
+}
+
 /// The modal precompute parameters a scene asks for: the modal backend's, or for the
 /// nonlinear backend its mode count and damping with the modal section's selection.
 pub fn precompute_params(scene: &Scene) -> PrecomputeParams {

@@ -1,0 +1,273 @@
+//! A running `serve`: the stream server on its async runtime beside the devices'
+//! threads; polled for telemetry, stopped with zero force first, and its report.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::device::CalibrationRequest;
+use crate::haptic::runtime::RuntimeShared;
+use crate::haptic::stats::StatsSnapshot;
+use crate::stream::{
+    ColumnFeed, ControlSender, SnapshotReader, StreamConfig, StreamScene, StreamServer,
+};
+use crate::Vec3;
+
+use super::super::recording::{SessionDir, TickFileSummary};
+use super::hands::Hand;
+use super::stats::{drain_telemetry, haptic_stats};
+use super::summary::Started;
+
+/// Name of the visual stream's recording in a session directory.
+const STREAM_RECORDING: &str = "stream.palparec";
+/// How often [`ServeHandle::run_until`] polls (the statistics go out every 20th poll).
+const POLL: Duration = Duration::from_millis(50);
+
+/// What the stream server starts from.
+pub(super) type StreamParts = (
+    StreamConfig,
+    StreamScene,
+    SnapshotReader,
+    ControlSender,
+    ColumnFeed,
+);
+
+/// A served scene, running until [`ServeHandle::stop`].
+pub struct ServeHandle {
+    tokio: tokio::runtime::Runtime,
+    server: StreamServer,
+    hands: Vec<Hand>,
+    shared: Vec<Arc<RuntimeShared>>,
+    previous: StatsSnapshot,
+    polls: u32,
+    warned_ramp: Vec<bool>,
+    stream_recording: Option<(PathBuf, tokio::task::JoinHandle<Result<u64, String>>)>,
+    calibration: Vec<CalibrationRequest>,
+    /// What started.
+    pub started: Started,
+}
+
+/// One device at the stop.
+#[derive(Clone, Debug)]
+pub struct DeviceReport {
+    /// How messages name it.
+    pub label: String,
+    /// The force commanded to it last (N, scene frame): zero after a stop.
+    pub last_force: Vec3,
+    /// The largest force commanded to it (N).
+    pub peak_commanded: f64,
+    /// What its ticks tell the user: no contact, the clamp, the watchdog's fades.
+    pub notes: Vec<String>,
+}
+
+/// What a stopped `serve` did.
+#[derive(Debug)]
+pub struct ServeReport {
+    /// Every device, in order.
+    pub devices: Vec<DeviceReport>,
+    /// Each device's recorded `ticks.csv` and what it holds.
+    pub ticks: Vec<(PathBuf, Result<TickFileSummary, String>)>,
+    /// The stream recording and its frame count (or why it did not end).
+    pub stream: Option<(PathBuf, Result<u64, String>)>,
+    /// The thread or server failure that stopped it, if one did.
+    pub failure: Option<String>,
+}
+
+/// Starts the stream server for `hands` (stopping them on failure) and, when
+/// recording into `session`, a stream client recording it.
+pub(super) fn start_stream(
+    hands: Vec<Hand>,
+    (config, scene, snapshots, control, columns): StreamParts,
+    session: Option<SessionDir>,
+    calibration: Vec<CalibrationRequest>,
+    started: impl FnOnce(String) -> Started,
+) -> Result<ServeHandle, String> {
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let bind = config.bind;
+    let server = tokio.block_on(StreamServer::start_with_columns(
+        config,
+        scene,
+        snapshots,
+        Some(control),
+        Some(columns),
+    ));
+    // Dropping the hands on an error stops their threads, zeroing every force.
+    let server = server.map_err(|e| format!("cannot serve the viewer on {bind}: {e}"))?;
+    let stream_recording = session.as_ref().map(|dir| {
+        let url = format!("ws://{}/ws", local_address(server.local_addr()));
+        let path = dir.path().join(STREAM_RECORDING);
+        let task = tokio.spawn(record_stream(url, path.clone()));
+        (path, task)
+    });
+    let shared: Vec<_> = hands.iter().map(|h| h.runtime.shared().clone()).collect();
+    Ok(ServeHandle {
+        previous: shared[0].stats.snapshot(),
+        warned_ramp: vec![false; hands.len()],
+        started: started(server.viewer_url()),
+        tokio,
+        server,
+        hands,
+        shared,
+        polls: 0,
+        stream_recording,
+        calibration,
+    })
+}
+
+impl ServeHandle {
+    /// The address the viewer and stream listen on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// The calibration requests of encoder devices (taken once).
+    pub fn calibration_requests(&mut self) -> Vec<CalibrationRequest> {
+        std::mem::take(&mut self.calibration)
+    }
+
+    /// A thread or the server that stopped by itself, if any: stop then.
+    pub fn failure(&self) -> Option<String> {
+        let thread = self
+            .shared
+            .iter()
+            .find_map(|s| s.failure().map(str::to_owned));
+        thread.or(self.server.failure().map(str::to_owned))
+    }
+
+    /// Drains the telemetry; every 20th call sends the haptic statistics to the viewers
+    /// and warns of a contact during the start-up ramp (call every 50 ms).
+    pub fn poll(&mut self) {
+        self.polls += 1;
+        if self.polls % 20 != 0 {
+            return;
+        }
+        for (other, hand) in self.shared[1..].iter().zip(&mut self.hands[1..]) {
+            drain_telemetry(other, &mut hand.review);
+        }
+        let first = &mut self.hands[0].review;
+        let stats = haptic_stats(&self.shared[0], &mut self.previous, first);
+        for (hand, warned) in self.hands.iter().zip(&mut self.warned_ramp) {
+            if let (Some(note), false) = (hand.review.ramp_note(), *warned) {
+                *warned = true;
+                tracing::warn!("{}: {note}", hand.label);
+            }
+        }
+        if self.polls % 200 == 0 {
+            tracing::info!(
+                "haptic loop: {} ticks/s, period p99 {:.0} µs, missed {}; {} viewers",
+                stats.ticks,
+                stats.period_p99_s * 1e6,
+                stats.missed_deadlines,
+                self.server.client_count()
+            );
+        }
+        self.server.publish_haptic_stats(&stats);
+    }
+
+    /// Polls until `stop` is set or something fails.
+    pub fn run_until(&mut self, stop: &AtomicBool) {
+        while !stop.load(Ordering::SeqCst) && self.failure().is_none() {
+            std::thread::sleep(POLL);
+            self.poll();
+        }
+    }
+
+    /// Stops every haptic thread (zero force first), then the model threads, publishes
+    /// the final frame, shuts the server down and finishes the recordings.
+    pub fn stop(self) -> ServeReport {
+        let mut stopped = Vec::with_capacity(self.hands.len());
+        for hand in self.hands {
+            let (haptic, step) = hand.runtime.stop();
+            stopped.push((hand.label, haptic, step, hand.review, hand.ticks));
+        }
+        let mut devices = Vec::with_capacity(stopped.len());
+        let mut ticks = Vec::new();
+        for (i, (label, haptic, step, mut review, file)) in stopped.into_iter().enumerate() {
+            let last_force = haptic.device().last_force();
+            if let Some(mut step) = step {
+                step.publish_final(last_force);
+            }
+            drop(haptic);
+            drain_telemetry(&self.shared[i], &mut review);
+            if let Some(file) = file {
+                let path = file.path().to_path_buf();
+                let summary = file
+                    .finish()
+                    .map_err(|e| format!("{}: {e}", path.display()));
+                ticks.push((path, summary));
+            }
+            // The ramp was warned about as it happened.
+            let notes = [
+                review.never_touched_note(),
+                review.clamp_note(),
+                review.fade_note(),
+            ];
+            devices.push(DeviceReport {
+                label,
+                last_force,
+                peak_commanded: review.peak_commanded(),
+                notes: notes.into_iter().flatten().collect(),
+            });
+        }
+        let thread = self
+            .shared
+            .iter()
+            .find_map(|s| s.failure().map(str::to_owned));
+        let failure = thread.or(self.server.failure().map(str::to_owned));
+        let server = self.server;
+        let recording = self.stream_recording;
+        let stream = self.tokio.block_on(async move {
+            server.shutdown().await;
+            let (path, task) = recording?;
+            let frames = match tokio::time::timeout(Duration::from_secs(5), task).await {
+                Ok(Ok(result)) => result,
+                _ => Err(format!(
+                    "{}: the stream recording did not end",
+                    path.display()
+                )),
+            };
+            Some((path, frames))
+        });
+        ServeReport {
+            devices,
+            ticks,
+            stream,
+            failure,
+        }
+    }
+}
+
+/// The address a local viewer reaches the server at (loopback for a wildcard bind).
+fn local_address(addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        let loopback = match addr.ip() {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        };
+        SocketAddr::new(loopback, addr.port())
+    } else {
+        addr
+    }
+}
+
+/// Records the visual stream as a viewer receives it into `path` until the server
+/// shuts down; returns the number of frames.
+async fn record_stream(url: String, path: PathBuf) -> Result<u64, String> {
+    let recorder =
+        palpa_client::Recorder::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut client = palpa_client::Client::connect_recording(&url, Some(recorder))
+        .await
+        .map_err(|e| format!("recording the stream from {url}: {e}"))?;
+    let mut frames = 0;
+    // The stream ends with the server's shutdown message (an error to the client).
+    while client.next_frame().await.is_ok() {
+        frames += 1;
+    }
+    Ok(frames)
+}

@@ -1,0 +1,155 @@
+//! A haptic thread and a model thread per device: the first device's model thread steps
+//! the tissue with every probe and feeds the viewers, the others hand their probe in.
+
+use std::sync::Arc;
+
+use crate::haptic::review::TickReview;
+use crate::haptic::runtime::{HapticRuntime, RuntimeShared};
+use crate::haptic::tick::HapticLoop;
+use crate::haptic::tick_ring::{tick_ring, TickSink};
+use crate::pipeline::SceneModel;
+use crate::scene::Rates;
+use crate::stream::{ControlReceiver, SceneVisual, SnapshotWriter};
+use crate::Vec3;
+
+use super::super::recording::{SessionDir, TickFile};
+use super::devices::{ConfiguredDevice, ServeDevice};
+use super::{ProbeFollower, ProbeSlots, ServeStep, ViewerLink};
+
+/// Seconds of haptic ticks a recording's ring holds while its writer catches up.
+const RECORDING_RING_SECONDS: f64 = 4.0;
+
+/// One device's haptic loop and model thread: the first steps the tissue with every
+/// probe, the others hand their probe to it.
+pub(super) enum Runtime {
+    Tissue(HapticRuntime<ServeDevice, ServeStep>),
+    Follower(HapticRuntime<ServeDevice, ProbeFollower>),
+}
+
+impl Runtime {
+    pub(super) fn shared(&self) -> &Arc<RuntimeShared> {
+        match self {
+            Runtime::Tissue(r) => r.shared(),
+            Runtime::Follower(r) => r.shared(),
+        }
+    }
+
+    /// Stops the threads (zero force first); the first device's step comes back for
+    /// the final frame.
+    pub(super) fn stop(self) -> (HapticLoop<ServeDevice>, Option<ServeStep>) {
+        match self {
+            Runtime::Tissue(r) => {
+                let (haptic, step) = r.stop();
+                (haptic, Some(step))
+            }
+            Runtime::Follower(r) => (r.stop().0, None),
+        }
+    }
+}
+
+/// One device with its threads.
+pub(super) struct Hand {
+    pub runtime: Runtime,
+    /// How messages name it.
+    pub label: String,
+    /// The review of its ticks (from the telemetry queue).
+    pub review: TickReview,
+    /// Its recorded ticks, when recording.
+    pub ticks: Option<TickFile>,
+}
+
+/// What the hands start from.
+pub(super) struct HandsSetup<'a> {
+    pub devices: Vec<ConfiguredDevice>,
+    pub model: SceneModel,
+    pub rates: Rates,
+    pub visual: SceneVisual,
+    pub snapshots: SnapshotWriter,
+    pub control: ControlReceiver,
+    /// Where the released virtual stylus rests (m, scene frame).
+    pub idle: Vec3,
+    pub session: Option<&'a SessionDir>,
+}
+
+/// Starts every device's threads; an error stops those already started (zero force).
+pub(super) fn start_hands(setup: HandsSetup) -> Result<Vec<Hand>, String> {
+    let HandsSetup {
+        devices,
+        model,
+        rates,
+        visual,
+        snapshots,
+        control,
+        idle,
+        session,
+    } = setup;
+    let probes = ProbeSlots::new(devices.len());
+    let mut tissue = Some((model, visual, snapshots, control));
+    let mut hands = Vec::with_capacity(devices.len());
+    for (i, mut d) in devices.into_iter().enumerate() {
+        let (sink, ticks) = match session {
+            Some(dir) => {
+                describe_device(dir, i, &d)?;
+                let (sink, file) = record_ticks(dir, i, &rates)?;
+                (Some(sink), Some(file))
+            }
+            None => (None, None),
+        };
+        let config = d.runtime;
+        let runtime = match tissue.take() {
+            Some((model, visual, snapshots, control)) => {
+                let link = ViewerLink {
+                    snapshots,
+                    control,
+                    commanded: d.device.commanded(),
+                };
+                let step = ServeStep::new(model, visual, link, d.stylus, rates.visual, idle)
+                    .with_probes(probes.clone());
+                HapticRuntime::start_recording(d.device, step, config, sink).map(Runtime::Tissue)
+            }
+            None => HapticRuntime::start_recording(d.device, probes.follower(i), config, sink)
+                .map(Runtime::Follower),
+        }
+        .map_err(|e| format!("cannot start the haptic and model threads: {e}"))?;
+        hands.push(Hand {
+            runtime,
+            label: d.summary.label,
+            review: TickReview::new(&config.haptic.limits),
+            ticks,
+        });
+    }
+    Ok(hands)
+}
+
+/// Writes device `index`'s description (and its HID profile) into the recorded session.
+fn describe_device(dir: &SessionDir, index: usize, d: &ConfiguredDevice) -> Result<(), String> {
+    let suffix = match index {
+        0 => String::new(),
+        i => format!("-{}", i + 1),
+    };
+    let s = &d.summary;
+    dir.write(
+        &format!("device{suffix}.txt"),
+        &format!(
+            "device: {}\nworkspace: {}\nforce: {}\nsafety: {:?}\n",
+            s.description, s.workspace, s.force, d.haptic.limits
+        ),
+    )?;
+    if let Some(toml) = &d.profile_toml {
+        dir.write(&format!("device{suffix}-profile.toml"), toml)?;
+    }
+    Ok(())
+}
+
+/// The ring device `index`'s haptic thread records into, and the `ticks.csv` writer
+/// draining it.
+fn record_ticks(
+    dir: &SessionDir,
+    index: usize,
+    rates: &Rates,
+) -> Result<(TickSink, TickFile), String> {
+    let (sink, source) = tick_ring((RECORDING_RING_SECONDS * rates.haptic).ceil() as usize);
+    let path = dir.ticks_path(index);
+    let file = TickFile::create(&path, source).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((sink, file))
+}

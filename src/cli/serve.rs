@@ -1,0 +1,137 @@
+//! `palpa serve`: parses the arguments, starts [`Serve`], prints what started, runs
+//! until Ctrl-C (SIGINT, SIGTERM, SIGHUP) or a failure, stops with zero force first and
+//! prints the report.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::precompute::SceneArgs;
+use super::progress::progress_bar;
+use crate::app::serve::{Serve, ServeReport};
+use crate::device::choice::DeviceChoice;
+use crate::rt::{self, RealtimeMode};
+use crate::scene;
+
+/// Arguments of `palpa serve`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ServeArgs {
+    /// Scene and cache.
+    #[command(flatten)]
+    pub scene: SceneArgs,
+    /// Device: `auto` (a connected HID device a profile matches, else the virtual
+    /// stylus), `hid`, `hid:PROFILE.toml`, `sim` (the virtual stylus, moved from the
+    /// viewer), `sim:still|circle|press` (scripted) or `replay:FILE.csv`; default: the
+    /// scene's `device.kind`. Repeat for several devices, each with its own haptic loop
+    /// and probe.
+    #[arg(long = "device", value_name = "DEVICE", value_parser = DeviceChoice::parse)]
+    pub devices: Vec<DeviceChoice>,
+    /// Address and port of the viewer and the stream (port 0: any free port);
+    /// default: the scene's `stream.bind` (127.0.0.1:7878).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub bind: Option<SocketAddr>,
+    /// Real-time haptic thread: `auto` (default; SCHED_FIFO and the thread's memory
+    /// locked where the process may have them — root, CAP_SYS_NICE or RLIMIT_RTPRIO —
+    /// else one warning and the normal scheduler; with it, the model thread runs
+    /// SCHED_FIFO below it), `required` (refuse to start without SCHED_FIFO) or `off`; a
+    /// bare `--realtime` means `auto`. Also `PALPA_REALTIME`.
+    #[arg(
+        long,
+        value_name = "off|auto|required",
+        env = "PALPA_REALTIME",
+        num_args = 0..=1,
+        default_value_t = RealtimeMode::Auto,
+        default_missing_value = "auto",
+        value_parser = str::parse::<RealtimeMode>
+    )]
+    pub realtime: RealtimeMode,
+    /// Record the session into this directory (created; it must not hold a recording):
+    /// `ticks.csv` (one row per haptic tick: t,x,y,z,fx,fy,fz,depth,contact,safety — the force
+    /// commanded to the device after safety, N; the probe, m), `stream.palparec` (every
+    /// message of the visual stream as a viewer receives it), and copies of the scene
+    /// (`scene.toml`) and of the device's description and profile (`device.txt`,
+    /// `device-profile.toml` for HID devices). Complete after Ctrl-C, ending on the zero
+    /// force the device got last; `palpa replay DIR/ticks.csv` replays it.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+}
+
+/// Runs `palpa serve` until Ctrl-C; errors are messages for the user (the force is zero
+/// by then).
+pub fn run(args: &ServeArgs) -> Result<(), String> {
+    let scene = args.scene.load()?;
+    let name = scene.name.clone().unwrap_or_else(|| scene.source.clone());
+    println!("palpa serve: scene \"{name}\" ({})", scene.source);
+    let mut serve = Serve::builder(scene)
+        .cache_dir(&args.scene.cache_dir())
+        .devices(args.devices.clone())
+        .stream(args.bind)
+        .realtime(args.realtime);
+    if let Some(dir) = &args.record {
+        let text = match &args.scene.scene {
+            Some(p) => std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
+            None => scene::DEFAULT_SCENE.into(),
+        };
+        serve = serve.record(dir.clone(), text);
+    }
+    let (bar, on_progress) = progress_bar("building the scene");
+    let started = serve.progress(on_progress).start();
+    bar.finish_and_clear();
+    let mut handle = started?;
+    print!("{}", handle.started);
+    for request in handle.calibration_requests() {
+        super::calibrate::listen_for_calibration(request);
+    }
+    println!("press Ctrl-C to stop (the force goes to zero first)");
+    handle.run_until(&rt::stop_flag());
+    let report = handle.stop();
+    eprintln!("stopping: haptic and model threads stopped, force on the device zeroed");
+    print_report(report)
+}
+
+fn print_report(report: ServeReport) -> Result<(), String> {
+    match report.stream {
+        Some((path, Ok(frames))) => println!("recorded: {} ({frames} frames)", path.display()),
+        Some((_, Err(e))) => eprintln!("warning: {e}"),
+        None => {}
+    }
+    for (path, summary) in report.ticks {
+        let s = match summary {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: recording not completed: {e}");
+                continue;
+            }
+        };
+        let span = s.span.map_or(String::new(), |(a, b)| {
+            let rate = (s.rows.max(1) - 1) as f64 / (b - a).max(1e-9);
+            format!(", t = {a:.3} to {b:.3} s, {rate:.0} rows/s")
+        });
+        let (path, rows, dropped) = (path.display(), s.rows, s.dropped);
+        println!("recorded: {path} ({rows} rows{span}; {dropped} ticks dropped)");
+    }
+    if let Some(failure) = report.failure {
+        return Err(format!(
+            "{failure}; palpa stopped with zero force on the device"
+        ));
+    }
+    let several = report.devices.len() > 1;
+    for d in report.devices {
+        if several {
+            println!(
+                "{}: largest force commanded {:.3} N",
+                d.label, d.peak_commanded
+            );
+        }
+        for note in &d.notes {
+            println!("{}: {note}", d.label);
+        }
+        let f = d.last_force;
+        println!(
+            "stopped: last force commanded to {}: {} {} {} N",
+            d.label, f.x, f.y, f.z
+        );
+    }
+    Ok(())
+}
