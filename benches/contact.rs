@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use palpa::model::ModelStep;
+use palpa::tissue::ModelStep;
 use palpa::scene::{build, BackendKind, Scene};
 use palpa::pipeline::SceneModel;
 use palpa::Vec3;

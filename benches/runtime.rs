@@ -19,7 +19,7 @@ use palpa::fem::{
 use palpa::fem::{ComplianceColumns, Support};
 use palpa::mesh::TetMesh;
 use palpa::modal::{compute_modes, ModalBasis, ModalParams, ModalRuntime, Timings};
-use palpa::model::{ModelStep, PointConstraint, TissueGeometry, TissueModel};
+use palpa::tissue::{ModelStep, PointConstraint, TissueGeometry, TissueModel};
 use palpa::pipeline::Simulation;
 use palpa::Vec3;
 

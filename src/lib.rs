@@ -16,12 +16,12 @@ pub mod fem;
 pub mod haptic;
 pub mod mesh;
 pub mod modal;
-pub mod model;
 pub mod nonlinear;
 pub mod pipeline;
 pub mod rt;
 pub mod scene;
 pub mod stream;
+pub mod tissue;
 
 /// A point or vector in scene space (m, N, m/s …, by context).
 pub type Vec3 = nalgebra::Vector3<f64>;

@@ -11,12 +11,12 @@
 
 use crate::contact::geometry::plane_barycentric;
 use crate::contact::SurfaceBvh;
-use crate::model::ModelStep;
 use crate::nonlinear::{
     LinearConstraint, NewtonOptions, NonlinearStatics, RigidSphere, SphereContactState,
 };
 use crate::pipeline::SceneModel;
 use crate::scene::{BuiltScene, FemInputs};
+use crate::tissue::ModelStep;
 use crate::Vec3;
 
 /// Most depths one run takes.

@@ -39,7 +39,11 @@ impl SceneArgs {
     /// precompute did (computed, or loaded from the cache).
     pub fn build(&self) -> Result<BuiltScene, String> {
         let (bar, mut on_progress) = progress_bar("building the scene");
-        let built = build_scene(self.scene.as_deref(), self.cache_dir.as_deref(), &mut on_progress);
+        let built = build_scene(
+            self.scene.as_deref(),
+            self.cache_dir.as_deref(),
+            &mut on_progress,
+        );
         bar.finish_and_clear();
         let built = built?;
         eprintln!("precompute: {}", built.precompute);

@@ -1,7 +1,7 @@
 //! Force between model updates (DESIGN §2.5): the haptic thread evaluates the newest
 //! [`LocalForceModel`] at its own time and probe position every tick.
 
-use crate::model::{ForceStrategy, LocalForceModel};
+use crate::tissue::{ForceStrategy, LocalForceModel};
 use crate::{Mat3, Vec3};
 
 /// Longest time `linear-time` extrapolates past t₀ (s); beyond it the force is held, so

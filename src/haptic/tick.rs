@@ -3,10 +3,10 @@
 //! force model, applies safety and writes the force. Neither allocates, locks or blocks.
 
 use super::extrapolate::{cap_stiffness, force_at};
-use crate::model::ForceStrategy;
 use super::safety::{Health, SafetyFilter, SafetyLimits, SafetyState};
 use crate::device::{DeviceSample, HapticDevice};
-use crate::model::LocalForceModel;
+use crate::tissue::ForceStrategy;
+use crate::tissue::LocalForceModel;
 use crate::{Mat3, Vec3};
 
 /// Configuration of the haptic loop.

@@ -27,7 +27,7 @@ use super::statics::{LinearConstraint, NewtonOptions, NonlinearError};
 use super::surface_bound::SurfaceBound;
 use super::NonlinearStatics;
 use crate::fem::Support;
-use crate::model::{
+use crate::tissue::{
     push_nodal_loads, require_positions, validate_step, HeldLoads, ModelError, PointConstraint,
     PointLoad, TissueGeometry, TissueModel,
 };

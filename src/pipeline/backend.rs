@@ -3,10 +3,10 @@
 
 use crate::condensed::CondensedModel;
 use crate::modal::ModalRuntime;
-use crate::model::{
+use crate::nonlinear::NonlinearTissue;
+use crate::tissue::{
     LocalForceModel, ModelError, ModelStep, PointConstraint, SurfaceEntry, TissueModel,
 };
-use crate::nonlinear::NonlinearTissue;
 use crate::Vec3;
 
 use super::{ProbeContact, Simulation};
@@ -56,7 +56,7 @@ impl SceneModel {
         dispatch!(self, s => s.proxy_position())
     }
 
-    /// Steps `count` probes (1 ..= [`crate::model::MAX_PROBES`]) with contacts solved
+    /// Steps `count` probes (1 ..= [`crate::tissue::MAX_PROBES`]) with contacts solved
     /// together ([`Simulation::with_probes`]).
     pub fn with_probes(self, count: usize) -> Self {
         match self {

@@ -8,8 +8,8 @@ use crate::contact::Friction;
 use crate::fem::{ComplianceColumns, Factor, FemSystem};
 use crate::mesh::TetMesh;
 use crate::modal::{ModalBasis, ModalParams, ModalRuntime};
-use crate::model::{TissueGeometry, TissueModel};
 use crate::nonlinear::{NonlinearParams, NonlinearStatics, NonlinearTissue, TissueModes};
+use crate::tissue::{TissueGeometry, TissueModel};
 use crate::Vec3;
 
 use super::{patch, SceneModel, Simulation};

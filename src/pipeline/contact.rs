@@ -9,7 +9,7 @@ use crate::contact::{
     StickPoint, SurfaceBvh,
 };
 use crate::fem::Support;
-use crate::model::{
+use crate::tissue::{
     DenseConstraintSolver, LocalForceModel, ModelStep, PointConstraint, PointLoad, SurfaceEntry,
     TissueModel,
 };
@@ -191,7 +191,7 @@ impl<M: TissueModel> Simulation<M> {
             failed_steps: 0,
             constraints: Vec::with_capacity(capacity),
             forces: vec![Vec3::zeros(); capacity],
-            loads: Vec::with_capacity(crate::model::MAX_PROBES),
+            loads: Vec::with_capacity(crate::tissue::MAX_PROBES),
             friction: Friction::NONE,
             force_cap: None,
             workspace,
@@ -200,10 +200,10 @@ impl<M: TissueModel> Simulation<M> {
         }
     }
 
-    /// Probes this simulation steps (1 to [`crate::model::MAX_PROBES`]); each has its
+    /// Probes this simulation steps (1 to [`crate::tissue::MAX_PROBES`]); each has its
     /// own proxy, contact and friction, and all share one constraint system.
     pub fn with_probes(mut self, count: usize) -> Self {
-        let count = count.clamp(1, crate::model::MAX_PROBES);
+        let count = count.clamp(1, crate::tissue::MAX_PROBES);
         let capacity = self.model.constraint_capacity();
         self.probes = (0..count)
             .map(|_| ProbeState::new(self.sphere.radius(), self.sphere.held_rows(capacity)))
@@ -513,7 +513,7 @@ impl<M: TissueModel> Simulation<M> {
         let reach = reach + 0.5 * self.patch.radius();
         self.near_triangles.clear();
         self.ahead_nodes.clear();
-        let mut centres = [None; crate::model::MAX_PROBES];
+        let mut centres = [None; crate::tissue::MAX_PROBES];
         for (c, state) in centres.iter_mut().zip(&self.probes) {
             *c = state.centre.or(state.entry.map(|e| e.point));
             if let Some(c) = c {

@@ -50,7 +50,9 @@ impl FrameModel for Simulation<ModalRuntime> {
     fn static_modes(&self, node: usize) -> Vec<Vec3> {
         let m = self.model();
         let inverse = m.inverse_eigenvalues().iter().enumerate();
-        inverse.map(|(j, il)| self.mode_shape(node, j) * *il).collect()
+        inverse
+            .map(|(j, il)| self.mode_shape(node, j) * *il)
+            .collect()
     }
 
     fn coordinates(&self, out: &mut [f64]) {
@@ -66,7 +68,9 @@ impl FrameModel for Simulation<ModalRuntime> {
     }
 
     fn field_from_loads(&self, loads: &[(u32, Vec3)]) -> bool {
-        self.model().columns_ref().is_none_or(|c| complete(c, loads))
+        self.model()
+            .columns_ref()
+            .is_none_or(|c| complete(c, loads))
     }
 
     fn complete_column(&self, node: usize, surface: &[usize]) -> Option<Vec<(u32, Mat3)>> {
@@ -79,7 +83,7 @@ impl FrameModel for Simulation<CondensedModel> {
     probe_of_simulation!();
 
     fn field(&mut self, nodes: &[usize], out: &mut [Vec3]) {
-        crate::model::TissueModel::displacements(self.model_mut(), nodes, out);
+        crate::tissue::TissueModel::displacements(self.model_mut(), nodes, out);
     }
 
     fn loads(&self) -> &[(usize, Vec3)] {
@@ -100,7 +104,7 @@ impl FrameModel for Simulation<NonlinearTissue> {
     probe_of_simulation!();
 
     fn field(&mut self, nodes: &[usize], out: &mut [Vec3]) {
-        crate::model::TissueModel::displacements(self.model_mut(), nodes, out);
+        crate::tissue::TissueModel::displacements(self.model_mut(), nodes, out);
     }
 
     fn loads(&self) -> &[(usize, Vec3)] {

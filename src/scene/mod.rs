@@ -13,7 +13,7 @@ mod schema;
 
 pub use build::{
     build, build_mesh, cache_dir, cache_path, has_modes, modal_precompute, precompute_params,
-    BuildError, BuiltScene, FemInputs, MaterialRegion, PrecomputeOutcome, RenderSurface,
-    SceneMesh, CACHE_DIR_ENV,
+    BuildError, BuiltScene, FemInputs, MaterialRegion, PrecomputeOutcome, RenderSurface, SceneMesh,
+    CACHE_DIR_ENV,
 };
 pub use schema::*;

@@ -2,7 +2,7 @@
 //! (`Simulation`), on the default tissue block and the shared test block.
 
 
-use palpa::model::{LocalForceModel, ModelStep};
+use palpa::tissue::{LocalForceModel, ModelStep};
 use palpa::scene::build;
 use palpa::scene::{BackendKind, Scene};
 use palpa::pipeline::SceneModel;
@@ -208,7 +208,7 @@ mod friction {
     use palpa::condensed::CondensedModel;
     use palpa::contact::{Friction, FrictionPhase};
 
-    use palpa::model::{LocalForceModel, ModelStep};
+    use palpa::tissue::{LocalForceModel, ModelStep};
     use palpa::pipeline::Simulation;
     use palpa::Vec3;
 

@@ -6,7 +6,7 @@ use palpa::condensed::CondensedModel;
 use palpa::fem::{Material, MaterialMap};
 use palpa::mesh::generate::{graded_axis, grid_mesh, CubeSplit};
 use palpa::mesh::TetMesh;
-use palpa::model::ModelStep;
+use palpa::tissue::ModelStep;
 use palpa::pipeline::Simulation;
 use palpa::Vec3;
 
@@ -154,7 +154,7 @@ fn direct(block: &Block, loads: &[(usize, Vec3)]) -> Vec<Vec3> {
 /// other row short of it. Returns the largest miss over the depth scale.
 fn rows_hold_under_a_direct_solve(sim: &Simulation<CondensedModel>, block: &Block) -> f64 {
     let mut loads = Vec::new();
-    palpa::model::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut loads);
+    palpa::tissue::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut loads);
     let u = direct(block, &loads);
     let rest = &block.mesh.nodes;
     let mut worst: f64 = 0.0;
@@ -189,7 +189,7 @@ fn two_probes_solved_together_match_a_direct_solve_and_interact() {
     let (a, b) = (Vec3::new(-0.008, 0.002, 0.0), Vec3::new(0.009, -0.001, 0.0));
     for depth in [2e-4, 1e-3, 4e-3] {
         let mut two = Simulation::new(condensed(&block, 384), radius).with_probes(2);
-        let mut out = [palpa::model::LocalForceModel::NONE; 2];
+        let mut out = [palpa::tissue::LocalForceModel::NONE; 2];
         let at = |p: Vec3| p + Vec3::z() * (radius - depth);
         for _ in 0..4 {
             two.step_probes(0.0, 5e-3, &[at(a), at(b)], &mut out);
@@ -251,7 +251,7 @@ fn a_straight_press_over_a_symmetric_point_keeps_the_contact_point_still() {
 #[test]
 fn friction_drags_the_surface_by_the_compliance_of_its_load() {
     use palpa::contact::{Friction, FrictionPhase};
-    use palpa::model::TissueModel;
+    use palpa::tissue::TissueModel;
     let block = small_block(CubeSplit::Six);
     let radius = 5e-3;
     let depth = 2e-3;
@@ -266,7 +266,7 @@ fn friction_drags_the_surface_by_the_compliance_of_its_load() {
     for i in 1..=12 {
         sim.step(0.0, 5e-3, at(5e-5 * i as f64));
     }
-    let mut last = palpa::model::LocalForceModel::NONE;
+    let mut last = palpa::tissue::LocalForceModel::NONE;
     for _ in 0..6 {
         last = sim.step(0.0, 5e-3, at(6e-4));
     }
@@ -284,7 +284,7 @@ fn friction_drags_the_surface_by_the_compliance_of_its_load() {
     );
     // Independent reference: K⁻¹ of the contact rows' forces plus the drag.
     let mut loads = Vec::new();
-    palpa::model::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut loads);
+    palpa::tissue::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut loads);
     for l in sim.loads() {
         loads.extend(l.support.iter().map(|(v, w)| (v, l.force * w)));
     }
@@ -310,7 +310,7 @@ fn friction_drags_the_surface_by_the_compliance_of_its_load() {
     assert!(footprint.x > 0.0);
     // Without the drag the footprint would not move along x at this point.
     let mut without = Vec::new();
-    palpa::model::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut without);
+    palpa::tissue::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut without);
     let u0 = direct(&block, &without);
     let footprint0: Vec3 = sim.loads()[0].support.iter().map(|(v, w)| u0[v] * w).sum();
     assert!(

@@ -10,7 +10,7 @@ use palpa::device::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
 use palpa::haptic::analytic::HertzHalfSpace;
 use palpa::haptic::runtime::{HapticRuntime, RuntimeConfig};
 use palpa::haptic::{HapticConfig, LockStep, SafetyLimits, SafetyState, TickRecord};
-use palpa::model::{LocalForceModel, ModelStep};
+use palpa::tissue::{LocalForceModel, ModelStep};
 use palpa::rt::RealtimePolicy;
 use palpa::Vec3;
 use std::sync::atomic::{AtomicBool, Ordering};

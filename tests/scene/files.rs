@@ -450,7 +450,7 @@ fn geometric_materials_keep_file_order_after_regions() {
 
 #[test]
 fn every_shipped_scene_builds_its_model_and_reuses_the_cache() {
-    use palpa::model::ModelStep;
+    use palpa::tissue::ModelStep;
     use palpa::scene::{build, PrecomputeOutcome};
     let cache = tempfile::tempdir().unwrap();
     for f in shipped() {

@@ -3,7 +3,7 @@
 //! (modal coordinates, nodal loads times columns, corrections), and a reset returns it
 //! to rest.
 
-use palpa::model::ModelStep;
+use palpa::tissue::ModelStep;
 use palpa::scene::build;
 use palpa::scene::Scene;
 use palpa::pipeline::SceneModel;

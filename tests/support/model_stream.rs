@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use palpa::model::ModelStep;
+use palpa::tissue::ModelStep;
 use palpa::scene::{build, BackendKind, Scene};
 use palpa::pipeline::SceneModel;
 use palpa::stream::SceneVisual;

@@ -9,7 +9,7 @@ use palpa::fem::Support;
 use palpa::fem::{Material, MaterialMap, Shape};
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
-use palpa::model::{ModelError, ModelStep, PointConstraint, PointLoad, TissueModel};
+use palpa::tissue::{ModelError, ModelStep, PointConstraint, PointLoad, TissueModel};
 use palpa::pipeline::Simulation;
 use palpa::{Mat3, Vec3};
 

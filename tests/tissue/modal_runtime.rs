@@ -225,7 +225,7 @@ mod with_fem {
     use palpa::modal::{
         compute_modes, ModalBasis, ModalParams, ModalRuntime, Oscillators, Timings,
     };
-    use palpa::model::{ModelError, PointConstraint, PointLoad, TissueGeometry, TissueModel};
+    use palpa::tissue::{ModelError, PointConstraint, PointLoad, TissueGeometry, TissueModel};
     use palpa::Vec3;
 
     struct Fixture {
@@ -436,7 +436,7 @@ mod with_fem {
 
     #[test]
     fn velocity_and_acceleration_constraints_hit_their_targets() {
-        use palpa::model::{ConstraintKind, Directions};
+        use palpa::tissue::{ConstraintKind, Directions};
         let size = Vec3::new(0.06, 0.06, 0.03);
         let fx = block_fixture();
         let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
@@ -918,7 +918,7 @@ mod with_fem {
 
     #[test]
     fn velocity_and_acceleration_constraints_hit_their_targets_under_a_point_load() {
-        use palpa::model::{ConstraintKind, Directions};
+        use palpa::tissue::{ConstraintKind, Directions};
         let size = Vec3::new(0.06, 0.06, 0.03);
         let fx = block_fixture();
         let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
@@ -1126,7 +1126,7 @@ mod contact_through_modal {
 
     use palpa::fem::Ordering;
     use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
-    use palpa::model::{ModelStep, TissueModel};
+    use palpa::tissue::{ModelStep, TissueModel};
     use palpa::pipeline::Simulation;
     use palpa::Vec3;
 

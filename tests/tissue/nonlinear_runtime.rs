@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use palpa::app::indent::{indent, IndentOptions};
-use palpa::model::{LocalForceModel, ModelStep, PointConstraint, TissueModel};
+use palpa::tissue::{LocalForceModel, ModelStep, PointConstraint, TissueModel};
 use palpa::scene::{build, Scene};
 use palpa::pipeline::SceneModel;
 use palpa::Vec3;
@@ -252,7 +252,7 @@ fn bad_input_is_named() {
     let tissue = sim.model_mut();
     let node = tissue.surface_nodes()[0];
     let mut c = PointConstraint::hold_on(palpa::fem::Support::node(node), Vec3::zeros());
-    c.kind = palpa::model::ConstraintKind::Velocity;
+    c.kind = palpa::tissue::ConstraintKind::Velocity;
     let err = tissue
         .advance(DT, &[c], &mut [Vec3::zeros()])
         .unwrap_err()

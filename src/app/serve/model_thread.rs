@@ -3,9 +3,9 @@
 //! see at the visual rate.
 
 use crate::device::mapped::Workspace;
-use crate::model::{LocalForceModel, ModelStep};
 use crate::rt::{SlotReader, SlotWriter};
 use crate::stream::{ControlReceiver, ProbeControl, SnapshotWriter, VisualSnapshot};
+use crate::tissue::{LocalForceModel, ModelStep};
 use crate::Vec3;
 
 use super::ProbeSlots;

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use super::check::Check;
 use super::SceneError;
-use crate::model::ForceStrategy;
+use crate::tissue::ForceStrategy;
 
 /// Fastest haptic (and model) loop a scene may ask for (Hz): the tick's buffers are
 /// sized by the rate, and no haptic device is read faster than 10 kHz.

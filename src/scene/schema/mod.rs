@@ -35,7 +35,6 @@ pub use mesh::{
 pub use stream::StreamSpec;
 pub use view::{UpAxis, ViewSpec};
 
-
 /// The default scene's text (a tissue block with a stiff spherical inclusion), built
 /// into the binary so `palpa serve` needs no files.
 pub const DEFAULT_SCENE: &str = include_str!("../../../scenes/default.toml");

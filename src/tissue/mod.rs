@@ -129,8 +129,8 @@ pub mod constraint;
 mod error;
 mod geometry;
 mod load;
+pub mod model;
 mod rows;
-pub mod tissue;
 
 pub use constraint::{
     add_point_compliance, push_nodal_loads, require_positions, validate_step, ConstraintKind,
@@ -140,5 +140,5 @@ pub use error::ModelError;
 pub use geometry::TissueGeometry;
 pub(crate) use load::HeldLoads;
 pub use load::PointLoad;
+pub use model::TissueModel;
 pub use rows::ConstraintRows;
-pub use tissue::TissueModel;
