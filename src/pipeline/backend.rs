@@ -9,9 +9,9 @@ use crate::tissue::{
 };
 use crate::Vec3;
 
-use super::{ProbeContact, Simulation};
+use super::{ContactPipeline, ProbeContact};
 
-/// Runs `$body` with `$s` bound to the simulation of whichever backend `$model` holds
+/// Runs `$body` with `$s` bound to the contact pipeline of whichever backend `$model` holds
 /// (tokio's `match_flavor!`): one line per dispatched method.
 macro_rules! dispatch {
     ($model:expr, $s:ident => $body:expr) => {
@@ -24,16 +24,16 @@ macro_rules! dispatch {
 }
 pub(super) use dispatch;
 
-/// The tissue model a scene runs: a [`Simulation`] over one of the three backends
+/// The tissue model a scene runs: a [`ContactPipeline`] over one of the three backends
 /// (boxed: each carries kilobytes of inline state and is built once per scene).
 pub enum SceneModel {
     /// Modal dynamics.
-    Modal(Box<Simulation<ModalRuntime>>),
+    Modal(Box<ContactPipeline<ModalRuntime>>),
     /// Condensed static FEM.
-    Condensed(Box<Simulation<CondensedModel>>),
+    Condensed(Box<ContactPipeline<CondensedModel>>),
     /// Large-strain tissue in a reduced basis: its lowest modes dynamic, its other
     /// shapes static.
-    Nonlinear(Box<Simulation<NonlinearTissue>>),
+    Nonlinear(Box<ContactPipeline<NonlinearTissue>>),
 }
 
 impl SceneModel {
@@ -57,7 +57,7 @@ impl SceneModel {
     }
 
     /// Steps `count` probes (1 ..= [`crate::tissue::MAX_PROBES`]) with contacts solved
-    /// together ([`Simulation::with_probes`]).
+    /// together ([`ContactPipeline::with_probes`]).
     pub fn with_probes(self, count: usize) -> Self {
         match self {
             SceneModel::Modal(s) => SceneModel::Modal(Box::new(s.with_probes(count))),
@@ -76,7 +76,7 @@ impl SceneModel {
         dispatch!(self, s => s.workspace())
     }
 
-    /// Never pushes the tissue harder than `force` (N) ([`Simulation::set_force_cap`]).
+    /// Never pushes the tissue harder than `force` (N) ([`ContactPipeline::set_force_cap`]).
     pub fn set_force_cap(&mut self, force: f64) {
         dispatch!(self, s => s.set_force_cap(force))
     }

@@ -12,7 +12,7 @@ use crate::nonlinear::{NonlinearParams, NonlinearStatics, NonlinearTissue, Tissu
 use crate::tissue::{TissueGeometry, TissueModel};
 use crate::Vec3;
 
-use super::{patch, SceneModel, Simulation};
+use super::{patch, ContactPipeline, SceneModel};
 
 /// Constraint rows the model is sized for: the contact rows of all probes in one step (a
 /// 5 mm sphere 6 mm into a block of 5 mm cells has about 60 candidate nodes and samples; a
@@ -173,9 +173,9 @@ pub fn build(
 fn pipeline<M: TissueModel>(
     model: M,
     (radius, patch_radius, friction): (f64, f64, Friction),
-) -> Box<Simulation<M>> {
+) -> Box<ContactPipeline<M>> {
     Box::new(
-        Simulation::new(model, radius)
+        ContactPipeline::new(model, radius)
             .with_patch_radius(patch_radius)
             .with_friction(friction),
     )

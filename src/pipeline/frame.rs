@@ -9,17 +9,17 @@ use crate::stream::FrameModel;
 use crate::{Mat3, Vec3};
 
 use super::backend::dispatch;
-use super::{SceneModel, Simulation};
+use super::{ContactPipeline, SceneModel};
 
 /// The contact of the first probe and its proxy, the same for every backend.
-macro_rules! probe_of_simulation {
+macro_rules! probe_of_pipeline {
     () => {
         fn proxy(&self) -> Option<Vec3> {
             self.proxy_position()
         }
 
         fn contact(&self) -> Option<(f64, Vec3)> {
-            Simulation::contact(self).map(|c| (c.depth, c.normal))
+            ContactPipeline::contact(self).map(|c| (c.depth, c.normal))
         }
     };
 }
@@ -31,8 +31,8 @@ fn complete(columns: &ComplianceColumns, loads: &[(u32, Vec3)]) -> bool {
 
 /// Modal frames carry the modal coordinates; the field is the residual flexibility's,
 /// which the loads' columns give once complete.
-impl FrameModel for Simulation<ModalRuntime> {
-    probe_of_simulation!();
+impl FrameModel for ContactPipeline<ModalRuntime> {
+    probe_of_pipeline!();
 
     fn mode_count(&self) -> usize {
         self.model().n_modes()
@@ -79,8 +79,8 @@ impl FrameModel for Simulation<ModalRuntime> {
 }
 
 /// Condensed frames carry the whole static response, which the loads' columns give.
-impl FrameModel for Simulation<CondensedModel> {
-    probe_of_simulation!();
+impl FrameModel for ContactPipeline<CondensedModel> {
+    probe_of_pipeline!();
 
     fn field(&mut self, nodes: &[usize], out: &mut [Vec3]) {
         crate::tissue::TissueModel::displacements(self.model_mut(), nodes, out);
@@ -100,8 +100,8 @@ impl FrameModel for Simulation<CondensedModel> {
 }
 
 /// A large-strain field is no superposition of columns: frames carry it whole.
-impl FrameModel for Simulation<NonlinearTissue> {
-    probe_of_simulation!();
+impl FrameModel for ContactPipeline<NonlinearTissue> {
+    probe_of_pipeline!();
 
     fn field(&mut self, nodes: &[usize], out: &mut [Vec3]) {
         crate::tissue::TissueModel::displacements(self.model_mut(), nodes, out);

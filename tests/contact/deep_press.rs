@@ -8,6 +8,7 @@
 
 use palpa::app::config::{attach_device, given_mapping};
 use palpa::app::replay::{replay, ReplayRow};
+use palpa::app::serve::{ServeStep, Stylus, ViewerLink};
 use palpa::device::force_log::ForceLog;
 use palpa::device::mapped::MappedDevice;
 use palpa::device::replay::{Trajectory, TrajectorySample};
@@ -15,7 +16,6 @@ use palpa::device::sim::SimDevice;
 use palpa::device::HapticDevice;
 use palpa::haptic::{LockStep, TickRecord};
 use palpa::scene::{build, BackendKind, BuiltScene, Scene};
-use palpa::app::serve::{ServeStep, Stylus, ViewerLink};
 use palpa::stream::SceneVisual;
 use palpa::stream::{control_channel, snapshot_slot, ProbeControl};
 use palpa::Vec3;

@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use palpa::tissue::ModelStep;
-use palpa::scene::{build, BackendKind, Scene};
 use palpa::pipeline::SceneModel;
+use palpa::scene::{build, BackendKind, Scene};
 use palpa::stream::SceneVisual;
 use palpa::stream::{snapshot_slot, SnapshotWriter, StreamConfig, StreamScene, StreamServer};
+use palpa::tissue::ModelStep;
 use palpa::Vec3;
 
 const DEFAULT: &str = include_str!("../../scenes/default.toml");

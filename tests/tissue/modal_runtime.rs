@@ -214,10 +214,7 @@ mod with_fem {
     use palpa::contact::{ContactPatch, SurfaceBvh};
     use palpa::fem::ComplianceColumns;
     use palpa::fem::Support;
-    use palpa::fem::{
-        Axis, Factor, FemSystem, Fix, Material, MaterialMap,
-        Ordering,
-    };
+    use palpa::fem::{Axis, Factor, FemSystem, Fix, Material, MaterialMap, Ordering};
     use palpa::mesh::generate::box_mesh;
 
     use crate::support::block::{Block, BOTTOM};
@@ -240,9 +237,13 @@ mod with_fem {
     fn fixture(mesh: TetMesh, fix: Fix, young: f64, k: usize) -> Fixture {
         let material = MaterialMap::uniform(Material::new(young, 0.45, 1000.0).unwrap());
         let block = Block::clamped(mesh, &material, fix);
-        let (basis, _, _) =
-            compute_modes(&block.system, k, Ordering::default(), &mut Timings::default())
-                .unwrap();
+        let (basis, _, _) = compute_modes(
+            &block.system,
+            k,
+            Ordering::default(),
+            &mut Timings::default(),
+        )
+        .unwrap();
         Fixture {
             factor: block.factor(),
             mesh: block.mesh,
@@ -1120,21 +1121,20 @@ mod with_fem {
     }
 }
 
-
 mod contact_through_modal {
     use crate::support::block::{block, SIZE};
 
     use palpa::fem::Ordering;
     use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
+    use palpa::pipeline::ContactPipeline;
     use palpa::tissue::{ModelStep, TissueModel};
-    use palpa::pipeline::Simulation;
     use palpa::Vec3;
 
-    fn sim() -> Simulation<ModalRuntime> {
+    fn sim() -> ContactPipeline<ModalRuntime> {
         sim_with_patch(0.0)
     }
 
-    fn sim_with_patch(radius: f64) -> Simulation<ModalRuntime> {
+    fn sim_with_patch(radius: f64) -> ContactPipeline<ModalRuntime> {
         let b = block();
         let (basis, _, _) =
             compute_modes(&b.system, 20, Ordering::default(), &mut Timings::default()).unwrap();
@@ -1152,7 +1152,7 @@ mod contact_through_modal {
             Some(b.columns(64)),
         )
         .unwrap();
-        Simulation::new(model, 0.0).with_patch_radius(radius)
+        ContactPipeline::new(model, 0.0).with_patch_radius(radius)
     }
 
     #[test]

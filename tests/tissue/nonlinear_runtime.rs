@@ -7,9 +7,9 @@
 use std::path::Path;
 
 use palpa::app::indent::{indent, IndentOptions};
-use palpa::tissue::{LocalForceModel, ModelStep, PointConstraint, TissueModel};
-use palpa::scene::{build, Scene};
 use palpa::pipeline::SceneModel;
+use palpa::scene::{build, Scene};
+use palpa::tissue::{LocalForceModel, ModelStep, PointConstraint, TissueModel};
 use palpa::Vec3;
 
 const DT: f64 = 0.005;
