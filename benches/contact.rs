@@ -64,8 +64,8 @@ fn benches(c: &mut Criterion) {
     }
 }
 
-/// The default scene's text with its mesh until 2026-11-28: uniform 5 mm cells,
-/// element pressure (12–43 % stiffer than the converged FEM, docs/fem-accuracy.md).
+/// The default scene's text with the former default mesh: uniform 5 mm cells, element
+/// pressure (stiffer than the converged FEM, docs/fem-accuracy.md).
 fn uniform_element() -> String {
     include_str!("../scenes/default.toml")
         .replace(

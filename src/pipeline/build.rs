@@ -14,9 +14,8 @@ use crate::Vec3;
 
 use super::{patch, ContactPipeline, SceneModel};
 
-/// Constraint rows the model is sized for: the contact rows of all probes in one step (a
-/// 5 mm sphere 6 mm into a block of 5 mm cells has about 60 candidate nodes and samples; a
-/// mesh graded to 0.5 mm under it, about 250).
+/// Constraint rows the model is sized for: the contact rows of all probes in one step,
+/// with room for a sphere on a finely graded mesh (docs/benchmarks.md, "contact rows").
 pub const MAX_CONSTRAINT_ROWS: usize = 384;
 
 /// How the probes touch the tissue: tip radius, contact patch and friction.

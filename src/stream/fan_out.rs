@@ -4,10 +4,9 @@
 //! queued when the socket drains and then the newest frame: a slow client still loses
 //! frames rather than queueing them, and never delays anyone.
 //!
-//! Written by hand because no crate fans one message out to many WebSockets: with one
-//! task per client woken for every frame, 64 clients cost 1.1 ms (one worker thread) to
-//! 1.4 ms (two) of server CPU per frame, against 0.58 ms for one tokio task writing the
-//! same bytes to 64 sockets (`cargo bench --bench stream -- fan_out`, 2026-11-24).
+//! Written by hand because no crate fans one message out to many WebSockets, and one
+//! task per client woken for every frame costs about twice the CPU (docs/benchmarks.md,
+//! "fan-out").
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

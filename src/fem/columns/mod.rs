@@ -510,9 +510,8 @@ impl ComplianceColumns {
 
     /// Σ_u Σ_v p_u q_v y_uᵀ y_v over the incomplete cached nodes of `p` and `q`, as
     /// (Σ_u p_u y_u)ᵀ (Σ_v q_v y_v): one pass over each node's path per axis instead
-    /// of one per pair. A sphere's rows have patches of ~20 nodes each; pair by pair,
-    /// their grams were 72 % of a modal step on the default mesh while columns were
-    /// being completed in step (`perf record` of `cargo bench --bench contact`).
+    /// of one per pair: pair by pair, a sphere's patches' grams dominated a modal step
+    /// (docs/benchmarks.md, "sphere grams").
     fn forward_block(&mut self, p: &Support, q: &Support) -> Mat3 {
         let Self {
             entries,
