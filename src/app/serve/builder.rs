@@ -12,6 +12,7 @@ use crate::stream::{control_channel, snapshot_slot, ProbeWorkspace, SceneVisual}
 
 use super::super::config::{device_choice, stream_config, stream_regions};
 use super::super::recording::SessionDir;
+use super::control::ControlRouter;
 use super::devices::{configure, open_devices};
 use super::handle::{start_stream, ServeHandle};
 use super::hands::{start_hands, HandsSetup};
@@ -151,16 +152,21 @@ impl ServeBuilder {
         let devices = configured.iter().map(|d| d.summary.clone()).collect();
         let calibration = configured.iter_mut().filter_map(|d| d.calibration.take());
         let calibration = calibration.collect();
+        let stylus = configured.first_mut().and_then(|d| d.stylus.take());
+        let (router, resets) = ControlRouter::new(stylus);
         let hands = start_hands(HandsSetup {
             devices: configured,
             model: built.model,
             rates: built.scene.rates.clone(),
             visual,
             snapshots,
-            control,
+            resets,
             idle,
             session: session.as_ref(),
         })?;
+        let router = router
+            .spawn(control)
+            .map_err(|e| format!("cannot start the control thread: {e}"))?;
         let stream = (
             stream_config,
             stream_scene,
@@ -174,6 +180,6 @@ impl ServeBuilder {
             devices,
             viewer_url,
         };
-        start_stream(hands, stream, session, calibration, started)
+        start_stream(hands, router, stream, session, calibration, started)
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::device::choice::{DeviceChoice, OpenedDevice};
 use crate::device::force_log::ForceLog;
-use crate::device::mapped::MappedDevice;
+use crate::device::mapped::{MappedDevice, Workspace};
 use crate::device::{CalibrationRequest, HapticDevice};
 use crate::haptic::runtime::RuntimeConfig;
 use crate::haptic::HapticConfig;
@@ -86,7 +86,14 @@ pub(super) fn configure(
         _ => format!("device {} ({name})", index + 1),
     };
     let rating = opened.device.rating();
-    let (map, how) = device_mapping(built, &rating);
+    // The viewer moves the virtual stylus in scene coordinates: no mapping to undo.
+    let (map, how) = match opened.stylus {
+        Some(_) => (
+            Workspace::IDENTITY,
+            "the viewer moves the stylus in scene coordinates".into(),
+        ),
+        None => device_mapping(built, &rating),
+    };
     let haptic = attach_device(built, rating);
     let force = format!(
         "at most {:.3} N on the hand (the device is rated {:.3} N{}); the tissue model is \
@@ -101,7 +108,7 @@ pub(super) fn configure(
         FORCE_CAP_MARGIN * haptic.limits.max_force
     );
     let calibration = opened.device.calibration_request();
-    let stylus = opened.stylus.map(|input| Stylus::new(input, map, idle));
+    let stylus = opened.stylus.map(|input| Stylus::new(input, idle));
     ConfiguredDevice {
         device: ForceLog::new(MappedDevice::new(opened.device, map)),
         stylus,

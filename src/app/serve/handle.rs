@@ -5,6 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::device::CalibrationRequest;
@@ -44,6 +45,8 @@ pub struct ServeHandle {
     polls: u32,
     warned_ramp: Vec<bool>,
     stream_recording: Option<(PathBuf, tokio::task::JoinHandle<Result<u64, String>>)>,
+    /// The thread routing viewers' commands; it ends with the server.
+    router: JoinHandle<()>,
     calibration: Vec<CalibrationRequest>,
     /// What started.
     pub started: Started,
@@ -79,6 +82,7 @@ pub struct ServeReport {
 /// recording into `session`, a stream client recording it.
 pub(super) fn start_stream(
     hands: Vec<Hand>,
+    router: JoinHandle<()>,
     (config, scene, snapshots, control, columns): StreamParts,
     session: Option<SessionDir>,
     calibration: Vec<CalibrationRequest>,
@@ -116,6 +120,7 @@ pub(super) fn start_stream(
         shared,
         polls: 0,
         stream_recording,
+        router,
         calibration,
     })
 }
@@ -234,6 +239,8 @@ impl ServeHandle {
             };
             Some((path, frames))
         });
+        // The server is gone, so the router's channel is closed.
+        let _ = self.router.join();
         ServeReport {
             devices,
             ticks,

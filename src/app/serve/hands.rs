@@ -9,10 +9,11 @@ use crate::haptic::tick::HapticLoop;
 use crate::haptic::tick_ring::{tick_ring, TickSink};
 use crate::pipeline::SceneModel;
 use crate::scene::Rates;
-use crate::stream::{ControlReceiver, SceneVisual, SnapshotWriter};
+use crate::stream::{SceneVisual, SnapshotWriter};
 use crate::Vec3;
 
 use super::super::recording::{SessionDir, TickFile};
+use super::control::ResetReceiver;
 use super::devices::{ConfiguredDevice, ServeDevice};
 use super::{ProbeFollower, ProbeSlots, ServeStep, ViewerLink};
 
@@ -65,8 +66,9 @@ pub(super) struct HandsSetup<'a> {
     pub rates: Rates,
     pub visual: SceneVisual,
     pub snapshots: SnapshotWriter,
-    pub control: ControlReceiver,
-    /// Where the released virtual stylus rests (m, scene frame).
+    /// Viewers' tissue resets.
+    pub resets: ResetReceiver,
+    /// Where the probe rests in the first frame (m, scene frame).
     pub idle: Vec3,
     pub session: Option<&'a SessionDir>,
 }
@@ -79,12 +81,12 @@ pub(super) fn start_hands(setup: HandsSetup) -> Result<Vec<Hand>, String> {
         rates,
         visual,
         snapshots,
-        control,
+        resets,
         idle,
         session,
     } = setup;
     let probes = ProbeSlots::new(devices.len());
-    let mut tissue = Some((model, visual, snapshots, control));
+    let mut tissue = Some((model, visual, snapshots, resets));
     let mut hands = Vec::with_capacity(devices.len());
     for (i, mut d) in devices.into_iter().enumerate() {
         let (sink, ticks) = match session {
@@ -97,13 +99,13 @@ pub(super) fn start_hands(setup: HandsSetup) -> Result<Vec<Hand>, String> {
         };
         let config = d.runtime;
         let runtime = match tissue.take() {
-            Some((model, visual, snapshots, control)) => {
+            Some((model, visual, snapshots, resets)) => {
                 let link = ViewerLink {
                     snapshots,
-                    control,
+                    resets,
                     commanded: d.device.commanded(),
                 };
-                let step = ServeStep::new(model, visual, link, d.stylus, rates.visual, idle)
+                let step = ServeStep::new(model, visual, link, rates.visual, idle)
                     .with_probes(probes.clone());
                 HapticRuntime::start_recording(d.device, step, config, sink).map(Runtime::Tissue)
             }

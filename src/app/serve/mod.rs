@@ -4,14 +4,16 @@
 //! whose control messages move the virtual stylus and reset the tissue.
 //!
 //! ```text
-//!  viewer ──control──► stream server ──channel──► ServeStep (model thread, 200 Hz)
-//!                                                   │ moves the stylus / resets tissue
-//!  device (HID | sim | replay) ◄─force─ haptic thread 1 kHz ◄─local force model─┘
-//!                                                   │ snapshot at the visual rate
-//!  viewers ◄── frames 30 Hz ── publisher ◄──────────┘
+//!  viewer ──control──► stream server ──► ControlRouter ──reset──► ServeStep (model thread)
+//!                                              │ move                   │ 200 Hz
+//!                                              ▼                        │
+//!  device (HID | sim | replay) ◄─force─ haptic thread 1 kHz ◄─local force model
+//!                                                                       │ snapshots
+//!  viewers ◄── frames 30 Hz ── publisher ◄──────────────────────────────┘
 //! ```
 
 mod builder;
+mod control;
 mod devices;
 mod handle;
 mod hands;
@@ -21,8 +23,9 @@ mod stats;
 mod summary;
 
 pub use builder::{Serve, ServeBuilder};
+pub use control::{ControlRouter, ResetReceiver, Stylus};
 pub use devices::DeviceSummary;
 pub use handle::{DeviceReport, ServeHandle, ServeReport};
-pub use model_thread::{ServeStep, Stylus, ViewerLink};
+pub use model_thread::{ServeStep, ViewerLink};
 pub use probes::{ProbeFollower, ProbeSlots};
 pub use summary::{ModelSummary, Started};
