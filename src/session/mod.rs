@@ -11,9 +11,8 @@
 //!   steps every probe, the others hand their probe in ([`ProbeFollower`]);
 //! * [`tick_csv`] — one row per haptic tick, as `palpa replay` writes it and a recorded
 //!   session's `ticks.csv` holds it;
-//! * [`recording`] — a recorded session's directory and its `ticks.csv` writer thread.
+//! * (recordings are written and read by the `recording` module).
 
-pub mod recording;
 mod scene_model;
 mod serve_step;
 mod shared_probes;
