@@ -222,6 +222,9 @@ async fn record_stream(
     let mut frames = 0;
     // The stream ends with the server's shutdown message (an error to the client).
     loop {
+        if health.failure().is_some() {
+            break;
+        }
         match client.next_frame().await {
             Ok(_) => frames += 1,
             Err(palpa_client::ClientError::Record(e)) => {
@@ -578,7 +581,10 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         server.shutdown().await;
         if let Some((path, task)) = stream_recording {
             match tokio::time::timeout(Duration::from_secs(5), task).await {
-                Ok(Ok(Ok((frames, s)))) => match s.failure {
+                Ok(Ok(Ok((frames, s)))) => match s.failure.or(health
+                    .failure()
+                    .map(|f| format!("stopped with the rest of the recording ({f})")))
+                {
                     None => println!(
                         "recorded: {} ({frames} frames; {} records, {} dropped)",
                         path.display(),
@@ -586,7 +592,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
                         s.dropped
                     ),
                     Some(e) => {
-                        health.fail(format!("{}: {e}", path.display()));
+                        if health.failure().is_none() {
+                            health.fail(format!("{}: {e}", path.display()));
+                        }
                         eprintln!(
                             "error: {}: recording ended early ({e}); the file holds the {} \
                              records before it",

@@ -276,6 +276,13 @@ fn write_ticks(
         // Read before draining: once the haptic thread is gone or a stop is asked, this
         // drain is the last and gets everything.
         let last = stop.load(Ordering::Acquire) || source.writer_gone();
+        // Another file of the recording failed: the recording as a whole ends.
+        if let Some(failure) = health.failure() {
+            let _ = out.sync();
+            break Some(format!(
+                "stopped with the rest of the recording ({failure})"
+            ));
+        }
         while let Some(record) = source.pop() {
             out.push(&record);
         }
