@@ -226,9 +226,9 @@ fn a_recorded_session_is_complete_after_sigint_and_replays() {
     assert!(matches!(messages[1].1, ServerMessage::SceneInit(_)));
     let scene = std::fs::read_to_string(dir.join("scene.toml")).unwrap();
     assert!(scene.contains("tissue block with a stiff inclusion"));
-    let device = std::fs::read_to_string(dir.join("device.txt")).unwrap();
+    let device = std::fs::read_to_string(dir.join("device.toml")).unwrap();
     assert!(
-        device.contains("virtual stylus") && device.contains("8.000 N"),
+        device.contains("virtual stylus") && device.contains("max_force_n = 8.0"),
         "{device}"
     );
 

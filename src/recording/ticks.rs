@@ -307,3 +307,95 @@ fn write_ticks(
         failure,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::haptic::tick_ring::tick_ring;
+    use crate::haptic::SafetyState;
+    use crate::Vec3;
+
+    fn record(t: f64) -> TickRecord {
+        TickRecord {
+            t,
+            probe: Vec3::new(0.01, 0.0, -0.002),
+            buttons: 0,
+            desired: Vec3::new(0.0, 0.0, 1.0),
+            force: Vec3::new(0.0, 0.0, t),
+            state: SafetyState::Normal,
+            model_in_contact: true,
+            depth: 0.002,
+            sample_age: 0.0,
+            model_age: 0.0,
+        }
+    }
+
+    #[test]
+    fn every_pushed_tick_becomes_a_row_and_a_full_ring_counts_its_drops() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ticks.csv");
+        let file = std::fs::File::create(&path).unwrap();
+        let writer = TickWriter::start(file, &path, RowFormat::Session, &[]).unwrap();
+        let (mut sink, source) = tick_ring(8);
+        // More than the ring holds before the writer starts: 2 dropped.
+        for k in 0..10 {
+            sink.push(record(k as f64 * 1e-3));
+        }
+        let health = Arc::new(RecordingHealth::default());
+        let file = TickFile::start(writer, source, health.clone()).unwrap();
+        // The writer drains the ring (within 10 s even on a loaded machine).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while sink.free_slots() < 8 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for k in 10..18 {
+            sink.push(record(k as f64 * 1e-3));
+        }
+        drop(sink);
+        let summary = file.finish();
+        assert_eq!(summary.dropped, 2);
+        assert_eq!(summary.rows, 16);
+        assert_eq!(summary.span, Some((0.0, 0.017)));
+        assert_eq!(summary.failure, None);
+        assert_eq!(health.failure(), None);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], SESSION_HEADER);
+        assert_eq!(lines.len(), 17);
+        assert_eq!(lines[16], "0.017,0.01,0,-0.002,0,0,0.017,0.002,1,normal");
+    }
+
+    #[test]
+    fn a_failed_write_ends_the_recording_at_once_and_counts_only_whole_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ticks.csv");
+        let file = std::fs::File::create(&path).unwrap();
+        let mut writer = TickWriter::start(file, &path, RowFormat::Session, &[]).unwrap();
+        writer.push(&record(0.001));
+        writer.commit().unwrap();
+        // The file's descriptor now writes to /dev/full: ENOSPC, as a full disk.
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        writer.file = full;
+        let (mut sink, source) = tick_ring(8);
+        sink.push(record(0.002));
+        let health = Arc::new(RecordingHealth::default());
+        let file = TickFile::start(writer, source, health.clone()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while health.failure().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(
+            health
+                .failure()
+                .is_some_and(|f| f.contains("No space left")),
+            "{:?}",
+            health.failure()
+        );
+        let summary = file.finish();
+        assert_eq!(summary.rows, 1, "the failed row is not counted");
+        assert!(summary.failure.is_some());
+    }
+}
