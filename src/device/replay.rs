@@ -440,3 +440,32 @@ impl HapticDevice for ReplayDevice {
         "replay"
     }
 }
+
+#[cfg(test)]
+mod torn_rows {
+    use super::*;
+
+    #[test]
+    fn a_torn_last_row_of_a_recording_is_dropped_with_a_note_never_read_short() {
+        // Cut inside the last number: "0.0021" would parse as 0.002.
+        let text = format!("{SESSION_TICKS_HEADER}\n0.001,0,0,0.001,0,0,1,0,1,normal\n0.002,0,0,0.0021");
+        let (t, note) = Trajectory::parse_noting(&text, "ticks.csv").unwrap();
+        assert_eq!(t.samples().len(), 1);
+        assert!(note.unwrap().contains("row cut short"));
+        // A palpa record file (its `# palpa` comment first): the same.
+        let text = "# palpa record: …\nt,x,y,z,buttons,fx,fy,fz\n0,0,0,0,0,0,0,0\n0.001,0,0,0.00";
+        let (t, note) = Trajectory::parse_noting(text, "rec.csv").unwrap();
+        assert_eq!((t.samples().len(), note.is_some()), (1, true));
+        // A hand-written file whose last line lacks its end of line but is whole: kept.
+        let text = "t,x,y,z,buttons\n0,0,0,0,0\n0.001,0,0,0.5,0";
+        let (t, note) = Trajectory::parse_noting(text, "hand.csv").unwrap();
+        assert_eq!((t.samples().len(), note), (2, None));
+        // Whose last line is cut so it no longer parses: dropped with the note.
+        let text = "t,x,y,z,buttons\n0,0,0,0,0\n0.001,0,0";
+        let (t, note) = Trajectory::parse_noting(text, "hand.csv").unwrap();
+        assert_eq!((t.samples().len(), note.is_some()), (1, true));
+        // A bad row before the last is still an error naming its line.
+        let e = Trajectory::parse_noting("t,x,y,z,buttons\n0,0,0\n0.1,0,0,0,0\n", "b.csv");
+        assert_eq!(e.unwrap_err().line, 2);
+    }
+}
