@@ -8,7 +8,9 @@ use crate::rt::{SlotReader, SlotWriter};
 use crate::stream::{ControlReceiver, ProbeControl, SnapshotWriter, VisualSnapshot};
 use crate::Vec3;
 
-use super::{ProbeSlots, SceneModel, SceneVisual};
+use super::ProbeSlots;
+use crate::pipeline::SceneModel;
+use crate::stream::SceneVisual;
 
 /// The virtual stylus's input: positions a viewer picked (scene frame) go to the device
 /// frame through the workspace mapping.
