@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use palpa::recording::{RowFormat, TickWriter};
 
-use super::serve_support::Served;
+use super::support::serve::Served;
 use super::{cache, coarse_scene, palpa_ok, BINARY};
 
 /// A small tmpfs, unmounted when dropped.

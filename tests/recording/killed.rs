@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use palpa::device::replay::Trajectory;
 use palpa::recording::{check, Recorded};
 
-use super::serve_support::Served;
+use super::support::serve::Served;
 use super::{cache, coarse_scene, palpa_ok, BINARY};
 
 const KILLS: usize = 24;

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::serve_support::{run_to_end, Served};
+use super::support::serve::{run_to_end, Served};
 use super::{cache, coarse_scene, palpa, palpa_ok, BINARY};
 
 fn mkfifo(path: &Path) {

@@ -4,8 +4,8 @@
 //! serve fail; links and FIFOs in the record and cache directories are never written
 //! through.
 
-#[path = "../serve_support/mod.rs"]
-mod serve_support;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod full_disk;
 mod killed;
@@ -32,7 +32,7 @@ pub fn cache() -> &'static Path {
 
 /// Runs `palpa args` to its end with the shared cache.
 pub fn palpa(args: &[&str]) -> (ExitStatus, String, String) {
-    serve_support::run_to_end(BINARY, args, cache())
+    support::serve::run_to_end(BINARY, args, cache())
 }
 
 /// Runs `palpa args`, which must succeed; returns stderr.
