@@ -205,6 +205,18 @@ pub fn check(dir: &Path) -> Vec<CheckLine> {
 }
 
 fn check_ticks(path: &Path, name: &str) -> CheckLine {
+    let rows = std::fs::read_to_string(path).map(|t| {
+        t.lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .count()
+    });
+    if matches!(rows, Ok(0 | 1)) {
+        return CheckLine {
+            file: name.into(),
+            text: "no rows: the session stopped before its first tick was written".into(),
+            problem: false,
+        };
+    }
     let (text, problem) = match Trajectory::load_noting(path) {
         Ok((t, note)) => {
             let s = t.samples();

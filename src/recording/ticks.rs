@@ -18,9 +18,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::device::replay::{write_row, HEADER_WITH_FORCE};
+use crate::haptic::tick_csv::{TickRow, SESSION_HEADER};
 use crate::haptic::tick_ring::TickSource;
 use crate::haptic::TickRecord;
-use crate::haptic::tick_csv::{TickRow, SESSION_HEADER};
 
 /// How often the writer thread drains the ring.
 pub const DRAIN_PERIOD: Duration = Duration::from_millis(10);

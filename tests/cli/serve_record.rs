@@ -7,14 +7,13 @@
 //! --record DIR` at every tick the live run's safety filter passed the tissue's force
 //! through (timing aside: the live ticks fall at the haptic thread's own times).
 
-
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::support::serve::{run_to_end, Served};
 use palpa_client::palpa_protocol::{ControlCommand, ServerMessage};
 use palpa_client::Client;
-use crate::support::serve::{run_to_end, Served};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_palpa");
 /// Generous: the precompute on a slow shared machine.

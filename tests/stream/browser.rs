@@ -12,17 +12,16 @@
 //! crate or a crate that downloads its own browser build. Without Chromium the test skips
 //! with a message, unless `PALPA_REQUIRE_BROWSER=1` (CI), where it fails.
 
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::serve::Served;
+use crate::support::stream::{running_tissue, AnalyticTissue};
 use base64::Engine;
 use futures_util::{SinkExt, StreamExt};
 use palpa::stream::{StreamConfig, StreamServer};
 use serde_json::{json, Value};
-use crate::support::serve::Served;
-use crate::support::stream::{running_tissue, AnalyticTissue};
 use tokio_tungstenite::tungstenite::Message;
 
 const WIDTH: u32 = 800;
@@ -410,9 +409,11 @@ async fn chromium_rebuilds_the_models_surface_from_loads_and_columns() {
     };
     let _one = ONE_AT_A_TIME.lock().await;
     let cache = tempfile::tempdir().unwrap();
-    let mut run =
-        crate::support::model_stream::ModelStream::start(palpa::scene::BackendKind::Modal, cache.path())
-            .await;
+    let mut run = crate::support::model_stream::ModelStream::start(
+        palpa::scene::BackendKind::Modal,
+        cache.path(),
+    )
+    .await;
     let browser = Browser::launch(&binary);
     let mut page = Page::open(&browser, &run.server.viewer_url()).await;
     page.wait_for(
@@ -438,7 +439,9 @@ async fn chromium_rebuilds_the_models_surface_from_loads_and_columns() {
                 .await;
             let drawn: Value = serde_json::from_str(drawn.as_str().unwrap()).unwrap();
             let t = drawn["t"].as_f64().unwrap();
-            if crate::support::model_stream::time_key(t) == crate::support::model_stream::time_key(held_at) {
+            if crate::support::model_stream::time_key(t)
+                == crate::support::model_stream::time_key(held_at)
+            {
                 break drawn;
             }
             assert!(
@@ -447,7 +450,8 @@ async fn chromium_rebuilds_the_models_surface_from_loads_and_columns() {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
-        let expected = run.truth.lock().unwrap()[&crate::support::model_stream::time_key(held_at)].clone();
+        let expected =
+            run.truth.lock().unwrap()[&crate::support::model_stream::time_key(held_at)].clone();
         let got: Vec<f64> = serde_json::from_value(drawn["p"].clone()).unwrap();
         assert_eq!(got.len(), 3 * expected.len());
         let error = expected

@@ -259,6 +259,20 @@ impl std::ops::Deref for StreamRecording {
 /// Reads a recording written by [`Recorder`] up to its last whole record; an error only
 /// when the file is not a recording or a whole record does not decode.
 pub fn read_recording(bytes: &[u8]) -> Result<StreamRecording, String> {
+    let mut header = RECORDING_MAGIC.to_vec();
+    header.extend_from_slice(&RECORDING_VERSION.to_le_bytes());
+    if bytes.len() < header.len() && header.starts_with(bytes) {
+        // Created, and stopped before its header was written whole.
+        return Ok(StreamRecording {
+            version: RECORDING_VERSION,
+            messages: Vec::new(),
+            torn: (!bytes.is_empty()).then(|| TornTail {
+                offset: 0,
+                bytes: bytes.len(),
+                reason: "the header cut short".into(),
+            }),
+        });
+    }
     let rest = bytes
         .strip_prefix(RECORDING_MAGIC.as_slice())
         .ok_or("not a palpa recording (missing PALPAREC header)")?;
@@ -356,6 +370,15 @@ mod tests {
             "an existing file is refused"
         );
         std::fs::remove_file(&dir).unwrap();
+        for cut in 0..12 {
+            let read = read_recording(&bytes[..cut]).unwrap();
+            assert_eq!(
+                (read.len(), read.torn.is_some()),
+                (0, cut > 0),
+                "cut at {cut}"
+            );
+        }
+        assert!(read_recording(b"PALPA").is_ok() && read_recording(b"NOTPALPA").is_err());
         let whole = read_recording(&bytes).unwrap();
         assert_eq!((whole.len(), whole.torn.clone()), (5, None));
         let record = (bytes.len() - 12) / 5;
