@@ -389,10 +389,48 @@ fn print_difference(ticks: &Trajectory, rows: &[ReplayRow], recorded: Option<&Re
          {:.4} N, replayed {:.4} N), over {} ticks compared {timing}",
         d.largest, d.t, d.recorded, d.replayed, d.compared
     );
+    // A live session's faded ticks (a stalled model thread, a stale sample) have no
+    // counterpart in the replay: the difference over the ticks its safety filter passed.
+    if let Some((normal, ticks)) = recorded
+        .filter(|r| !r.manifest.lockstep)
+        .and_then(|r| normal_ticks(&r.ticks_path(0), ticks))
+    {
+        if let Some(n) = force_difference(&ticks, rows) {
+            eprintln!(
+                "  over the {normal} ticks the live safety filter passed unchanged (state \
+                 `normal`): largest difference {:.3e} N at t = {:.3} s (recorded {:.4} N, \
+                 replayed {:.4} N)",
+                n.largest, n.t, n.recorded, n.replayed
+            );
+        }
+    }
     if let Some(r) = recorded.filter(|r| r.manifest.lockstep && d.largest > 0.0) {
         eprintln!(
             "note: {} was recorded in lock-step, so its replay should match bit for bit",
             r.dir.display()
         );
     }
+}
+
+/// The recorded ticks whose safety state was `normal` (read from the `safety` column of
+/// the session's `ticks.csv`), as a trajectory, and how many there are.
+fn normal_ticks(path: &Path, ticks: &Trajectory) -> Option<(usize, Trajectory)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let normal: Vec<bool> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .skip(1)
+        .map(|l| l.trim_end().ends_with(",normal"))
+        .collect();
+    let kept: Vec<_> = ticks
+        .samples()
+        .iter()
+        .zip(&normal)
+        .filter(|(_, &n)| n)
+        .map(|(s, _)| *s)
+        .collect();
+    let count = kept.len();
+    Trajectory::new(kept, &path.display().to_string())
+        .ok()
+        .map(|t| (count, t))
 }
