@@ -13,9 +13,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use palpa::tissue::ModelStep;
-use palpa::scene::{build, BackendKind, Scene};
 use palpa::pipeline::SceneModel;
+use palpa::scene::{build, BackendKind, Scene};
+use palpa::tissue::ModelStep;
 use palpa::Vec3;
 
 /// The default scene with a 5 mm sphere on `backend`, pressed 3 mm and settled.

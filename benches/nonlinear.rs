@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use palpa::tissue::ModelStep;
 use palpa::nonlinear::{
     train_cubature, Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearStatics,
     ReducedStatics,
 };
-use palpa::scene::{build, FemInputs, Scene};
 use palpa::pipeline::SceneModel;
+use palpa::scene::{build, FemInputs, Scene};
+use palpa::tissue::ModelStep;
 use palpa::Vec3;
 
 /// The default block with every tetrahedron's law made Veronda–Westmann γ = 5.

@@ -7,7 +7,6 @@ pub mod config;
 pub mod indent;
 pub mod modes;
 pub mod precompute;
-pub mod recording;
 pub mod replay;
 pub mod scene;
 pub mod serve;

@@ -1,14 +1,27 @@
-//! Replay: a recorded trajectory through a scene in deterministic lock-step (one model
-//! step every haptic/model ticks on a virtual clock), giving the force the user's hand
-//! would get at every haptic tick.
+//! Replay: a recorded session or a trajectory through a scene in deterministic lock-step
+//! (one model step every haptic/model ticks on a virtual clock), giving the force the
+//! user's hand would get at every haptic tick.
+//!
+//! A recording directory (`palpa serve --record DIR`, or `DIR/ticks.csv`) replays
+//! through its own copy of the scene with the device it was recorded with: its
+//! positions are scene positions (mapped once, when they were recorded), its rating sets
+//! the same limits. A plain trajectory is in the device frame and goes through the
+//! scene's `[device.workspace]`.
+
+use std::path::{Path, PathBuf};
 
 use super::config::{attach_device, given_mapping};
-use crate::device::mapped::MappedDevice;
+use crate::device::mapped::{MappedDevice, Workspace};
 use crate::device::replay::{ReplayDevice, Trajectory};
-use crate::device::HapticDevice;
+use crate::device::{DeviceRating, HapticDevice};
+use crate::files::write_file_atomic;
 use crate::haptic::review::TickReview;
 use crate::haptic::LockStep;
-use crate::scene::BuiltScene;
+use crate::modal::Progress;
+use crate::recording::session_dir::REPLAY;
+use crate::recording::TickWriter;
+use crate::recording::{DeviceRecord, Existing, Recorded, RecordedBy, RecordingDir, SceneInputs};
+use crate::scene::{self, BuiltScene, PrecomputeOutcome};
 
 pub use crate::haptic::tick_csv::{write_csv, TickRow as ReplayRow, HEADER};
 
@@ -20,6 +33,15 @@ pub struct Replay {
     pub review: TickReview,
 }
 
+/// How the replayed positions reach the scene and what device they stand for.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplayDeviceSetup {
+    /// Device frame → scene frame (identity for a recording's scene positions).
+    pub mapping: Workspace,
+    /// The device's rating (sets the safety limits and the tissue's force cap).
+    pub rating: DeviceRating,
+}
+
 /// Replays `trajectory` through the built scene in lock-step: one row per haptic tick
 /// from t = 0 to the trajectory's last sample.
 pub fn replay(built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
@@ -27,20 +49,380 @@ pub fn replay(built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
 }
 
 /// [`replay`], with the review of its ticks: contact during the start-up ramp, the
-/// clamp, no contact at all.
-pub fn replay_reviewed(mut built: BuiltScene, trajectory: Trajectory) -> Replay {
-    let map = given_mapping(&built.scene.device);
-    let device = MappedDevice::new(ReplayDevice::new(trajectory.clone()), map);
-    let config = attach_device(&mut built, device.rating());
+/// clamp, no contact at all. The trajectory is in the device frame, mapped by the
+/// scene's `[device.workspace]`, played as a desktop device.
+pub fn replay_reviewed(built: BuiltScene, trajectory: Trajectory) -> Replay {
+    let setup = ReplayDeviceSetup {
+        mapping: given_mapping(&built.scene.device),
+        rating: ReplayDevice::new(trajectory.clone()).rating(),
+    };
+    replay_with(built, trajectory, setup, None).expect("no file is written")
+}
+
+/// Replays a recording's probe positions (scene frame, used as they are) with the
+/// device it was recorded with.
+pub fn replay_recorded(built: BuiltScene, ticks: Trajectory, device: &DeviceRecord) -> Replay {
+    let setup = ReplayDeviceSetup {
+        mapping: Workspace::IDENTITY,
+        rating: device.rating(),
+    };
+    replay_with(built, ticks, setup, None).expect("no file is written")
+}
+
+/// Rows written between commits of a lock-step recording.
+const COMMIT_ROWS: usize = 1000;
+
+/// Replays `trajectory` as `setup` says, writing every tick to `record` too if given.
+pub fn replay_with(
+    mut built: BuiltScene,
+    trajectory: Trajectory,
+    setup: ReplayDeviceSetup,
+    mut record: Option<&mut TickWriter>,
+) -> Result<Replay, String> {
+    let device = MappedDevice::new(
+        ReplayDevice::with_rating(trajectory.clone(), setup.rating),
+        setup.mapping,
+    );
+    let config = attach_device(&mut built, setup.rating);
     let ticks = (trajectory.duration() / config.tick_period).floor() as usize + 1;
     let mut review = TickReview::new(&config.limits);
     let mut lock = LockStep::new(device, built.model, config);
     let mut rows = Vec::with_capacity(ticks);
-    for _ in 0..ticks {
+    for k in 0..ticks {
         let r = lock.step();
         review.add(&r);
         rows.push(ReplayRow::of(&r));
+        if let Some(w) = record.as_deref_mut() {
+            w.push(&r);
+            if (k + 1) % COMMIT_ROWS == 0 {
+                w.commit()
+                    .and_then(|()| w.sync_if_due())
+                    .map_err(|e| format!("{}: {e}", w.path().display()))?;
+            }
+        }
     }
     lock.finish();
-    Replay { rows, review }
+    if let Some(w) = record {
+        w.commit()
+            .and_then(|()| w.sync())
+            .map_err(|e| format!("{}: {e}", w.path().display()))?;
+    }
+    Ok(Replay { rows, review })
+}
+
+/// The largest difference between a recording's forces and a replay's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ForceDifference {
+    /// |f_recorded − f_replayed| at its largest (N).
+    pub largest: f64,
+    /// When (s).
+    pub t: f64,
+    /// The recorded and replayed |f| there (N).
+    pub recorded: f64,
+    /// The replayed |f| there (N).
+    pub replayed: f64,
+    /// Recorded ticks compared.
+    pub compared: usize,
+    /// Whether every compared tick fell on a replay tick's time exactly (a lock-step
+    /// recording); otherwise each is compared with the nearest replay tick.
+    pub same_times: bool,
+}
+
+/// Compares every recorded tick with a force against the replay tick at its time (or
+/// the nearest one).
+pub fn force_difference(recorded: &Trajectory, rows: &[ReplayRow]) -> Option<ForceDifference> {
+    let mut d: Option<ForceDifference> = None;
+    let mut same_times = true;
+    let mut compared = 0;
+    for s in recorded.samples() {
+        let Some(f) = s.force else { continue };
+        let k = rows.partition_point(|r| r.t < s.t);
+        let near = [k.checked_sub(1), Some(k)]
+            .into_iter()
+            .flatten()
+            .filter(|&i| i < rows.len())
+            .min_by(|&a, &b| (rows[a].t - s.t).abs().total_cmp(&(rows[b].t - s.t).abs()));
+        let Some(i) = near else { continue };
+        if (rows[i].t - s.t).abs() > 1e-3 {
+            continue;
+        }
+        same_times &= rows[i].t == s.t;
+        compared += 1;
+        let diff = (f - rows[i].force).norm();
+        if d.is_none_or(|d| diff > d.largest) {
+            d = Some(ForceDifference {
+                largest: diff,
+                t: s.t,
+                recorded: f.norm(),
+                replayed: rows[i].force.norm(),
+                compared: 0,
+                same_times: true,
+            });
+        }
+    }
+    d.map(|d| ForceDifference {
+        compared,
+        same_times,
+        ..d
+    })
+}
+
+/// What `palpa replay` replays, through which scene, and where its output goes.
+#[derive(Clone, Debug)]
+pub struct ReplayOptions {
+    /// A recording directory (`palpa serve --record DIR`) or a `ticks.csv` in one; or a
+    /// trajectory CSV (`t,x,y,z,buttons`, s and m, device frame).
+    pub input: PathBuf,
+    /// The scene file: a trajectory's (default: the embedded default scene); for a
+    /// recording, another scene than its own copy (warned about).
+    pub scene: Option<PathBuf>,
+    /// Where the precompute is cached.
+    pub cache_dir: PathBuf,
+    /// The output CSV; default `DIR/replay.csv` for a recording, `NAME-replay.csv`
+    /// beside a trajectory `NAME.csv`. Replaced if it exists.
+    pub out: Option<PathBuf>,
+    /// Also write the replay as a lock-step recording directory, and what to do with a
+    /// recording already there.
+    pub record: Option<(PathBuf, Existing)>,
+}
+
+/// A recording's forces against its replay's.
+#[derive(Clone, Debug)]
+pub struct RecordedDifference {
+    /// Over every recorded tick with a force.
+    pub all: ForceDifference,
+    /// Over the ticks a live session's safety filter passed unchanged (state `normal`),
+    /// and how many: a faded tick has no counterpart in the replay.
+    pub normal: Option<(usize, ForceDifference)>,
+    /// The recording, if it was made in lock-step (its replay should match bit for bit).
+    pub lockstep: Option<PathBuf>,
+}
+
+/// What a replay did.
+pub struct ReplayOutcome {
+    /// Its rows and their review.
+    pub replay: Replay,
+    /// The CSV written.
+    pub out: PathBuf,
+    /// The scene's name.
+    pub title: String,
+    /// What the precompute did (computed, or loaded from the cache).
+    pub precompute: PrecomputeOutcome,
+    /// What the user should know about the input (a different scene, a torn last row).
+    pub warnings: Vec<String>,
+    /// Notes on the input (a recording cut off by a crash).
+    pub notes: Vec<String>,
+    /// The lock-step recording written and its rows.
+    pub recorded: Option<(PathBuf, u64)>,
+    /// The recorded forces against the replayed ones (a recording, or a trajectory
+    /// with forces).
+    pub difference: Option<RecordedDifference>,
+}
+
+/// What a replay is given, resolved.
+struct Input {
+    ticks: Trajectory,
+    recorded: Option<(Recorded, usize)>,
+    built: BuiltScene,
+    inputs: SceneInputs,
+    warnings: Vec<String>,
+    notes: Vec<String>,
+}
+
+fn short(hash: &str) -> &str {
+    &hash[..12.min(hash.len())]
+}
+
+/// Reads the trajectory or recording and builds the scene it replays through.
+fn resolve(options: &ReplayOptions, progress: &mut dyn FnMut(Progress)) -> Result<Input, String> {
+    let recorded = Recorded::find(&options.input)?;
+    let ticks_path = match &recorded {
+        Some((r, i)) => r.ticks_path(*i),
+        None => options.input.clone(),
+    };
+    let (ticks, note) = Trajectory::load_noting(&ticks_path).map_err(|e| e.to_string())?;
+    let scene_path = match (&recorded, &options.scene) {
+        (_, Some(given)) => Some(given.clone()),
+        (Some((r, _)), None) => {
+            r.verify_inputs()?;
+            Some(r.scene_path())
+        }
+        (None, None) => None,
+    };
+    let (scene, inputs) = SceneInputs::load(scene_path.as_deref())?;
+    let mut warnings = Vec::new();
+    if let (Some((r, _)), Some(given)) = (&recorded, &options.scene) {
+        let recorded_with = &r.manifest.scene;
+        let fingerprint = inputs.fingerprint();
+        if fingerprint != recorded_with.fingerprint {
+            warnings.push(format!(
+                "{} was recorded with the scene {} (fingerprint {}…) and is replayed \
+                 through {} (fingerprint {}…), another scene: its forces will differ",
+                r.dir.display(),
+                recorded_with.source,
+                short(&recorded_with.fingerprint),
+                given.display(),
+                short(&fingerprint)
+            ));
+        }
+    }
+    let built = scene::build(scene, &options.cache_dir, progress).map_err(|e| e.to_string())?;
+    Ok(Input {
+        ticks,
+        recorded,
+        built,
+        inputs,
+        warnings,
+        notes: note.into_iter().collect(),
+    })
+}
+
+/// The default output: `DIR/replay.csv` for a recording, `NAME-replay.csv` beside
+/// `NAME.csv`.
+fn default_out(input: &Path, recorded: Option<&Recorded>) -> PathBuf {
+    match recorded {
+        Some(r) => r.dir.join(REPLAY),
+        None => {
+            let stem = input
+                .file_stem()
+                .map_or("trajectory".into(), |s| s.to_string_lossy().into_owned());
+            input.with_file_name(format!("{stem}-replay.csv"))
+        }
+    }
+}
+
+/// The replay written as a lock-step recording in `dir`.
+fn start_recording(
+    options: &ReplayOptions,
+    (dir, existing): (&Path, Existing),
+    input: &mut Input,
+    setup: &ReplayDeviceSetup,
+) -> Result<(RecordingDir, TickWriter), String> {
+    let recording =
+        RecordingDir::create(dir, &input.inputs, 1, false, RecordedBy::Replay, existing)?;
+    // The same configuration the replay gets (attaching twice changes nothing).
+    let config = attach_device(&mut input.built, setup.rating);
+    let how = match &input.recorded {
+        Some(_) => "the recording's scene positions, used as they are".to_string(),
+        None => "the scene's [device.workspace] (identity without one)".to_string(),
+    };
+    let record = DeviceRecord::new(
+        &format!("replay of {}", options.input.display()),
+        "replay",
+        &setup.rating,
+        (&setup.mapping, &how),
+        &config,
+    );
+    recording.write_device(0, &record, None)?;
+    let ticks = recording.ticks(0)?;
+    Ok((recording, ticks))
+}
+
+/// Replays a recording or trajectory as `options` say: builds its scene (`progress`
+/// hears of the stages), replays it in lock-step, writes the CSV (and the lock-step
+/// recording), and compares the forces with the recorded ones.
+pub fn replay_session(
+    options: &ReplayOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ReplayOutcome, String> {
+    let mut input = resolve(options, progress)?;
+    let title = input.built.name();
+    let precompute = input.built.precompute.clone();
+    let setup = match &input.recorded {
+        Some((r, i)) => ReplayDeviceSetup {
+            mapping: Workspace::IDENTITY,
+            rating: r.devices[*i].rating(),
+        },
+        None => ReplayDeviceSetup {
+            mapping: given_mapping(&input.built.scene.device),
+            rating: ReplayDevice::new(input.ticks.clone()).rating(),
+        },
+    };
+    let recording = match &options.record {
+        Some((dir, existing)) => Some(start_recording(
+            options,
+            (dir, *existing),
+            &mut input,
+            &setup,
+        )?),
+        None => None,
+    };
+    let Input {
+        ticks,
+        recorded,
+        built,
+        warnings,
+        notes,
+        ..
+    } = input;
+    let (recording_dir, mut writer) = recording.unzip();
+    let replay = replay_with(built, ticks.clone(), setup, writer.as_mut())?;
+    let recorded = recorded.map(|r| r.0);
+    let out = options
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&options.input, recorded.as_ref()));
+    let mut csv = Vec::with_capacity(replay.rows.len() * 96);
+    write_csv(&replay.rows, &mut csv).expect("writing into memory");
+    write_file_atomic(&out, &csv).map_err(|e| e.to_string())?;
+    let difference = match recorded.is_some() || ticks.samples().iter().all(|s| s.force.is_some()) {
+        true => recorded_difference(&ticks, &replay.rows, recorded.as_ref()),
+        false => None,
+    };
+    Ok(ReplayOutcome {
+        replay,
+        out,
+        title,
+        precompute,
+        warnings,
+        notes,
+        recorded: recording_dir
+            .zip(writer)
+            .map(|(d, w)| (d.path().to_path_buf(), w.rows())),
+        difference,
+    })
+}
+
+/// The recorded forces against the replayed `rows`.
+fn recorded_difference(
+    ticks: &Trajectory,
+    rows: &[ReplayRow],
+    recorded: Option<&Recorded>,
+) -> Option<RecordedDifference> {
+    let all = force_difference(ticks, rows)?;
+    let normal = recorded
+        .filter(|r| !r.manifest.lockstep)
+        .and_then(|r| normal_ticks(&r.ticks_path(0), ticks))
+        .and_then(|(count, normal)| force_difference(&normal, rows).map(|d| (count, d)));
+    let lockstep = recorded
+        .filter(|r| r.manifest.lockstep)
+        .map(|r| r.dir.clone());
+    Some(RecordedDifference {
+        all,
+        normal,
+        lockstep,
+    })
+}
+
+/// The recorded ticks whose safety state was `normal` (read from the `safety` column of
+/// the session's `ticks.csv`), as a trajectory, and how many there are.
+fn normal_ticks(path: &Path, ticks: &Trajectory) -> Option<(usize, Trajectory)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let normal: Vec<bool> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .skip(1)
+        .map(|l| l.trim_end().ends_with(",normal"))
+        .collect();
+    let kept: Vec<_> = ticks
+        .samples()
+        .iter()
+        .zip(&normal)
+        .filter(|(_, &n)| n)
+        .map(|(s, _)| *s)
+        .collect();
+    let count = kept.len();
+    Trajectory::new(kept, &path.display().to_string())
+        .ok()
+        .map(|t| (count, t))
 }

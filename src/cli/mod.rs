@@ -10,5 +10,6 @@ pub mod plot;
 pub mod precompute;
 pub mod progress;
 pub mod record;
+pub mod recording;
 pub mod replay;
 pub mod serve;

@@ -11,8 +11,8 @@ use super::precompute::SceneArgs;
 use super::progress::progress_bar;
 use crate::app::serve::{Serve, ServeReport};
 use crate::device::choice::DeviceChoice;
+use crate::recording::{Existing, SceneInputs};
 use crate::rt::{self, RealtimeMode};
-use crate::scene;
 
 /// Arguments of `palpa serve`.
 #[derive(Args, Debug, Clone, Default)]
@@ -46,21 +46,33 @@ pub struct ServeArgs {
         value_parser = str::parse::<RealtimeMode>
     )]
     pub realtime: RealtimeMode,
-    /// Record the session into this directory (created; it must not hold a recording):
-    /// `ticks.csv` (one row per haptic tick: t,x,y,z,fx,fy,fz,depth,contact,safety — the force
-    /// commanded to the device after safety, N; the probe, m), `stream.palparec` (every
-    /// message of the visual stream as a viewer receives it), and copies of the scene
-    /// (`scene.toml`) and of the device's description and profile (`device.txt`,
-    /// `device-profile.toml` for HID devices). Complete after Ctrl-C, ending on the zero
-    /// force the device got last; `palpa replay DIR/ticks.csv` replays it.
+    /// Record the session into this directory (created, or empty; one holding a
+    /// recording is refused unless `--force`): `ticks.csv` (one row per haptic tick:
+    /// t,x,y,z,fx,fy,fz,depth,contact,safety — the probe, m, and the force commanded to
+    /// the device after safety, N, both in the scene frame), `stream.palparec` (every
+    /// message of the visual stream as a viewer receives it), `scene.toml` with copies of
+    /// the files it names, `device.toml` (the device, its workspace mapping and limits)
+    /// and `recording.toml`. Complete after Ctrl-C, ending on the zero force the device
+    /// got last; readable up to about 60 ms before a crash. A failed write (a full disk)
+    /// ends the recording at once, is logged, and makes serve exit with status 1.
+    /// `palpa replay DIR` replays it; `palpa recording check DIR` says what is there.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
+    /// Replace a recording already in the `--record` directory.
+    #[arg(long, requires = "record")]
+    pub force: bool,
 }
 
 /// Runs `palpa serve` until Ctrl-C; errors are messages for the user (the force is zero
 /// by then).
 pub fn run(args: &ServeArgs) -> Result<(), String> {
-    let scene = args.scene.load()?;
+    let (scene, inputs) = match &args.record {
+        Some(_) => {
+            let (scene, inputs) = SceneInputs::load(args.scene.scene.as_deref())?;
+            (scene, Some(inputs))
+        }
+        None => (args.scene.load()?, None),
+    };
     let name = scene.name.clone().unwrap_or_else(|| scene.source.clone());
     println!("palpa serve: scene \"{name}\" ({})", scene.source);
     let mut serve = Serve::builder(scene)
@@ -68,12 +80,12 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         .devices(args.devices.clone())
         .stream(args.bind)
         .realtime(args.realtime);
-    if let Some(dir) = &args.record {
-        let text = match &args.scene.scene {
-            Some(p) => std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
-            None => scene::DEFAULT_SCENE.into(),
+    if let (Some(dir), Some(inputs)) = (&args.record, inputs) {
+        let existing = match args.force {
+            true => Existing::Replace,
+            false => Existing::Refuse,
         };
-        serve = serve.record(dir.clone(), text);
+        serve = serve.record(dir.clone(), inputs, existing);
     }
     let (bar, on_progress) = progress_bar("building the scene");
     let started = serve.progress(on_progress).start();
@@ -84,33 +96,14 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         super::calibrate::listen_for_calibration(request);
     }
     println!("press Ctrl-C to stop (the force goes to zero first)");
-    handle.run_until(&rt::stop_flag());
+    handle.run_until(rt::stop_flag());
     let report = handle.stop();
     eprintln!("stopping: haptic and model threads stopped, force on the device zeroed");
     print_report(report)
 }
 
 fn print_report(report: ServeReport) -> Result<(), String> {
-    match report.stream {
-        Some((path, Ok(frames))) => println!("recorded: {} ({frames} frames)", path.display()),
-        Some((_, Err(e))) => eprintln!("warning: {e}"),
-        None => {}
-    }
-    for (path, summary) in report.ticks {
-        let s = match summary {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: recording not completed: {e}");
-                continue;
-            }
-        };
-        let span = s.span.map_or(String::new(), |(a, b)| {
-            let rate = (s.rows.max(1) - 1) as f64 / (b - a).max(1e-9);
-            format!(", t = {a:.3} to {b:.3} s, {rate:.0} rows/s")
-        });
-        let (path, rows, dropped) = (path.display(), s.rows, s.dropped);
-        println!("recorded: {path} ({rows} rows{span}; {dropped} ticks dropped)");
-    }
+    print_recording(&report);
     if let Some(failure) = report.failure {
         return Err(format!(
             "{failure}; palpa stopped with zero force on the device"
@@ -133,5 +126,48 @@ fn print_report(report: ServeReport) -> Result<(), String> {
             d.label, f.x, f.y, f.z
         );
     }
-    Ok(())
+    match report.recording {
+        Some((dir, Some(failure))) => Err(format!(
+            "the recording in {} ended early: {failure}",
+            dir.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// What the recording holds, or where it ended early.
+fn print_recording(report: &ServeReport) {
+    let ended = report.recording.as_ref().and_then(|(_, f)| f.as_deref());
+    match &report.stream {
+        Some((path, Ok((frames, s)))) => match s.failure.as_deref().or(ended) {
+            None => println!(
+                "recorded: {} ({frames} frames; {} records, {} dropped)",
+                path.display(),
+                s.records,
+                s.dropped
+            ),
+            Some(e) => eprintln!(
+                "error: {}: recording ended early ({e}); the file holds the {} records \
+                 before it",
+                path.display(),
+                s.records
+            ),
+        },
+        Some((_, Err(e))) => eprintln!("error: {e}"),
+        None => {}
+    }
+    for (path, s) in &report.ticks {
+        let span = s.span.map_or(String::new(), |(a, b)| {
+            let rate = (s.rows.max(1) - 1) as f64 / (b - a).max(1e-9);
+            format!(", t = {a:.3} to {b:.3} s, {rate:.0} rows/s")
+        });
+        let (path, rows, dropped) = (path.display(), s.rows, s.dropped);
+        match &s.failure {
+            None => println!("recorded: {path} ({rows} rows{span}; {dropped} ticks dropped)"),
+            Some(e) => eprintln!(
+                "error: {path}: recording ended early ({e}); the file holds the {rows} \
+                 rows{span} before it"
+            ),
+        }
+    }
 }

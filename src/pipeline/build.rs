@@ -66,8 +66,8 @@ pub enum BackendSetup<'a> {
     /// Large-strain tissue in a reduced basis, its lowest modes (of `modes`, if any)
     /// dynamic with Rayleigh damping `alpha` (α₁, α₂).
     Nonlinear {
-        /// The full nonlinear statics.
-        statics: NonlinearStatics,
+        /// The full nonlinear statics (boxed: the other variants are a few words).
+        statics: Box<NonlinearStatics>,
         /// The reduced model's parameters.
         params: NonlinearParams,
         /// The precomputed modes the dynamic part uses.
@@ -161,7 +161,7 @@ pub fn build(
             alpha,
         } => {
             let modes = modes.map_or_else(TissueModes::default, |b| tissue_modes(b, system, alpha));
-            let model = NonlinearTissue::new(geometry, Arc::new(statics), params, &modes)
+            let model = NonlinearTissue::new(geometry, Arc::from(statics), params, &modes)
                 .map_err(|e| failed("nonlinear model")(e.to_string()))?;
             SceneModel::Nonlinear(pipeline(model, contact))
         }

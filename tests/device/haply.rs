@@ -5,7 +5,6 @@
 //! session through the real `palpa serve --device haply:ws://…` binary: positions in,
 //! forces out, the service dropping and coming back, a malformed message, Ctrl-C.
 
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -13,11 +12,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::serve::Served;
 use palpa::device::haply::{HaplyDevice, INVERSE3_RATING};
 use palpa::device::{DeviceError, HapticDevice};
 use palpa::Vec3;
 use serde_json::{json, Value};
-use crate::support::serve::Served;
 use tungstenite::Message;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_palpa");

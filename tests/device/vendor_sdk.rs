@@ -6,7 +6,6 @@
 //! records show positions in, forces out (opposing the press), zero force and close on
 //! exit; SDK errors and missing libraries are one clear line and exit code 1.
 
-
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

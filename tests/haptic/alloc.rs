@@ -18,8 +18,8 @@ use palpa::haptic::stats::TickStats;
 use palpa::haptic::tick::ProbeSample;
 use palpa::haptic::tick_ring::tick_ring;
 use palpa::haptic::{HapticConfig, HapticLoop, SafetyLimits, TickRecord};
-use palpa::tissue::{LocalForceModel, ModelStep};
 use palpa::rt::{slot, RealtimePolicy};
+use palpa::tissue::{LocalForceModel, ModelStep};
 use palpa::Vec3;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -247,19 +247,18 @@ fn the_real_time_haptic_thread_allocates_nothing_once_its_loop_runs() {
     assert_eq!(HAPTIC_THREAD_ALLOCATIONS.load(Ordering::Relaxed), 1);
 }
 
-
 /// Steps of both tissue backends with a contact patch and point loads that change
 /// every step: with the surface's K⁻¹ columns complete, from the first step on neither
 /// `set_loads`, `advance`, the compliance, the bound nor the displaced surface
 /// allocates.
 #[test]
 fn tissue_steps_with_point_loads_allocate_nothing() {
+    use crate::support::block::{block, SIZE};
     use palpa::condensed::CondensedModel;
     use palpa::contact::{ContactPatch, SurfaceBvh};
     use palpa::fem::{Ordering as FemOrdering, Support};
     use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
     use palpa::tissue::{PointConstraint, PointLoad, TissueModel};
-    use crate::support::block::{block, SIZE};
 
     let b = block();
     let bvh = SurfaceBvh::build(b.triangles.clone(), &b.mesh.nodes);

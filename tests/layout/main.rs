@@ -94,7 +94,7 @@ fn file_graph(files: &[(PathBuf, String)]) -> BTreeMap<String, BTreeSet<String>>
         let id = |s: &str| dir.join(s).display().to_string();
         let out = edges.entry(id(name)).or_default();
         for sibling in siblings.iter().filter(|s| s.as_str() != name) {
-            if source::names_sibling(&text, &module.join("::"), sibling) {
+            if source::names_sibling(text, &module.join("::"), sibling) {
                 out.insert(id(sibling));
             }
         }

@@ -450,8 +450,8 @@ fn geometric_materials_keep_file_order_after_regions() {
 
 #[test]
 fn every_shipped_scene_builds_its_model_and_reuses_the_cache() {
-    use palpa::tissue::ModelStep;
     use palpa::scene::{build, PrecomputeOutcome};
+    use palpa::tissue::ModelStep;
     let cache = tempfile::tempdir().unwrap();
     for f in shipped() {
         let scene = Scene::load(&f).unwrap();

@@ -3,15 +3,16 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::device::choice::DeviceChoice;
 use crate::modal::Progress;
+use crate::recording::{Existing, RecordedBy, RecordingDir, RecordingHealth, SceneInputs};
 use crate::rt::RealtimeMode;
 use crate::scene::{self, Scene};
 use crate::stream::{control_channel, snapshot_slot, ProbeWorkspace, SceneVisual};
 
 use super::super::config::{device_choice, stream_config, stream_regions};
-use super::super::recording::SessionDir;
 use super::control::ControlRouter;
 use super::devices::{configure, open_devices};
 use super::handle::{start_stream, ServeHandle};
@@ -32,7 +33,6 @@ impl Serve {
     pub fn builder(scene: Scene) -> ServeBuilder {
         ServeBuilder {
             scene,
-            scene_text: None,
             cache_dir: scene::cache_dir(None),
             devices: Vec::new(),
             bind: None,
@@ -46,11 +46,10 @@ impl Serve {
 /// How to serve a scene; [`ServeBuilder::start`] starts it.
 pub struct ServeBuilder {
     scene: Scene,
-    scene_text: Option<String>,
     cache_dir: PathBuf,
     devices: Vec<DeviceChoice>,
     bind: Option<SocketAddr>,
-    record: Option<PathBuf>,
+    record: Option<(PathBuf, SceneInputs, Existing)>,
     realtime: RealtimeMode,
     progress: Option<Box<dyn FnMut(Progress)>>,
 }
@@ -75,11 +74,11 @@ impl ServeBuilder {
         self
     }
 
-    /// Records the session into `dir` (created; it must not hold a recording), with
-    /// `scene_text` as its copy of the scene file.
-    pub fn record(mut self, dir: PathBuf, scene_text: String) -> Self {
-        self.record = Some(dir);
-        self.scene_text = Some(scene_text);
+    /// Records the session into `dir` (created, or empty; one holding a recording is
+    /// replaced or refused as `existing` says) with its own copy of the scene and the
+    /// files it names (`scene`, read with the scene: [`SceneInputs::load`]).
+    pub fn record(mut self, dir: PathBuf, scene: SceneInputs, existing: Existing) -> Self {
+        self.record = Some((dir, scene, existing));
         self
     }
 
@@ -107,10 +106,18 @@ impl ServeBuilder {
         let name = scene.name.clone().unwrap_or_else(|| scene.source.clone());
         let scene_profile = scene.device.profile.as_deref().map(|p| scene.resolve(p));
         let opened = open_devices(&choices, scene_profile.as_deref())?;
-        let session = self.record.as_deref().map(SessionDir::create).transpose()?;
-        if let (Some(dir), Some(text)) = (&session, &self.scene_text) {
-            dir.write("scene.toml", text)?;
-        }
+        let session = match &self.record {
+            Some((dir, inputs, existing)) => Some(RecordingDir::create(
+                dir,
+                inputs,
+                opened.len(),
+                true,
+                RecordedBy::Serve,
+                *existing,
+            )?),
+            None => None,
+        };
+        let health = Arc::new(RecordingHealth::default());
         let mut progress = self.progress.take();
         let mut on_progress = |p: Progress| {
             if let Some(f) = progress.as_mut() {
@@ -162,7 +169,7 @@ impl ServeBuilder {
             snapshots,
             resets,
             idle,
-            session: session.as_ref(),
+            session: session.as_ref().map(|dir| (dir, &health)),
         })?;
         let router = router
             .spawn(control)
@@ -180,6 +187,13 @@ impl ServeBuilder {
             devices,
             viewer_url,
         };
-        start_stream(hands, router, stream, session, calibration, started)
+        start_stream(
+            hands,
+            router,
+            stream,
+            (session, health),
+            calibration,
+            started,
+        )
     }
 }

@@ -7,7 +7,7 @@ use crate::device::force_log::ForceLog;
 use crate::device::mapped::{MappedDevice, Workspace};
 use crate::device::{CalibrationRequest, HapticDevice};
 use crate::haptic::runtime::RuntimeConfig;
-use crate::haptic::HapticConfig;
+use crate::recording::DeviceRecord;
 use crate::rt::{RealtimeMode, RealtimePolicy};
 use crate::scene::BuiltScene;
 use crate::Vec3;
@@ -42,8 +42,8 @@ pub(super) struct ConfiguredDevice {
     pub calibration: Option<CalibrationRequest>,
     /// Its HID profile's TOML, for a recorded session's copy.
     pub profile_toml: Option<String>,
-    /// Its safety limits, for a recorded session's description.
-    pub haptic: HapticConfig,
+    /// Its description for a recorded session's `device.toml`.
+    pub record: DeviceRecord,
 }
 
 /// Opens every device and makes sure none holds a force from before; only the first
@@ -109,6 +109,7 @@ pub(super) fn configure(
     );
     let calibration = opened.device.calibration_request();
     let stylus = opened.stylus.map(|input| Stylus::new(input, idle));
+    let record = DeviceRecord::new(&opened.description, &name, &rating, (&map, &how), &haptic);
     ConfiguredDevice {
         device: ForceLog::new(MappedDevice::new(opened.device, map)),
         stylus,
@@ -129,6 +130,6 @@ pub(super) fn configure(
         },
         calibration,
         profile_toml: opened.profile_toml,
-        haptic,
+        record,
     }
 }

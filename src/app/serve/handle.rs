@@ -16,13 +16,11 @@ use crate::stream::{
 };
 use crate::Vec3;
 
-use super::super::recording::{SessionDir, TickFileSummary};
 use super::hands::Hand;
 use super::stats::{drain_telemetry, haptic_stats};
 use super::summary::Started;
+use crate::recording::{RecordingDir, RecordingHealth, TickFileSummary};
 
-/// Name of the visual stream's recording in a session directory.
-const STREAM_RECORDING: &str = "stream.palparec";
 /// How often [`ServeHandle::run_until`] polls (the statistics go out every 20th poll).
 const POLL: Duration = Duration::from_millis(50);
 
@@ -44,7 +42,12 @@ pub struct ServeHandle {
     previous: StatsSnapshot,
     polls: u32,
     warned_ramp: Vec<bool>,
-    stream_recording: Option<(PathBuf, tokio::task::JoinHandle<Result<u64, String>>)>,
+    stream_recording: Option<(PathBuf, tokio::task::JoinHandle<StreamRecording>)>,
+    /// The recording directory, when recording.
+    session: Option<RecordingDir>,
+    /// The recording's first failure (a full disk ends it at once).
+    health: Arc<RecordingHealth>,
+    told_recording_failed: bool,
     /// The thread routing viewers' commands; it ends with the server.
     router: JoinHandle<()>,
     calibration: Vec<CalibrationRequest>,
@@ -65,15 +68,23 @@ pub struct DeviceReport {
     pub notes: Vec<String>,
 }
 
+/// The frames a stream recording received and what its file holds.
+pub type StreamRecording = Result<(u64, palpa_client::RecorderSummary), String>;
+
 /// What a stopped `serve` did.
 #[derive(Debug)]
 pub struct ServeReport {
     /// Every device, in order.
     pub devices: Vec<DeviceReport>,
-    /// Each device's recorded `ticks.csv` and what it holds.
-    pub ticks: Vec<(PathBuf, Result<TickFileSummary, String>)>,
-    /// The stream recording and its frame count (or why it did not end).
-    pub stream: Option<(PathBuf, Result<u64, String>)>,
+    /// Each device's recorded `ticks.csv` and what it holds (with its failure, if a
+    /// write failed).
+    pub ticks: Vec<(PathBuf, TickFileSummary)>,
+    /// The stream recording, its frame count and what the file holds (or why it did
+    /// not end).
+    pub stream: Option<(PathBuf, StreamRecording)>,
+    /// The recording directory and the failure that ended the recording early, if one
+    /// did (the session went on unrecorded).
+    pub recording: Option<(PathBuf, Option<String>)>,
     /// The thread or server failure that stopped it, if one did.
     pub failure: Option<String>,
 }
@@ -84,7 +95,7 @@ pub(super) fn start_stream(
     hands: Vec<Hand>,
     router: JoinHandle<()>,
     (config, scene, snapshots, control, columns): StreamParts,
-    session: Option<SessionDir>,
+    (session, health): (Option<RecordingDir>, Arc<RecordingHealth>),
     calibration: Vec<CalibrationRequest>,
     started: impl FnOnce(String) -> Started,
 ) -> Result<ServeHandle, String> {
@@ -103,12 +114,17 @@ pub(super) fn start_stream(
     ));
     // Dropping the hands on an error stops their threads, zeroing every force.
     let server = server.map_err(|e| format!("cannot serve the viewer on {bind}: {e}"))?;
-    let stream_recording = session.as_ref().map(|dir| {
-        let url = format!("ws://{}/ws", local_address(server.local_addr()));
-        let path = dir.path().join(STREAM_RECORDING);
-        let task = tokio.spawn(record_stream(url, path.clone()));
-        (path, task)
-    });
+    let stream_recording = match &session {
+        Some(dir) => {
+            let url = format!("ws://{}/ws", local_address(server.local_addr()));
+            let (file, path) = dir.stream_file()?;
+            let recorder = palpa_client::Recorder::start(file, &path)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let task = tokio.spawn(record_stream(url, recorder, health.clone()));
+            Some((path, task))
+        }
+        None => None,
+    };
     let shared: Vec<_> = hands.iter().map(|h| h.runtime.shared().clone()).collect();
     Ok(ServeHandle {
         previous: shared[0].stats.snapshot(),
@@ -120,6 +136,9 @@ pub(super) fn start_stream(
         shared,
         polls: 0,
         stream_recording,
+        session,
+        health,
+        told_recording_failed: false,
         router,
         calibration,
     })
@@ -149,6 +168,13 @@ impl ServeHandle {
     /// and warns of a contact during the start-up ramp (call every 50 ms).
     pub fn poll(&mut self) {
         self.polls += 1;
+        if let (Some(failure), false) = (self.health.failure(), self.told_recording_failed) {
+            self.told_recording_failed = true;
+            tracing::error!(
+                "the recording ended: {failure}; the session goes on unrecorded and palpa \
+                 will exit with status 1"
+            );
+        }
         if self.polls % 20 != 0 {
             return;
         }
@@ -201,11 +227,7 @@ impl ServeHandle {
             drop(haptic);
             drain_telemetry(&self.shared[i], &mut review);
             if let Some(file) = file {
-                let path = file.path().to_path_buf();
-                let summary = file
-                    .finish()
-                    .map_err(|e| format!("{}: {e}", path.display()));
-                ticks.push((path, summary));
+                ticks.push((file.path().to_path_buf(), file.finish()));
             }
             // The ramp was warned about as it happened.
             let notes = [
@@ -227,6 +249,7 @@ impl ServeHandle {
         let failure = thread.or(self.server.failure().map(str::to_owned));
         let server = self.server;
         let recording = self.stream_recording;
+        let health = self.health;
         let stream = self.tokio.block_on(async move {
             server.shutdown().await;
             let (path, task) = recording?;
@@ -239,12 +262,28 @@ impl ServeHandle {
             };
             Some((path, frames))
         });
+        if let Some((path, result)) = &stream {
+            let failure = match result {
+                Ok((_, s)) => s.failure.clone(),
+                Err(e) => Some(e.clone()),
+            };
+            if let (Some(e), None) = (failure, health.failure()) {
+                health.fail(format!("{}: {e}", path.display()));
+            }
+        }
+        let recording = self.session.map(|dir| {
+            (
+                dir.path().to_path_buf(),
+                health.failure().map(str::to_owned),
+            )
+        });
         // The server is gone, so the router's channel is closed.
         let _ = self.router.join();
         ServeReport {
             devices,
             ticks,
             stream,
+            recording,
             failure,
         }
     }
@@ -263,18 +302,33 @@ fn local_address(addr: SocketAddr) -> SocketAddr {
     }
 }
 
-/// Records the visual stream as a viewer receives it into `path` until the server
-/// shuts down; returns the number of frames.
-async fn record_stream(url: String, path: PathBuf) -> Result<u64, String> {
-    let recorder =
-        palpa_client::Recorder::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// Records the visual stream as a viewer receives it through `recorder` until the
+/// server shuts down (or a write fails: reported to `health` at once); returns the
+/// number of frames and what the file holds.
+async fn record_stream(
+    url: String,
+    recorder: palpa_client::Recorder,
+    health: Arc<RecordingHealth>,
+) -> StreamRecording {
+    let path = recorder.path().to_path_buf();
     let mut client = palpa_client::Client::connect_recording(&url, Some(recorder))
         .await
         .map_err(|e| format!("recording the stream from {url}: {e}"))?;
     let mut frames = 0;
     // The stream ends with the server's shutdown message (an error to the client).
-    while client.next_frame().await.is_ok() {
-        frames += 1;
+    while health.failure().is_none() {
+        match client.next_frame().await {
+            Ok(_) => frames += 1,
+            Err(palpa_client::ClientError::Record(e)) => {
+                health.fail(format!("{}: {e}", path.display()));
+                break;
+            }
+            Err(_) => break,
+        }
     }
-    Ok(frames)
+    let summary = client
+        .take_recorder()
+        .map(palpa_client::Recorder::finish)
+        .ok_or("the stream recording was not kept")?;
+    Ok((frames, summary))
 }

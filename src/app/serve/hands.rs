@@ -12,10 +12,11 @@ use crate::scene::Rates;
 use crate::stream::{SceneVisual, SnapshotWriter};
 use crate::Vec3;
 
-use super::super::recording::{SessionDir, TickFile};
 use super::control::ResetReceiver;
 use super::devices::{ConfiguredDevice, ServeDevice};
 use super::{ProbeFollower, ProbeSlots, ServeStep, ViewerLink};
+use crate::recording::session_dir::unix_now;
+use crate::recording::{RecordingDir, RecordingHealth, TickFile};
 
 /// Seconds of haptic ticks a recording's ring holds while its writer catches up.
 const RECORDING_RING_SECONDS: f64 = 4.0;
@@ -70,7 +71,8 @@ pub(super) struct HandsSetup<'a> {
     pub resets: ResetReceiver,
     /// Where the probe rests in the first frame (m, scene frame).
     pub idle: Vec3,
-    pub session: Option<&'a SessionDir>,
+    /// The recording and its health, when recording.
+    pub session: Option<(&'a RecordingDir, &'a Arc<RecordingHealth>)>,
 }
 
 /// Starts every device's threads; an error stops those already started (zero force).
@@ -90,9 +92,11 @@ pub(super) fn start_hands(setup: HandsSetup) -> Result<Vec<Hand>, String> {
     let mut hands = Vec::with_capacity(devices.len());
     for (i, mut d) in devices.into_iter().enumerate() {
         let (sink, ticks) = match session {
-            Some(dir) => {
-                describe_device(dir, i, &d)?;
-                let (sink, file) = record_ticks(dir, i, &rates)?;
+            Some((dir, health)) => {
+                // The haptic clock starts as the runtime does, just below.
+                d.record.clock_start_unix_s = Some(unix_now());
+                dir.write_device(i, &d.record, d.profile_toml.as_deref())?;
+                let (sink, file) = record_ticks(dir, i, &rates, health)?;
                 (Some(sink), Some(file))
             }
             None => (None, None),
@@ -123,35 +127,17 @@ pub(super) fn start_hands(setup: HandsSetup) -> Result<Vec<Hand>, String> {
     Ok(hands)
 }
 
-/// Writes device `index`'s description (and its HID profile) into the recorded session.
-fn describe_device(dir: &SessionDir, index: usize, d: &ConfiguredDevice) -> Result<(), String> {
-    let suffix = match index {
-        0 => String::new(),
-        i => format!("-{}", i + 1),
-    };
-    let s = &d.summary;
-    dir.write(
-        &format!("device{suffix}.txt"),
-        &format!(
-            "device: {}\nworkspace: {}\nforce: {}\nsafety: {:?}\n",
-            s.description, s.workspace, s.force, d.haptic.limits
-        ),
-    )?;
-    if let Some(toml) = &d.profile_toml {
-        dir.write(&format!("device{suffix}-profile.toml"), toml)?;
-    }
-    Ok(())
-}
-
 /// The ring device `index`'s haptic thread records into, and the `ticks.csv` writer
-/// draining it.
+/// draining it (a failed write is reported to `health`).
 fn record_ticks(
-    dir: &SessionDir,
+    dir: &RecordingDir,
     index: usize,
     rates: &Rates,
+    health: &Arc<RecordingHealth>,
 ) -> Result<(TickSink, TickFile), String> {
     let (sink, source) = tick_ring((RECORDING_RING_SECONDS * rates.haptic).ceil() as usize);
-    let path = dir.ticks_path(index);
-    let file = TickFile::create(&path, source).map_err(|e| format!("{}: {e}", path.display()))?;
+    let writer = dir.ticks(index)?;
+    let file = TickFile::start(writer, source, health.clone())
+        .map_err(|e| format!("cannot start the recording's writer: {e}"))?;
     Ok((sink, file))
 }

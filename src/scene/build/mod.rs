@@ -125,7 +125,7 @@ pub fn build(
             precompute_cap: spec.condensed.precompute_cap,
         },
         BackendKind::Nonlinear => BackendSetup::Nonlinear {
-            statics: inputs.statics(&scene)?,
+            statics: Box::new(inputs.statics(&scene)?),
             params: NonlinearParams {
                 shapes: spec.nonlinear.shapes,
                 tolerance: spec.nonlinear.tolerance,
