@@ -103,7 +103,12 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
 }
 
 fn print_report(report: ServeReport) -> Result<(), String> {
-    print_recording(&report);
+    for line in report.recording_lines() {
+        match line {
+            Ok(line) => println!("recorded: {line}"),
+            Err(e) => eprintln!("error: {e}"),
+        }
+    }
     if let Some(failure) = report.failure {
         return Err(format!(
             "{failure}; palpa stopped with zero force on the device"
@@ -132,42 +137,5 @@ fn print_report(report: ServeReport) -> Result<(), String> {
             dir.display()
         )),
         _ => Ok(()),
-    }
-}
-
-/// What the recording holds, or where it ended early.
-fn print_recording(report: &ServeReport) {
-    let ended = report.recording.as_ref().and_then(|(_, f)| f.as_deref());
-    match &report.stream {
-        Some((path, Ok((frames, s)))) => match s.failure.as_deref().or(ended) {
-            None => println!(
-                "recorded: {} ({frames} frames; {} records, {} dropped)",
-                path.display(),
-                s.records,
-                s.dropped
-            ),
-            Some(e) => eprintln!(
-                "error: {}: recording ended early ({e}); the file holds the {} records \
-                 before it",
-                path.display(),
-                s.records
-            ),
-        },
-        Some((_, Err(e))) => eprintln!("error: {e}"),
-        None => {}
-    }
-    for (path, s) in &report.ticks {
-        let span = s.span.map_or(String::new(), |(a, b)| {
-            let rate = (s.rows.max(1) - 1) as f64 / (b - a).max(1e-9);
-            format!(", t = {a:.3} to {b:.3} s, {rate:.0} rows/s")
-        });
-        let (path, rows, dropped) = (path.display(), s.rows, s.dropped);
-        match &s.failure {
-            None => println!("recorded: {path} ({rows} rows{span}; {dropped} ticks dropped)"),
-            Some(e) => eprintln!(
-                "error: {path}: recording ended early ({e}); the file holds the {rows} \
-                 rows{span} before it"
-            ),
-        }
     }
 }

@@ -89,6 +89,47 @@ pub struct ServeReport {
     pub failure: Option<String>,
 }
 
+impl ServeReport {
+    /// What each recorded file holds (`Ok`, for `recorded: …`), or where it ended early
+    /// and what it holds before that (`Err`).
+    pub fn recording_lines(&self) -> Vec<Result<String, String>> {
+        let ended = self.recording.as_ref().and_then(|(_, f)| f.as_deref());
+        let mut lines = Vec::with_capacity(self.ticks.len() + 1);
+        match &self.stream {
+            Some((path, Ok((frames, s)))) => lines.push(match s.failure.as_deref().or(ended) {
+                None => Ok(format!(
+                    "{} ({frames} frames; {} records, {} dropped)",
+                    path.display(),
+                    s.records,
+                    s.dropped
+                )),
+                Some(e) => Err(format!(
+                    "{}: recording ended early ({e}); the file holds the {} records before it",
+                    path.display(),
+                    s.records
+                )),
+            }),
+            Some((_, Err(e))) => lines.push(Err(e.clone())),
+            None => {}
+        }
+        for (path, s) in &self.ticks {
+            let span = s.span.map_or(String::new(), |(a, b)| {
+                let rate = (s.rows.max(1) - 1) as f64 / (b - a).max(1e-9);
+                format!(", t = {a:.3} to {b:.3} s, {rate:.0} rows/s")
+            });
+            let (path, rows, dropped) = (path.display(), s.rows, s.dropped);
+            lines.push(match &s.failure {
+                None => Ok(format!("{path} ({rows} rows{span}; {dropped} ticks dropped)")),
+                Some(e) => Err(format!(
+                    "{path}: recording ended early ({e}); the file holds the {rows} \
+                     rows{span} before it"
+                )),
+            });
+        }
+        lines
+    }
+}
+
 /// Starts the stream server for `hands` (stopping them on failure) and, when
 /// recording into `session`, a stream client recording it.
 pub(super) fn start_stream(
