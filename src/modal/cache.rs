@@ -285,11 +285,17 @@ impl ModalCache {
     /// leaves a half-written cache under the final name, a link or FIFO planted at either
     /// name is never written through, and a failed write (a full disk) leaves no
     /// temporary behind.
+    /// Its directory is created first if need be (an existing one is checked to be a
+    /// directory, not a link to one).
     pub fn save(&self, path: &Path) -> Result<(), CacheError> {
-        crate::files::write_file_atomic(path, &self.encode()).map_err(|e| CacheError::Io {
+        let io = |e: crate::files::WriteError| CacheError::Io {
             path: e.path.display().to_string(),
             source: e.source,
-        })
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            crate::files::OutputDir::create(dir).map_err(io)?;
+        }
+        crate::files::write_file_atomic(path, &self.encode()).map_err(io)
     }
 
     /// Reads and checks the cache at `path` against `expected_hash`.
