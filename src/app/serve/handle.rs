@@ -119,7 +119,9 @@ impl ServeReport {
             });
             let (path, rows, dropped) = (path.display(), s.rows, s.dropped);
             lines.push(match &s.failure {
-                None => Ok(format!("{path} ({rows} rows{span}; {dropped} ticks dropped)")),
+                None => Ok(format!(
+                    "{path} ({rows} rows{span}; {dropped} ticks dropped)"
+                )),
                 Some(e) => Err(format!(
                     "{path}: recording ended early ({e}); the file holds the {rows} \
                      rows{span} before it"
