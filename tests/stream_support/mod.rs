@@ -138,6 +138,7 @@ impl AnalyticTissue {
             in_contact,
             depth: if in_contact { depth } else { 0.0 },
             normal: if in_contact { Vec3::z() } else { Vec3::zeros() },
+            stylus: Default::default(),
             deformation,
         }
     }
