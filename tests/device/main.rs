@@ -4,9 +4,11 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod check;
 mod haply;
 mod hid;
 mod kinematic;
 mod record;
+mod standin_arm;
 mod trajectory;
 mod vendor_sdk;

@@ -8,7 +8,7 @@ use super::plan::{
     push_envelope, Plan, Prompt, PushPhase, Step, ABORT_DISPLACEMENT, ABORT_SPEED,
     CALIBRATION_SETTLE, CALIBRATION_TOLERANCE, DIRECTION_COSINE, MAX_CHECK_FORCE,
     MIN_JOINT_MOTION, MIN_PUSH_MOTION, MOVE_DETECT, MOVE_RETURN, SETTLE_TIME, SPEED_WINDOW,
-    STALE_DURING_PUSH, USER_TIMEOUT, WORKSPACE_COVERAGE,
+    STALE_DURING_PUSH, STILL_RADIUS, STILL_TIME, USER_TIMEOUT, WORKSPACE_COVERAGE,
 };
 use crate::device::profile::Calibration;
 use crate::device::{CalibrationRequest, DeviceError, DeviceSample, HapticDevice};
@@ -34,9 +34,12 @@ enum StepState {
     Waiting,
     /// A calibration was asked for; judged by `deadline`.
     Calibrating { deadline: f64, before: f64 },
-    /// A move: where it began, and the direction once seen.
+    /// A move: where the handle rests (since when, and whether long enough to start
+    /// judging from there), its joint angles there, and whether the motion was seen.
     Moving {
         start: Vec3,
+        since: f64,
+        settled: bool,
         angles: Option<[f64; 3]>,
         seen: bool,
     },
@@ -349,12 +352,17 @@ impl CheckLoop {
         operator: &mut dyn Operator,
     ) {
         let p = self.sample.position;
-        self.reach = Some(match self.reach {
-            Some((lo, hi)) => (lo.inf(&p), hi.sup(&p)),
-            None => (p, p),
-        });
+        if matches!(self.state, StepState::Moving { settled: true, .. }) {
+            // The reach the moves show, from where each began.
+            self.reach = Some(match self.reach {
+                Some((lo, hi)) => (lo.inf(&p), hi.sup(&p)),
+                None => (p, p),
+            });
+        }
         let StepState::Moving {
             start,
+            since,
+            settled,
             angles,
             seen,
         } = self.state
@@ -362,11 +370,44 @@ impl CheckLoop {
             operator.show(Prompt::Move { axis, positive });
             self.state = StepState::Moving {
                 start: p,
-                angles: device.joint_angles(),
+                since: t,
+                settled: false,
+                angles: None,
                 seen: false,
             };
             return;
         };
+        if elapsed > USER_TIMEOUT {
+            if !seen {
+                self.positions_ok = false;
+                self.find(Finding::NoMotion { step });
+            }
+            self.next_step(t);
+            return;
+        }
+        // The move is judged from where the handle rested still.
+        if !settled {
+            self.state = if (p - start).norm() > STILL_RADIUS {
+                StepState::Moving {
+                    start: p,
+                    since: t,
+                    settled,
+                    angles,
+                    seen,
+                }
+            } else if t - since >= STILL_TIME {
+                StepState::Moving {
+                    start,
+                    since,
+                    settled: true,
+                    angles: device.joint_angles(),
+                    seen,
+                }
+            } else {
+                self.state
+            };
+            return;
+        }
         let moved = p - start;
         if !seen && moved.norm() >= MOVE_DETECT {
             let target = unit_axis(axis, positive);
@@ -385,16 +426,12 @@ impl CheckLoop {
             }
             self.state = StepState::Moving {
                 start,
+                since,
+                settled,
                 angles,
                 seen: true,
             };
         } else if seen && moved.norm() <= MOVE_RETURN {
-            self.next_step(t);
-        } else if elapsed > USER_TIMEOUT {
-            if !seen {
-                self.positions_ok = false;
-                self.find(Finding::NoMotion { step });
-            }
             self.next_step(t);
         }
     }

@@ -19,6 +19,10 @@ pub const STALE_DURING_PUSH: f64 = 0.05;
 pub const MOVE_DETECT: f64 = 0.02;
 /// Back within this distance (m) of where a move began counts as back in the middle.
 pub const MOVE_RETURN: f64 = 0.015;
+/// A move is judged from where the handle rested within this distance (m) …
+pub const STILL_RADIUS: f64 = 0.002;
+/// … for this long (s).
+pub const STILL_TIME: f64 = 0.4;
 /// Cosine between the asked and the seen direction of a move or push that passes.
 pub const DIRECTION_COSINE: f64 = 0.7;
 /// Smallest tip motion (m) a push must cause to be judged.
@@ -87,16 +91,22 @@ impl Prompt {
 
 const MOVE_TEXT: [[&str; 2]; 3] = [
     [
-        "move the handle along +x (device frame) to the end of its reach, then back to the middle",
-        "move the handle along −x to the end of its reach, then back to the middle",
+        "hold the handle still in the middle, then move it along +x (device frame) to the \
+         end of its reach and back",
+        "hold the handle still in the middle, then move it along −x to the end of its reach \
+         and back",
     ],
     [
-        "move the handle along +y to the end of its reach, then back to the middle",
-        "move the handle along −y to the end of its reach, then back to the middle",
+        "hold the handle still in the middle, then move it along +y to the end of its reach \
+         and back",
+        "hold the handle still in the middle, then move it along −y to the end of its reach \
+         and back",
     ],
     [
-        "move the handle up (+z) to the end of its reach, then back to the middle",
-        "move the handle down (−z) to the end of its reach, then back to the middle",
+        "hold the handle still in the middle, then move it up (+z) to the end of its reach \
+         and back",
+        "hold the handle still in the middle, then move it down (−z) to the end of its reach \
+         and back",
     ],
 ];
 
