@@ -40,7 +40,7 @@ const RECONNECT_TIMEOUT: Duration = Duration::from_millis(200);
 /// each command with one state, so sending faster would only repeat forces).
 const PERIOD: Duration = Duration::from_millis(1);
 /// How long opening waits for the service's `GET /version`.
-const VERSION_TIMEOUT: Duration = Duration::from_millis(300);
+const VERSION_TIMEOUT: Duration = Duration::from_secs(1);
 /// The workspace box's centre assumes Haply's default workspace.
 const ASSUMED_PRESET: &str = "defaults";
 

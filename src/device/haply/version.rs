@@ -2,7 +2,7 @@
 //! "HTTP" page of the 3.x documentation: `{"git_tag": "3.5.0", "project_version":
 //! "3.5.0.0", …}`), and the force format it documents.
 //!
-//! One GET with a 300 ms budget, written on `std::net` with `httparse` for the status
+//! One GET with a short budget, written on `std::net` with `httparse` for the status
 //! line and headers: an HTTP client crate would bring a second async stack or TLS for
 //! one request on loopback.
 
