@@ -214,12 +214,10 @@ impl CheckLoop {
         }
         let newest = self.history[(self.ticks - 1) % SPEED_WINDOW];
         let oldest = self.history[self.ticks % SPEED_WINDOW];
-        let dt = newest.0 - oldest.0;
-        if dt > 0.0 {
-            (newest.1 - oldest.1).norm() / dt
-        } else {
-            0.0
-        }
+        // Ticks that came late and then in a burst (a servo thread catching up) are
+        // still a millisecond of the device's motion each.
+        let dt = (newest.0 - oldest.0).max((SPEED_WINDOW - 1) as f64 * 1e-3);
+        (newest.1 - oldest.1).norm() / dt
     }
 
     fn run_step(

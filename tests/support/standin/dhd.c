@@ -76,8 +76,10 @@ int dhdGetPosition(double *px, double *py, double *pz, char id) {
     }
     double t = standin_now_s() - opened_at;
     if (standin_hand_script()) {
+        /* 40 mm each way: the omega.3's and sigma.7's 43 mm half-box. */
+        const double reach_mm[3] = {40.0, 40.0, 40.0};
         double mm[3];
-        standin_hand_mm(t, last_force, mm);
+        standin_hand_mm(t, last_force, reach_mm, mm);
         *px = (centre_mm[0] + mm[0]) * 1e-3;
         *py = (centre_mm[1] + mm[1]) * 1e-3;
         *pz = (centre_mm[2] + mm[2]) * 1e-3;

@@ -81,7 +81,7 @@ HHD hdInitDevice(const char *name) {
     if (fail) fail_frame = atol(fail);
     const char *code = getenv("STANDIN_FAIL_CODE");
     if (code) fail_code = (HDerror)strtoul(code, NULL, 16);
-    position_mm[1] = standin_hand_script() ? 0.0 : standin_height_mm(0.0);
+    position_mm[1] = standin_hand_script() ? 10.0 : standin_height_mm(0.0);
     initialised = 1;
     return HANDLE;
 }
@@ -205,11 +205,13 @@ static void *servo(void *unused) {
         long n = atomic_fetch_add(&frame, 1) + 1;
         if (standin_hand_script()) {
             /* HDAPI's frame to palpa's device frame and back: (x, −z, y) ↔ (x, z, −y). */
+            /* Around the workspace box's centre (0, 0, 10) mm, near its faces. */
             const double f_device[3] = {force[0], -force[2], force[1]};
+            const double reach_mm[3] = {75.0, 33.0, 55.0};
             double mm[3];
-            standin_hand_mm(n * 1e-3, f_device, mm);
+            standin_hand_mm(n * 1e-3, f_device, reach_mm, mm);
             position_mm[0] = mm[0];
-            position_mm[1] = mm[2];
+            position_mm[1] = mm[2] + 10.0;
             position_mm[2] = -mm[1];
         } else {
             position_mm[1] = standin_height_mm(n * 1e-3);
