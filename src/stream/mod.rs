@@ -22,6 +22,7 @@ mod scene;
 mod server;
 mod snapshot;
 mod state;
+mod visual;
 
 pub use columns::{
     column_link, ColumnExporter, ColumnFeed, SurfaceColumn, CLIENT_CAPACITY, STORE_CAPACITY,
@@ -34,6 +35,7 @@ pub use listener::raise_open_file_limit;
 pub use publisher::{FrameEncoder, PublishedFrame, CORRECTION_TOLERANCE};
 pub use scene::{unix_now_us, MeshSurface, StreamRegion, StreamScene, SurfaceModalBasis};
 pub use server::StreamServer;
+pub use visual::SceneVisual;
 pub use snapshot::{
     control_channel, snapshot_slot, ControlReceiver, ControlSender, ProbeControl,
     SnapshotDeformation, SnapshotStylus, SnapshotReader, SnapshotWriter, VisualSnapshot,

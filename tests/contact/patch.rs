@@ -5,7 +5,7 @@
 use palpa::model::{LocalForceModel, ModelStep};
 use palpa::scene::build;
 use palpa::scene::{BackendKind, Scene};
-use palpa::session::SceneModel;
+use palpa::pipeline::SceneModel;
 use palpa::Vec3;
 
 /// The default scene's block (top at z = 0) on the condensed backend (static:
@@ -209,7 +209,7 @@ mod friction {
     use palpa::contact::{Friction, FrictionPhase};
 
     use palpa::model::{LocalForceModel, ModelStep};
-    use palpa::session::Simulation;
+    use palpa::pipeline::Simulation;
     use palpa::Vec3;
 
     const DT: f64 = 5e-3;

@@ -2,65 +2,26 @@
 //! a mesh graded fine under the contact, a direct solve of K for several simultaneous
 //! contacts, and mirror symmetry for a straight press.
 
-use std::sync::Arc;
-
-use faer::Par;
 use palpa::condensed::CondensedModel;
-use palpa::fem::{
-    assemble, fixed_nodes, Axis, ComplianceColumns, DofMap, Factor, FemSystem, Fix, Material,
-    MaterialMap, Ordering,
-};
+use palpa::fem::{Material, MaterialMap};
 use palpa::mesh::generate::{graded_axis, grid_mesh, CubeSplit};
 use palpa::mesh::TetMesh;
-use palpa::model::{ModelStep, TissueGeometry};
-use palpa::session::Simulation;
+use palpa::model::ModelStep;
+use palpa::pipeline::Simulation;
 use palpa::Vec3;
 
-/// A block on a rigid base with its top face at z = 0, its FEM system and surface.
-struct Block {
-    mesh: TetMesh,
-    system: FemSystem,
-    geometry: TissueGeometry,
+use crate::support::block::{Block, BOTTOM};
+
+/// A block on a rigid base with its top face at z = 0 (every node at z ≤ 1 nm fixed), of
+/// one material.
+fn clamped(mesh: TetMesh, young: f64, poisson: f64) -> Block {
+    let material = MaterialMap::uniform(Material::new(young, poisson, 1000.0).unwrap());
+    Block::clamped(mesh, &material, BOTTOM)
 }
 
-impl Block {
-    fn new(mesh: TetMesh, young: f64, poisson: f64) -> Self {
-        let materials = MaterialMap::uniform(Material::new(young, poisson, 1000.0).unwrap())
-            .per_tet(&mesh)
-            .unwrap();
-        let fixed = fixed_nodes(
-            &mesh,
-            &[Fix::Below {
-                axis: Axis::Z,
-                dist: 1e-9,
-            }],
-        )
-        .unwrap();
-        let system = assemble(&mesh, &materials, DofMap::new(&fixed).unwrap()).unwrap();
-        let b = mesh.boundary();
-        let geometry = TissueGeometry {
-            rest: mesh.nodes.clone(),
-            triangles: b.triangles,
-            surface_nodes: b.nodes,
-        };
-        Self {
-            mesh,
-            system,
-            geometry,
-        }
-    }
-
-    fn condensed(&self, rows: usize) -> CondensedModel {
-        let factor = Factor::for_system(&self.system, 0.0, Ordering::default(), Par::Seq).unwrap();
-        let columns = ComplianceColumns::new(
-            Arc::new(factor),
-            self.system.dofs.clone(),
-            &self.system.positions,
-            4096,
-        )
-        .unwrap();
-        CondensedModel::new(self.geometry.clone(), columns, 0, rows).unwrap()
-    }
+/// The condensed model of `block` with room for `rows` contact rows.
+fn condensed(block: &Block, rows: usize) -> CondensedModel {
+    CondensedModel::new(block.geometry(), block.columns(4096), 0, rows).unwrap()
 }
 
 /// Presses a sphere of `radius` (m) straight down at (x, y) to each depth of `depths`
@@ -88,8 +49,8 @@ fn a_sphere_pressed_into_a_graded_block_follows_hertz() {
         mesh.nodes.len(),
         mesh.tets.len()
     );
-    let block = Block::new(mesh, young, poisson);
-    let mut sim = Simulation::new(block.condensed(384), radius);
+    let block = clamped(mesh, young, poisson);
+    let mut sim = Simulation::new(condensed(&block, 384), radius);
     let e_star = young / (1.0 - poisson * poisson);
     let hertz = |d: f64| 4.0 / 3.0 * e_star * radius.sqrt() * d.powf(1.5);
     let depths = [0.5e-3, 0.75e-3, 1e-3, 1.5e-3, 2e-3, 2.5e-3, 3e-3];
@@ -218,7 +179,7 @@ fn small_block(split: CubeSplit) -> Block {
     let xs: Vec<f64> = (0..=8).map(|i| -0.03 + 0.0075 * i as f64).collect();
     let zs: Vec<f64> = (0..=4).map(|i| -0.03 + 0.0075 * i as f64).collect();
     let mesh = grid_mesh("small block", [&xs, &xs, &zs], split).unwrap();
-    Block::new(mesh, 5e3, 0.45)
+    clamped(mesh, 5e3, 0.45)
 }
 
 #[test]
@@ -227,7 +188,7 @@ fn two_probes_solved_together_match_a_direct_solve_and_interact() {
     let radius = 5e-3;
     let (a, b) = (Vec3::new(-0.008, 0.002, 0.0), Vec3::new(0.009, -0.001, 0.0));
     for depth in [2e-4, 1e-3, 4e-3] {
-        let mut two = Simulation::new(block.condensed(384), radius).with_probes(2);
+        let mut two = Simulation::new(condensed(&block, 384), radius).with_probes(2);
         let mut out = [palpa::model::LocalForceModel::NONE; 2];
         let at = |p: Vec3| p + Vec3::z() * (radius - depth);
         for _ in 0..4 {
@@ -240,7 +201,7 @@ fn two_probes_solved_together_match_a_direct_solve_and_interact() {
         );
         // Alone, each probe pushes harder than beside the other: the other's dent
         // lowers the surface under it.
-        let mut alone = Simulation::new(block.condensed(384), radius);
+        let mut alone = Simulation::new(condensed(&block, 384), radius);
         let mut f_alone = 0.0;
         for _ in 0..4 {
             f_alone = alone.step(0.0, 5e-3, at(a)).f0.z;
@@ -271,7 +232,7 @@ fn a_straight_press_over_a_symmetric_point_keeps_the_contact_point_still() {
     // mirror symmetric about the planes through its centre node.
     let block = small_block(CubeSplit::Five);
     for radius in [0.0, 5e-3] {
-        let mut sim = Simulation::new(block.condensed(384), radius);
+        let mut sim = Simulation::new(condensed(&block, 384), radius);
         sim.step(0.0, 5e-3, Vec3::new(0.0, 0.0, radius + 1e-3));
         let mut worst: f64 = 0.0;
         for i in 1..=60 {
@@ -294,7 +255,7 @@ fn friction_drags_the_surface_by_the_compliance_of_its_load() {
     let block = small_block(CubeSplit::Six);
     let radius = 5e-3;
     let depth = 2e-3;
-    let mut sim = Simulation::new(block.condensed(384), radius)
+    let mut sim = Simulation::new(condensed(&block, 384), radius)
         .with_friction(Friction::new(1.0, 0.8).unwrap());
     let at = |x: f64| Vec3::new(x, 0.001, radius - depth);
     sim.step(0.0, 5e-3, Vec3::new(0.0, 0.001, radius + 1e-3));
@@ -328,7 +289,7 @@ fn friction_drags_the_surface_by_the_compliance_of_its_load() {
         loads.extend(l.support.iter().map(|(v, w)| (v, l.force * w)));
     }
     let u = direct(&block, &loads);
-    let nodes = block.geometry.surface_nodes.clone();
+    let nodes = block.surface_nodes.clone();
     let mut model_u = vec![Vec3::zeros(); nodes.len()];
     sim.model_mut().displacements(&nodes, &mut model_u);
     let scale = nodes.iter().map(|&v| u[v].norm()).fold(0.0, f64::max);

@@ -363,7 +363,7 @@ fn local_stiffness_tracks_the_1khz_fem_tissue_with_friction() {
 /// force jumped by 0.86 N in one tick (0.039 N with unlimited budget).
 #[test]
 fn completing_columns_does_not_pop_the_fem_surface_under_the_probe() {
-    use palpa::session::SceneModel;
+    use palpa::pipeline::SceneModel;
     let cache = tempfile::tempdir().unwrap();
     let mut scene = Scene::embedded_default();
     scene.contact.friction = 0.3;

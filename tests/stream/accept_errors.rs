@@ -1,5 +1,6 @@
-//! A failing `accept` (EMFILE) on the stream's listener. Its own test binary: it lowers
-//! the process's open-file limit, which every thread of the process shares.
+//! A failing `accept` (EMFILE) on the stream's listener. It runs alone in a child
+//! process (`support::process`): it lowers the open-file limit, which every thread of the
+//! process shares, and measures the process's CPU time.
 
 
 use std::time::{Duration, Instant};
@@ -62,6 +63,7 @@ fn cpu_time() -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_accept_backs_off_instead_of_spinning_and_recovers() {
+    crate::support::process::alone!(a_failing_accept_backs_off_instead_of_spinning_and_recovers);
     let tissue = AnalyticTissue::modal([2, 2, 1], 2);
     let (_writer, reader) = snapshot_slot(tissue.snapshot_at(0.0, AnalyticTissue::idle_probe()));
     let config = StreamConfig {

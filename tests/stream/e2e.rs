@@ -139,6 +139,7 @@ async fn thirty_two_clients_receive_scene_then_frames_at_30_hz_and_exact_positio
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_reads_does_not_slow_others_and_is_dropped() {
+    crate::support::process::alone!(a_client_that_never_reads_does_not_slow_others_and_is_dropped);
     let _serial = SERIAL.lock().await;
     // Positions frames of ~90 kB (2.7 MB/s) so the stalled socket's kernel buffers fill
     // within seconds; then the server waits the 8 s stall timeout. A server that queued

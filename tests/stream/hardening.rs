@@ -324,8 +324,8 @@ impl<S: tracing::Subscriber> Layer<S> for Recorder {
     }
 }
 
-/// The stream's log lines since the recorder was installed (once per test binary); the
-/// log tests run one at a time and clear it first.
+/// The stream's log lines since the recorder was installed (once per process: the log
+/// tests run alone, each in its own child process).
 fn log_lines() -> &'static Arc<Mutex<Vec<Logged>>> {
     static LINES: OnceLock<Arc<Mutex<Vec<Logged>>>> = OnceLock::new();
     LINES.get_or_init(|| {
@@ -340,6 +340,7 @@ static LOG_TESTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_thousand_surplus_control_messages_log_a_bounded_number_of_lines() {
+    crate::support::process::alone!(twenty_thousand_surplus_control_messages_log_a_bounded_number_of_lines);
     let _one_at_a_time = LOG_TESTS.lock().await;
     let lines = log_lines();
     let tissue = AnalyticTissue::modal([2, 2, 1], 2);
@@ -421,6 +422,7 @@ async fn twenty_thousand_surplus_control_messages_log_a_bounded_number_of_lines(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_connections_sending_malformed_messages_log_a_bounded_number_of_lines() {
+    crate::support::process::alone!(many_connections_sending_malformed_messages_log_a_bounded_number_of_lines);
     let _one_at_a_time = LOG_TESTS.lock().await;
     let lines = log_lines();
     let tissue = AnalyticTissue::modal([2, 2, 1], 2);

@@ -124,6 +124,7 @@ async fn get_index(server: SocketAddr, from: IpAddr) -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_viewer_is_served_through_500_idle_and_500_slowloris_connections() {
+    crate::support::process::alone!(a_viewer_is_served_through_500_idle_and_500_slowloris_connections);
     let _serial = SERIAL.lock().await;
     let files = raise_open_file_limit();
     assert!(
@@ -259,6 +260,7 @@ async fn a_viewer_is_served_through_500_idle_and_500_slowloris_connections() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_beyond_the_caps_are_closed_or_wait_without_a_descriptor() {
+    crate::support::process::alone!(connections_beyond_the_caps_are_closed_or_wait_without_a_descriptor);
     let _serial = SERIAL.lock().await;
     raise_open_file_limit();
     let tissue = AnalyticTissue::modal([2, 2, 1], 2);

@@ -6,7 +6,8 @@
 use palpa::model::ModelStep;
 use palpa::scene::build;
 use palpa::scene::Scene;
-use palpa::session::{SceneModel, SceneVisual};
+use palpa::pipeline::SceneModel;
+use palpa::stream::SceneVisual;
 use palpa::stream::{snapshot_slot, FrameEncoder, StreamScene};
 use palpa::Vec3;
 use palpa_client::palpa_protocol as wire;

@@ -6,5 +6,6 @@ pub mod block;
 pub mod golden;
 pub mod model_stream;
 pub mod newton;
+pub mod process;
 pub mod serve;
 pub mod stream;

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use palpa::model::ModelStep;
 use palpa::scene::{build, BackendKind, Scene};
-use palpa::session::{SceneModel, SceneVisual};
+use palpa::pipeline::SceneModel;
+use palpa::stream::SceneVisual;
 use palpa::stream::{snapshot_slot, SnapshotWriter, StreamConfig, StreamScene, StreamServer};
 use palpa::Vec3;
 

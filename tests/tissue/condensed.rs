@@ -6,15 +6,15 @@ use nalgebra::{DMatrix, DVector};
 use palpa::condensed::CondensedModel;
 use palpa::contact::{ContactPatch, SurfaceBvh};
 use palpa::fem::Support;
-use palpa::fem::{assemble, fixed_nodes, Axis, DofMap, Fix, Material, MaterialMap, Shape};
+use palpa::fem::{Material, MaterialMap, Shape};
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
 use palpa::model::{ModelError, ModelStep, PointConstraint, PointLoad, TissueModel};
-use palpa::session::Simulation;
+use palpa::pipeline::Simulation;
 use palpa::{Mat3, Vec3};
 
 
-use crate::support::block::{block, Block, SIZE};
+use crate::support::block::{block, Block, BOTTOM, SIZE};
 
 fn condensed(b: &Block, cap: usize, cache: usize) -> CondensedModel {
     CondensedModel::new(b.geometry(), b.columns(cache), cap, 16).unwrap()
@@ -409,23 +409,7 @@ fn press(
     depth: f64,
     patch: f64,
 ) -> f64 {
-    let per_tet = materials.per_tet(mesh).unwrap();
-    let fixed = fixed_nodes(
-        mesh,
-        &[Fix::Below {
-            axis: Axis::Z,
-            dist: 1e-9,
-        }],
-    )
-    .unwrap();
-    let system = assemble(mesh, &per_tet, DofMap::new(&fixed).unwrap()).unwrap();
-    let b = mesh.boundary();
-    let blk = Block {
-        mesh: mesh.clone(),
-        system,
-        triangles: b.triangles,
-        surface_nodes: b.nodes,
-    };
+    let blk = Block::clamped(mesh.clone(), materials, BOTTOM);
     let mut sim = Simulation::new(condensed(&blk, 0, 64), 0.0).with_patch_radius(patch);
     sim.step(0.0, 5e-3, Vec3::new(x, y, SIZE.z + 1e-3));
     let mut f = 0.0;

@@ -210,15 +210,17 @@ mod with_fem {
     use std::path::Path;
     use std::sync::Arc;
 
-    use faer::{Mat, Par};
+    use faer::Mat;
     use palpa::contact::{ContactPatch, SurfaceBvh};
     use palpa::fem::ComplianceColumns;
     use palpa::fem::Support;
     use palpa::fem::{
-        assemble, fixed_nodes, Axis, DofMap, Factor, FemSystem, Fix, Material, MaterialMap,
+        Axis, Factor, FemSystem, Fix, Material, MaterialMap,
         Ordering,
     };
     use palpa::mesh::generate::box_mesh;
+
+    use crate::support::block::{Block, BOTTOM};
     use palpa::mesh::TetMesh;
     use palpa::modal::{
         compute_modes, ModalBasis, ModalParams, ModalRuntime, Oscillators, Timings,
@@ -236,34 +238,25 @@ mod with_fem {
     }
 
     fn fixture(mesh: TetMesh, fix: Fix, young: f64, k: usize) -> Fixture {
-        let materials = MaterialMap::uniform(Material::new(young, 0.45, 1000.0).unwrap())
-            .per_tet(&mesh)
-            .unwrap();
-        let fixed = fixed_nodes(&mesh, &[fix]).unwrap();
-        let system = assemble(&mesh, &materials, DofMap::new(&fixed).unwrap()).unwrap();
+        let material = MaterialMap::uniform(Material::new(young, 0.45, 1000.0).unwrap());
+        let block = Block::clamped(mesh, &material, fix);
         let (basis, _, _) =
-            compute_modes(&system, k, Ordering::default(), &mut Timings::default()).unwrap();
-        let factor =
-            Arc::new(Factor::for_system(&system, 0.0, Ordering::default(), Par::Seq).unwrap());
-        let b = mesh.boundary();
+            compute_modes(&block.system, k, Ordering::default(), &mut Timings::default())
+                .unwrap();
         Fixture {
-            mesh,
-            system,
+            factor: block.factor(),
+            mesh: block.mesh,
+            system: block.system,
             basis,
-            factor,
-            triangles: b.triangles,
-            surface: b.nodes,
+            triangles: block.triangles,
+            surface: block.surface_nodes,
         }
     }
 
-    /// The shared 6 × 6 × 3 cm block (6 × 6 × 3 cells, E 5 kPa, bottom fixed), 20 modes.
+    /// The shared block ([`crate::support::block::block`]), 20 modes.
     fn block_fixture() -> Fixture {
-        let size = Vec3::new(0.06, 0.06, 0.03);
-        let fix = Fix::Below {
-            axis: Axis::Z,
-            dist: 1e-9,
-        };
-        fixture(box_mesh(size, [6, 6, 3]).unwrap(), fix, 5e3, 20)
+        let size = crate::support::block::SIZE;
+        fixture(box_mesh(size, [6, 6, 3]).unwrap(), BOTTOM, 5e3, 20)
     }
 
     fn runtime(fx: &Fixture, params: ModalParams, residual: bool) -> ModalRuntime {
@@ -1134,7 +1127,7 @@ mod contact_through_modal {
     use palpa::fem::Ordering;
     use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
     use palpa::model::{ModelStep, TissueModel};
-    use palpa::session::Simulation;
+    use palpa::pipeline::Simulation;
     use palpa::Vec3;
 
     fn sim() -> Simulation<ModalRuntime> {

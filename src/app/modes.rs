@@ -6,7 +6,7 @@ use std::time::Instant;
 use clap::Args;
 use serde::Serialize;
 
-use super::progress::progress_bar;
+use crate::cli::progress::progress_bar;
 use crate::fem::{Axis, Fix, Material, MaterialMap, Ordering, Pressure, LOCKING_POISSON};
 use crate::mesh::{self, generate::box_mesh, TetMesh};
 use crate::modal::{self, ModalCache, ModeFate, ModeReport, PrecomputeParams, SelectionParams};

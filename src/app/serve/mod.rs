@@ -24,8 +24,8 @@ use std::time::Duration;
 use clap::Args;
 use palpa_protocol as wire;
 
-use super::precompute::{describe, SceneArgs};
-use super::progress::progress_bar;
+use crate::cli::precompute::{describe, SceneArgs};
+use crate::cli::progress::progress_bar;
 use crate::device::check;
 use crate::device::choice::{DeviceChoice, OpenedDevice};
 use crate::device::force_log::ForceLog;
@@ -37,8 +37,14 @@ use crate::haptic::tick::HapticLoop;
 use crate::haptic::tick_ring::{tick_ring, TickSink};
 use crate::rt::{self, RealtimeMode, RealtimePolicy};
 use crate::scene::{self, FORCE_CAP_MARGIN};
-use crate::session::recording::{SessionDir, TickFile};
-use crate::session::{ProbeFollower, ProbeSlots, SceneVisual, ServeStep, Stylus, ViewerLink};
+use crate::app::recording::{SessionDir, TickFile};
+use crate::stream::SceneVisual;
+mod model_thread;
+mod probes;
+
+pub use model_thread::{ServeStep, Stylus, ViewerLink};
+pub use probes::{ProbeFollower, ProbeSlots};
+
 use crate::stream::{control_channel, snapshot_slot, ProbeWorkspace, StreamServer};
 
 /// Height of the idle virtual stylus above the top of the mesh (m).

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::precompute::SceneArgs;
+use crate::cli::precompute::SceneArgs;
 use crate::contact::geometry::plane_barycentric;
 use crate::contact::SurfaceBvh;
 use crate::model::ModelStep;
@@ -21,7 +21,7 @@ use crate::nonlinear::{
     LinearConstraint, NewtonOptions, NonlinearStatics, RigidSphere, SphereContactState,
 };
 use crate::scene::{BuiltScene, FemInputs};
-use crate::session::SceneModel;
+use crate::pipeline::SceneModel;
 use crate::Vec3;
 
 /// Most depths one run takes.

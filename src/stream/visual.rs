@@ -6,7 +6,7 @@
 //! K⁻¹ columns over the surface go to the stream once each, so frames can carry the
 //! loads instead of the field.
 
-use super::SceneModel;
+use crate::pipeline::SceneModel;
 use crate::fem::ComplianceColumns;
 use crate::mesh::TetMesh;
 use crate::modal::ModalRuntime;

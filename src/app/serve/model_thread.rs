@@ -11,7 +11,9 @@ use crate::stream::{
 };
 use crate::Vec3;
 
-use super::{ProbeSlots, SceneModel, SceneVisual};
+use super::ProbeSlots;
+use crate::pipeline::SceneModel;
+use crate::stream::SceneVisual;
 
 /// The virtual stylus's input: positions a viewer picked (scene frame) go to the device
 /// frame through the workspace mapping.

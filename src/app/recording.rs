@@ -1,5 +1,5 @@
 //! A recorded session on disk (`palpa serve --record DIR`): `ticks.csv`, one row per
-//! haptic tick with its safety state ([`tick_csv`](super::tick_csv)), written by a thread of its own from the
+//! haptic tick with its safety state ([`tick_csv`](crate::haptic::tick_csv)), written by a thread of its own from the
 //! haptic thread's [`TickSource`], and the inputs the session ran with, copied. The
 //! haptic thread never touches the file: it pushes records into a wait-free ring and
 //! the writer drains it every 10 ms, flushing at least every 100 ms, so the file is
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::tick_csv::{TickRow, SESSION_HEADER};
+use crate::haptic::tick_csv::{TickRow, SESSION_HEADER};
 use crate::haptic::tick_ring::TickSource;
 
 /// How often the writer drains the ring.

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::plot;
-use super::precompute::SceneArgs;
+use crate::cli::plot;
+use crate::cli::precompute::SceneArgs;
 use crate::device::mapped::MappedDevice;
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::HapticDevice;
@@ -16,7 +16,7 @@ use crate::haptic::review::TickReview;
 use crate::haptic::LockStep;
 use crate::scene::BuiltScene;
 
-pub use crate::session::tick_csv::{write_csv, TickRow as ReplayRow, HEADER};
+pub use crate::haptic::tick_csv::{write_csv, TickRow as ReplayRow, HEADER};
 
 /// Arguments of `palpa replay`.
 #[derive(Args, Debug, Clone)]
