@@ -233,7 +233,11 @@ impl DeviceChoice {
     }
 }
 
-fn open_hid(profile: &DeviceProfile, toml: &str, source: &str) -> Result<OpenedDevice, DeviceError> {
+fn open_hid(
+    profile: &DeviceProfile,
+    toml: &str,
+    source: &str,
+) -> Result<OpenedDevice, DeviceError> {
     let transport = HidapiTransport::open(profile)?;
     let device = HidDevice::new(transport, profile.clone());
     let description = format!("HID device `{}` (profile {})", device.name(), profile.name);

@@ -35,8 +35,8 @@ pub use listener::raise_open_file_limit;
 pub use publisher::{FrameEncoder, PublishedFrame, CORRECTION_TOLERANCE};
 pub use scene::{unix_now_us, MeshSurface, StreamRegion, StreamScene, SurfaceModalBasis};
 pub use server::StreamServer;
-pub use visual::SceneVisual;
 pub use snapshot::{
     control_channel, snapshot_slot, ControlReceiver, ControlSender, ProbeControl,
-    SnapshotDeformation, SnapshotStylus, SnapshotReader, SnapshotWriter, VisualSnapshot,
+    SnapshotDeformation, SnapshotReader, SnapshotStylus, SnapshotWriter, VisualSnapshot,
 };
+pub use visual::SceneVisual;

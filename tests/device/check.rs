@@ -85,8 +85,16 @@ fn a_correct_arm_passes_every_step_and_never_gets_more_than_half_a_newton() {
     let (outcome, report, arm) = check_arm("woodenhaptics", Layout::WoodenHaptics, |_| {});
     assert!(outcome.passed(), "{report}");
     let steps = |f: &dyn Fn(&Finding) -> bool| outcome.findings.iter().filter(|x| f(x)).count();
-    assert_eq!(steps(&|f| matches!(f, Finding::Moved { .. })), 6, "{report}");
-    assert_eq!(steps(&|f| matches!(f, Finding::Pushed { .. })), 12, "{report}");
+    assert_eq!(
+        steps(&|f| matches!(f, Finding::Moved { .. })),
+        6,
+        "{report}"
+    );
+    assert_eq!(
+        steps(&|f| matches!(f, Finding::Pushed { .. })),
+        12,
+        "{report}"
+    );
     assert!(outcome.reversed_motors().is_empty());
     let arm = arm.lock().unwrap();
     let largest = largest_commanded_force(&arm);
@@ -140,7 +148,10 @@ fn an_arm_the_hand_lets_go_of_is_stopped_with_zero_force_within_two_milliseconds
     else {
         unreachable!()
     };
-    assert!(displacement > 0.015 || speed > 0.25, "{displacement} m, {speed} m/s");
+    assert!(
+        displacement > 0.015 || speed > 0.25,
+        "{displacement} m, {speed} m/s"
+    );
     let arm = arm.lock().unwrap();
     let (released_at, released_t) = arm.let_go.expect("the hand let go");
     // The first report that shows the handle running away by the check's limits: beyond
@@ -186,11 +197,17 @@ fn a_haptikfabriken_v2_board_counting_from_zero_gets_command_1_and_decodes_the_c
     let end = text.find("[kinematics]").unwrap();
     let old_text = format!("{}{}", &text[..start], &text[end..])
         .replace("calibration = \"firmware\"", "calibration = \"absolute\"")
-        .replace("calibration_request = { offset = 12, type = \"i16\" }\n", "");
+        .replace(
+            "calibration_request = { offset = 12, type = \"i16\" }\n",
+            "",
+        );
     let old = DeviceProfile::from_toml(&old_text, "old.toml").unwrap();
     let at_pose = ArmState::new(Layout::ProtocolV2).report_bytes();
     let wrong = old.codec().decode_input(&at_pose).position;
-    assert!((wrong - Vec3::new(-0.22, 0.0, -0.04)).norm() < 1e-12, "{wrong}");
+    assert!(
+        (wrong - Vec3::new(-0.22, 0.0, -0.04)).norm() < 1e-12,
+        "{wrong}"
+    );
 
     // Powered on elsewhere, its counters start at 0 there; then the person holds the
     // calibration pose and presses the board's button: it asks (info = 1).

@@ -5,7 +5,6 @@
 //! session through the real `palpa serve --device haply:ws://…` binary: positions in,
 //! forces out, the service dropping and coming back, a malformed message, Ctrl-C.
 
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -13,11 +12,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::serve::Served;
 use palpa::device::haply::{HaplyDevice, INVERSE3_RATING};
 use palpa::device::{DeviceError, HapticDevice};
 use palpa::Vec3;
 use serde_json::{json, Value};
-use crate::support::serve::Served;
 use tungstenite::Message;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_palpa");
@@ -145,7 +144,9 @@ fn force_of(command: &Value) -> Option<(&'static str, [f64; 3])> {
         return None;
     }
     let set = &device["commands"]["set_cursor_force"];
-    let key = ["vector", "values"].into_iter().find(|k| set.get(k).is_some())?;
+    let key = ["vector", "values"]
+        .into_iter()
+        .find(|k| set.get(k).is_some())?;
     let v = &set[key];
     Some((key, [v["x"].as_f64()?, v["y"].as_f64()?, v["z"].as_f64()?]))
 }
@@ -492,7 +493,11 @@ fn no_service_and_a_malformed_inventory_are_clear_open_errors() {
 
 /// Commands `force` (N) every millisecond until the service applies it (or panics after
 /// `WAIT`); returns the commands received by then.
-fn command_until_applied(service: &StandIn, device: &mut HaplyDevice, force: [f64; 3]) -> Vec<Command> {
+fn command_until_applied(
+    service: &StandIn,
+    device: &mut HaplyDevice,
+    force: [f64; 3],
+) -> Vec<Command> {
     let deadline = Instant::now() + WAIT;
     loop {
         device.read(0.0).unwrap();
@@ -541,7 +546,10 @@ fn services_that_read_only_vector_or_only_values_both_get_the_force() {
         let mut device = HaplyDevice::open(&service.url(), Duration::from_secs(5)).unwrap();
         assert!(device.setup().contains(how), "{how}: {}", device.setup());
         let commands = command_until_applied(&service, &mut device, [0.0, 0.0, 1.5]);
-        let first_applied = commands.iter().position(|k| k.force == [0.0, 0.0, 1.5]).unwrap();
+        let first_applied = commands
+            .iter()
+            .position(|k| k.force == [0.0, 0.0, 1.5])
+            .unwrap();
         eprintln!(
             "{how}: force applied from command {first_applied} on, sent as `{}`",
             commands[first_applied].key

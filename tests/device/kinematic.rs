@@ -594,15 +594,25 @@ fn every_public_form_of_a_configuration_imports() {
         out.to_str().unwrap(),
     ]);
     assert!(ok, "{err}");
-    assert!(err.contains("no calibrate_enc_*") && err.contains("gravity 9.82"), "{err}");
+    assert!(
+        err.contains("no calibrate_enc_*") && err.contains("gravity 9.82"),
+        "{err}"
+    );
     let imported = DeviceProfile::load(&out).unwrap();
     let Some(palpa::device::profile::KinematicsSpec::Capstan(arm)) = &imported.kinematics else {
         panic!("a capstan arm")
     };
-    assert_eq!(arm.calibration_counts, [0.0, 0.0, 6000.0], "WoodenHaptics' pose");
+    assert_eq!(
+        arm.calibration_counts,
+        [0.0, 0.0, 6000.0],
+        "WoodenHaptics' pose"
+    );
     assert_eq!(arm.gravity, 9.82);
     // The calibration pose decodes where the public configuration puts it.
-    let tip = imported.codec().decode_input(&wh_report([0; 3], 1)).position;
+    let tip = imported
+        .codec()
+        .decode_input(&wh_report([0; 3], 1))
+        .position;
     assert!((tip - Vec3::new(0.025, 0.0, 0.205)).norm() < 1e-12, "{tip}");
 
     // haptikfabrikenapi's woodenhaptics_v2019(), on the Teensy board: its 3 A capped at

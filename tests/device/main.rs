@@ -5,6 +5,7 @@
 mod support;
 
 mod check;
+mod check_cli;
 mod haply;
 mod hid;
 mod kinematic;

@@ -6,7 +6,6 @@
 //! records show positions in, forces out (opposing the press), zero force and close on
 //! exit; SDK errors and missing libraries are one clear line and exit code 1.
 
-
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,7 +21,7 @@ const SESSION: Duration = Duration::from_secs(10);
 const PRESSED: f64 = 0.05;
 
 /// Compiles `tests/standin/SOURCE` into `dir/FILE` as a shared library.
-fn standin(source: &str, file: &str, dir: &Path) -> PathBuf {
+pub(crate) fn standin(source: &str, file: &str, dir: &Path) -> PathBuf {
     let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
     let compiler = cc::Build::new()
         .target(&triple)
@@ -47,7 +46,7 @@ fn standin(source: &str, file: &str, dir: &Path) -> PathBuf {
 
 /// A small condensed block, top face z = 0 (scene frame), with the device frame turned
 /// by `rotation_deg` (x, y, z) into the scene.
-fn scene(dir: &Path, rotation_deg: [f64; 3]) -> PathBuf {
+pub(crate) fn scene(dir: &Path, rotation_deg: [f64; 3]) -> PathBuf {
     let path = dir.join("block.toml");
     std::fs::write(
         &path,
@@ -362,7 +361,10 @@ fn an_openhaptics_session_renders_the_press_through_hdapi_frames_and_stops_clean
     let mut checked = 0;
     for line in lines {
         let f: Vec<&str> = line.split(',').collect();
-        let q: Vec<f64> = [qx, qy, qz, qw].iter().map(|&i| f[i].parse().unwrap()).collect();
+        let q: Vec<f64> = [qx, qy, qz, qw]
+            .iter()
+            .map(|&i| f[i].parse().unwrap())
+            .collect();
         let q = nalgebra::UnitQuaternion::from_quaternion(nalgebra::Quaternion::new(
             q[3], q[0], q[1], q[2],
         ));
@@ -371,7 +373,10 @@ fn an_openhaptics_session_renders_the_press_through_hdapi_frames_and_stops_clean
         assert!(error < 1e-9, "{line}: {error}");
         checked += 1;
     }
-    assert!(checked > 5000, "{checked} rows with the stylus's orientation");
+    assert!(
+        checked > 5000,
+        "{checked} rows with the stylus's orientation"
+    );
 }
 
 #[test]
@@ -582,7 +587,12 @@ fn an_hdapi_velocity_error_zeroes_one_frame_and_the_session_goes_on() {
     let library = standin("hdapi.c", "libHD.so", dir.path());
     let record = dir.path().join("velocity.record");
     let scene = scene(dir.path(), [0.0; 3]);
-    let args = ["--scene", scene.to_str().unwrap(), "--device", "openhaptics"];
+    let args = [
+        "--scene",
+        scene.to_str().unwrap(),
+        "--device",
+        "openhaptics",
+    ];
     // Frame 3000 (3 s in, the stylus 4 mm deep) ends with HD_EXCEEDED_MAX_VELOCITY.
     let env = [
         ("PALPA_OPENHAPTICS_LIB", library.as_os_str()),
@@ -600,27 +610,49 @@ fn an_hdapi_velocity_error_zeroes_one_frame_and_the_session_goes_on() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let (status, stdout, stderr) = served.interrupt(Duration::from_secs(60));
-    assert!(status.success(), "the session goes on and ends cleanly: {status}\n{stderr}");
+    assert!(
+        status.success(),
+        "the session goes on and ends cleanly: {status}\n{stderr}"
+    );
     let stdout = stdout.join("\n");
     assert!(
         stdout.contains("HD_EXCEEDED_MAX_VELOCITY ×1"),
         "the handled error is in the stop summary:\n{stdout}"
     );
     let forces = Record::read(&record).forces();
-    let at = |t: f64| forces.iter().find(|f| (f.t - t).abs() < 5e-4).copied().unwrap();
+    let at = |t: f64| {
+        forces
+            .iter()
+            .find(|f| (f.t - t).abs() < 5e-4)
+            .copied()
+            .unwrap()
+    };
     let before = at(3.0);
-    assert!(before.f[1] > PRESSED, "pressing before the error: {before:?}");
-    assert_eq!(at(3.001).f, [0.0; 3], "zero force in the frame after the error");
+    assert!(
+        before.f[1] > PRESSED,
+        "pressing before the error: {before:?}"
+    );
+    assert_eq!(
+        at(3.001).f,
+        [0.0; 3],
+        "zero force in the frame after the error"
+    );
     // Then the force ramps in again and pushes back as before.
     let later = at(5.0);
-    assert!(later.f[1] > PRESSED, "pushing again after the error: {later:?}");
+    assert!(
+        later.f[1] > PRESSED,
+        "pushing again after the error: {later:?}"
+    );
     let around: Vec<(f64, f64)> = [2.999, 3.0, 3.001, 3.002, 3.01, 3.05, 3.2, 3.6]
         .iter()
         .map(|&t| (t, at(t).f[1]))
         .collect();
     eprintln!("HD_EXCEEDED_MAX_VELOCITY at frame 3000: (t s, force up N) {around:?}");
     // The force restarts from zero (the ramp's 2 ms of 0.5 s), not where it was.
-    assert!(at(3.002).f[1] < 0.1, "ramping in, not jumping back: {around:?}");
+    assert!(
+        at(3.002).f[1] < 0.1,
+        "ramping in, not jumping back: {around:?}"
+    );
 }
 
 #[test]
@@ -662,142 +694,4 @@ fn a_dhd_read_failure_mid_session_zeroes_the_force_at_once() {
         "zeroed at once"
     );
     assert_eq!(r.lines.last().map(String::as_str), Some("close 0"));
-}
-
-/// Runs `palpa devices check DEVICE` with `env`, pressing Enter whenever it asks; returns
-/// the exit status and what it printed.
-fn check_interactively(
-    device: &str,
-    env: &[(&str, &OsStr)],
-) -> (std::process::ExitStatus, Vec<String>, String) {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let mut child = std::process::Command::new(BINARY)
-        .args(["devices", "check", device])
-        .envs(env.iter().copied())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let errors = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    let mut lines = Vec::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
-        if line.contains("press Enter") {
-            // The person takes a moment before pressing Enter.
-            std::thread::sleep(Duration::from_millis(300));
-            let _ = writeln!(stdin, "");
-        }
-        lines.push(line);
-    }
-    let status = child.wait().unwrap();
-    (status, lines, errors.join().unwrap())
-}
-
-#[test]
-fn devices_check_passes_a_sigma7_and_an_openhaptics_device_and_serve_stops_warning() {
-    let dir = tempfile::tempdir().unwrap();
-    let dhd = standin("dhd.c", "libdhd.so", dir.path());
-    let hd = standin("hdapi.c", "libHD.so", dir.path());
-    let state = dir.path().join("state");
-    let hand = OsStr::new("hand");
-    let checks = [
-        (
-            "dhd",
-            vec![
-                ("PALPA_DHD_LIB", dhd.as_os_str()),
-                ("STANDIN_DHD_TYPE", OsStr::new("104")),
-                ("STANDIN_SCRIPT", hand),
-                ("PALPA_STATE_DIR", state.as_os_str()),
-            ],
-        ),
-        (
-            "openhaptics",
-            vec![
-                ("PALPA_OPENHAPTICS_LIB", hd.as_os_str()),
-                ("STANDIN_SCRIPT", hand),
-                ("PALPA_STATE_DIR", state.as_os_str()),
-            ],
-        ),
-    ];
-    // Both checks at once: each takes some 15 s of a person moving and holding.
-    let results: Vec<_> = std::thread::scope(|scope| {
-        let running: Vec<_> = checks
-            .iter()
-            .map(|(device, env)| scope.spawn(move || (*device, check_interactively(device, env))))
-            .collect();
-        running.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    for (device, (status, out, err)) in results {
-        let out = out.join("\n");
-        eprintln!("palpa devices check {device}:\n{out}\n{err}");
-        assert!(status.success(), "{status}\n{out}\n{err}");
-        assert!(out.contains("result: PASSED"), "{out}");
-        assert!(out.contains("recorded as checked"), "{out}");
-        assert_eq!(
-            out.lines().filter(|l| l.starts_with("ok   push")).count(),
-            6,
-            "six pushes: {out}"
-        );
-        if device == "dhd" {
-            // The sigma.7's workspace is centred where CHAI3D centres it.
-            assert!(
-                out.contains("sigma.7 (right)") && out.contains("centre (10.0, -20.0, 0.0) mm"),
-                "{out}"
-            );
-        }
-    }
-
-    // serve knows the sigma.7 was checked; its stylus's orientation and gripper reach the
-    // recording. A state directory without the record gets the warning.
-    let scene = scene(dir.path(), [0.0; 3]);
-    let recording = dir.path().join("rec");
-    let args = [
-        "--scene",
-        scene.to_str().unwrap(),
-        "--device",
-        "dhd",
-        "--record",
-        recording.to_str().unwrap(),
-    ];
-    let env = [
-        ("PALPA_DHD_LIB", dhd.as_os_str()),
-        ("STANDIN_DHD_TYPE", OsStr::new("104")),
-        ("PALPA_STATE_DIR", state.as_os_str()),
-    ];
-    let mut served = Served::start_with_env(BINARY, &args, dir.path(), &env);
-    served.ready(START);
-    std::thread::sleep(Duration::from_millis(500));
-    let (status, _, stderr) = served.interrupt(Duration::from_secs(60));
-    assert!(status.success(), "{stderr}");
-    assert!(!stderr.contains("never checked"), "{stderr}");
-    let ticks = std::fs::read_to_string(recording.join("ticks.csv")).unwrap();
-    let row: Vec<&str> = ticks.lines().nth(1).unwrap().split(',').collect();
-    let (c, s) = (0.25f64.cos(), 0.25f64.sin());
-    let expected = [0.0, 0.0, s, c];
-    // gripper, then qx qy qz qw: the handle turned 0.5 rad about z.
-    assert_eq!(row[11].parse::<f64>().unwrap(), 0.25, "{row:?}");
-    for (got, want) in row[12..16].iter().zip(expected) {
-        assert!((got.parse::<f64>().unwrap().abs() - want).abs() < 1e-9, "{row:?}");
-    }
-    let elsewhere = dir.path().join("other-state");
-    let env = [
-        ("PALPA_DHD_LIB", dhd.as_os_str()),
-        ("STANDIN_DHD_TYPE", OsStr::new("104")),
-        ("PALPA_STATE_DIR", elsewhere.as_os_str()),
-    ];
-    let mut served = Served::start_with_env(BINARY, &args[..4], dir.path(), &env);
-    served.ready(START);
-    let (status, _, stderr) = served.interrupt(Duration::from_secs(60));
-    assert!(status.success(), "{stderr}");
-    assert!(
-        stderr.contains("was never checked: run `palpa devices check dhd`"),
-        "{stderr}"
-    );
 }

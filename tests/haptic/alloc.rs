@@ -247,19 +247,18 @@ fn the_real_time_haptic_thread_allocates_nothing_once_its_loop_runs() {
     assert_eq!(HAPTIC_THREAD_ALLOCATIONS.load(Ordering::Relaxed), 1);
 }
 
-
 /// Steps of both tissue backends with a contact patch and point loads that change
 /// every step: with the surface's K⁻¹ columns complete, from the first step on neither
 /// `set_loads`, `advance`, the compliance, the bound nor the displaced surface
 /// allocates.
 #[test]
 fn tissue_steps_with_point_loads_allocate_nothing() {
+    use crate::support::block::{block, SIZE};
     use palpa::condensed::CondensedModel;
     use palpa::contact::{ContactPatch, SurfaceBvh};
     use palpa::fem::{Ordering as FemOrdering, Support};
     use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
     use palpa::model::{PointConstraint, PointLoad, TissueModel};
-    use crate::support::block::{block, SIZE};
 
     let b = block();
     let bvh = SurfaceBvh::build(b.triangles.clone(), &b.mesh.nodes);
@@ -375,7 +374,11 @@ impl HeldDevice {
         if (0.0..6.0 * period).contains(&s) {
             let k = (s / period) as usize;
             let u = s - k as f64 * period;
-            let x = if u < leg { u / leg } else { (2.0 - u / leg).max(0.0) };
+            let x = if u < leg {
+                u / leg
+            } else {
+                (2.0 - u / leg).max(0.0)
+            };
             let reach = 0.040 * (0.5 - 0.5 * (std::f64::consts::PI * x.min(1.0)).cos());
             p[k / 2] = if k % 2 == 0 { reach } else { -reach };
         }
@@ -441,5 +444,8 @@ fn a_whole_device_check_allocates_nothing_in_its_ticks() {
     let allocations = ALLOCATIONS.swap(0, Ordering::Relaxed);
     let outcome = check.outcome();
     assert!(outcome.passed(), "{}", outcome.report(check.plan()));
-    assert_eq!(allocations, 0, "{ticks} check ticks allocated {allocations} times");
+    assert_eq!(
+        allocations, 0,
+        "{ticks} check ticks allocated {allocations} times"
+    );
 }

@@ -12,21 +12,20 @@
 //! crate or a crate that downloads its own browser build. Without Chromium the test skips
 //! with a message, unless `PALPA_REQUIRE_BROWSER=1` (CI), where it fails.
 
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::serve::Served;
+use crate::support::stream::{running_tissue, AnalyticTissue};
 use base64::Engine;
 use futures_util::{SinkExt, StreamExt};
 use palpa::stream::{StreamConfig, StreamServer};
 use serde_json::{json, Value};
-use crate::support::serve::Served;
-use crate::support::stream::{running_tissue, AnalyticTissue};
 use tokio_tungstenite::tungstenite::Message;
 
-const WIDTH: u32 = 800;
-const HEIGHT: u32 = 600;
+pub(crate) const WIDTH: u32 = 800;
+pub(crate) const HEIGHT: u32 = 600;
 
 /// The Chromium binary to use: `PALPA_CHROMIUM` or the first of the usual names on PATH.
 fn find_chromium() -> Option<String> {
@@ -46,14 +45,14 @@ fn find_chromium() -> Option<String> {
 }
 
 /// A headless Chromium we started, killed on drop.
-struct Browser {
+pub(crate) struct Browser {
     child: Child,
     _profile: tempfile::TempDir,
     devtools_url: String,
 }
 
 impl Browser {
-    fn launch(binary: &str) -> Browser {
+    pub(crate) fn launch(binary: &str) -> Browser {
         let profile = tempfile::tempdir().unwrap();
         let mut child = Command::new(binary)
             .args([
@@ -111,7 +110,7 @@ impl Drop for Browser {
 }
 
 /// A DevTools protocol session attached to one page.
-struct Page {
+pub(crate) struct Page {
     socket: tokio_tungstenite::WebSocketStream<
         tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
     >,
@@ -121,7 +120,7 @@ struct Page {
 }
 
 impl Page {
-    async fn open(browser: &Browser, url: &str) -> Page {
+    pub(crate) async fn open(browser: &Browser, url: &str) -> Page {
         Self::open_sized(browser, url, WIDTH, HEIGHT).await
     }
 
@@ -189,7 +188,7 @@ impl Page {
         }
     }
 
-    async fn evaluate(&mut self, expression: &str) -> Value {
+    pub(crate) async fn evaluate(&mut self, expression: &str) -> Value {
         let r = self
             .call(
                 "Runtime.evaluate",
@@ -200,7 +199,7 @@ impl Page {
     }
 
     /// The page as RGB pixels, row-major, of the page's size.
-    async fn screenshot(&mut self, save_as: &str) -> Vec<[u8; 3]> {
+    pub(crate) async fn screenshot(&mut self, save_as: &str) -> Vec<[u8; 3]> {
         let shot = self
             .call("Page.captureScreenshot", json!({ "format": "png" }))
             .await;
@@ -263,7 +262,7 @@ impl Page {
     }
 
     /// Polls `expression` until it is true.
-    async fn wait_for(&mut self, expression: &str, what: &str) {
+    pub(crate) async fn wait_for(&mut self, expression: &str, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(60);
         while self.evaluate(expression).await != json!(true) {
             let state = self.evaluate("JSON.stringify({frames: window.palpaViewer?.frames, error: window.palpaViewer?.error, rendered: window.palpaViewer?.renderedFrames})").await;
@@ -410,9 +409,11 @@ async fn chromium_rebuilds_the_models_surface_from_loads_and_columns() {
     };
     let _one = ONE_AT_A_TIME.lock().await;
     let cache = tempfile::tempdir().unwrap();
-    let mut run =
-        crate::support::model_stream::ModelStream::start(palpa::scene::BackendKind::Modal, cache.path())
-            .await;
+    let mut run = crate::support::model_stream::ModelStream::start(
+        palpa::scene::BackendKind::Modal,
+        cache.path(),
+    )
+    .await;
     let browser = Browser::launch(&binary);
     let mut page = Page::open(&browser, &run.server.viewer_url()).await;
     page.wait_for(
@@ -438,7 +439,9 @@ async fn chromium_rebuilds_the_models_surface_from_loads_and_columns() {
                 .await;
             let drawn: Value = serde_json::from_str(drawn.as_str().unwrap()).unwrap();
             let t = drawn["t"].as_f64().unwrap();
-            if crate::support::model_stream::time_key(t) == crate::support::model_stream::time_key(held_at) {
+            if crate::support::model_stream::time_key(t)
+                == crate::support::model_stream::time_key(held_at)
+            {
                 break drawn;
             }
             assert!(
@@ -447,7 +450,8 @@ async fn chromium_rebuilds_the_models_surface_from_loads_and_columns() {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
-        let expected = run.truth.lock().unwrap()[&crate::support::model_stream::time_key(held_at)].clone();
+        let expected =
+            run.truth.lock().unwrap()[&crate::support::model_stream::time_key(held_at)].clone();
         let got: Vec<f64> = serde_json::from_value(drawn["p"].clone()).unwrap();
         assert_eq!(got.len(), 3 * expected.len());
         let error = expected
@@ -501,11 +505,11 @@ const BINARY: &str = env!("CARGO_BIN_EXE_palpa");
 const SERVE_START: Duration = Duration::from_secs(300);
 
 /// One Chromium and one `palpa serve` at a time: the machine may have two cores.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The Chromium to use, or `None` to skip (the message printed), failing instead under
 /// `PALPA_REQUIRE_BROWSER=1`.
-fn chromium_or_skip() -> Option<String> {
+pub(crate) fn chromium_or_skip() -> Option<String> {
     let found = find_chromium();
     if found.is_none() {
         if std::env::var("PALPA_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
@@ -809,86 +813,4 @@ async fn serve_the_viewer_reconnects_within_5_s_after_a_server_restart() {
     assert!(status.as_str().unwrap().contains("read-only"), "{status}");
     drop(browser);
     second.interrupt(Duration::from_secs(30));
-}
-
-/// Stylus colour while a button is down (0.98, 0.8, 0.35): red and green over blue.
-fn is_stylus_pressed(p: &[u8; 3]) -> bool {
-    p[0] > 120 && p[1] > 90 && p[0] as i32 > p[2] as i32 + 60 && p[1] as i32 > p[2] as i32 + 40
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chromium_draws_the_stylus_along_the_devices_orientation() {
-    let Some(binary) = chromium_or_skip() else {
-        return;
-    };
-    let _one = ONE_AT_A_TIME.lock().await;
-    // A stylus leaning 45° from the tip towards +x and up (the tool's x turned about −y),
-    // its first button down, the gripper open 0.25 rad.
-    let mut tissue = AnalyticTissue::modal([16, 16, 4], 20);
-    let lean = nalgebra::UnitQuaternion::from_axis_angle(
-        &palpa::Vec3::y_axis(),
-        -std::f64::consts::FRAC_PI_4,
-    );
-    tissue.stylus = palpa::stream::SnapshotStylus {
-        orientation: Some(lean),
-        buttons: 1,
-        gripper: Some(0.25),
-    };
-    let (tissue, _producer, reader, control) = running_tissue(tissue);
-    let config = StreamConfig {
-        bind: "127.0.0.1:0".parse().unwrap(),
-        ..StreamConfig::default()
-    };
-    let server = StreamServer::start(config, tissue.scene.clone(), reader, Some(control))
-        .await
-        .unwrap();
-    let browser = Browser::launch(&binary);
-    let mut page = Page::open(&browser, &server.viewer_url()).await;
-    page.wait_for(
-        "window.palpaViewer?.renderedFrames > 10 && !!window.palpaViewer.stylusEnd",
-        "the stylus drawn",
-    )
-    .await;
-    // The decoded orientation turns the tool's x to (cos 45°, 0, sin 45°).
-    let axis = page
-        .evaluate("JSON.stringify(palpaViewer.stylusAxis(palpaViewer.drawnFrame.stylus.orientation))")
-        .await;
-    let axis: Vec<f64> = serde_json::from_str(axis.as_str().unwrap()).unwrap();
-    let h = std::f64::consts::FRAC_1_SQRT_2;
-    for (got, want) in axis.iter().zip([h, 0.0, h]) {
-        assert!((got - want).abs() < 1e-6, "{axis:?}");
-    }
-    let panel = page
-        .evaluate("document.getElementById('buttons').textContent + ' | ' + document.getElementById('gripper').textContent")
-        .await;
-    assert_eq!(panel, json!("0b1 | 14.3°"));
-    // On the screenshot, the shaft's middle (the tip plus half the axis) is the stylus's
-    // colour, and the tip's side away from it is not.
-    let at = |expr: &str| format!("JSON.stringify(palpaViewer.project({expr}))");
-    let middle = page
-        .evaluate(&at("palpaViewer.drawnFrame.probe.map((p, i) => (p + palpaViewer.stylusEnd[i]) / 2)"))
-        .await;
-    let opposite = page
-        .evaluate(&at("palpaViewer.drawnFrame.probe.map((p, i) => 1.5 * p - 0.5 * palpaViewer.stylusEnd[i])"))
-        .await;
-    let pixels = page.screenshot("viewer-stylus.png").await;
-    let near = |xy: &Value, f: &dyn Fn(&[u8; 3]) -> bool| {
-        let xy: Vec<f64> = serde_json::from_str(xy.as_str().unwrap()).unwrap();
-        let (cx, cy) = (xy[0].round() as i64, xy[1].round() as i64);
-        (-3..=3)
-            .flat_map(|dy| (-3..=3).map(move |dx| (cx + dx, cy + dy)))
-            .filter(|&(x, y)| x >= 0 && y >= 0 && x < i64::from(WIDTH) && y < i64::from(HEIGHT))
-            .filter(|&(x, y)| f(&pixels[(y as u32 * WIDTH + x as u32) as usize]))
-            .count()
-    };
-    let on_shaft = near(&middle, &is_stylus_pressed);
-    let off_shaft = near(&opposite, &is_stylus_pressed);
-    eprintln!(
-        "stylus: {on_shaft} stylus-coloured pixels around the shaft's middle, {off_shaft} on the \
-         other side of the tip (screenshot {}/viewer-stylus.png)",
-        env!("CARGO_TARGET_TMPDIR")
-    );
-    assert!(on_shaft >= 10, "{on_shaft} stylus pixels at the shaft's middle");
-    assert_eq!(off_shaft, 0, "no stylus on the tip's other side");
-    drop(server);
 }

@@ -54,7 +54,10 @@ pub fn run(args: &CheckArgs) -> Result<Option<String>, String> {
     operator.finish();
     let report = outcome.report(loop_.plan());
     if !outcome.passed() {
-        return Err(format!("the check of {} failed:\n{report}", opened.device.name()));
+        return Err(format!(
+            "the check of {} failed:\n{report}",
+            opened.device.name()
+        ));
     }
     let dir = store::state_dir()?;
     let record = store::CheckRecord {
@@ -66,5 +69,8 @@ pub fn run(args: &CheckArgs) -> Result<Option<String>, String> {
         palpa_version: env!("CARGO_PKG_VERSION").to_owned(),
     };
     let path = store::record(&dir, &record)?;
-    Ok(Some(format!("{report}\nrecorded as checked: {}", path.display())))
+    Ok(Some(format!(
+        "{report}\nrecorded as checked: {}",
+        path.display()
+    )))
 }

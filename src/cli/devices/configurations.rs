@@ -16,8 +16,14 @@ pub const BUILTIN: [(&str, &str); 6] = [
 
 /// The configurations named in code that palpa cannot import, and why.
 pub const REFUSED: [(&str, &str); 2] = [
-    ("polhem_v2", "Polhem v2 (variant 3) has kinematics that are not public"),
-    ("polhem_v3", "Polhem v3 (variant 3) has kinematics that are not public"),
+    (
+        "polhem_v2",
+        "Polhem v2 (variant 3) has kinematics that are not public",
+    ),
+    (
+        "polhem_v3",
+        "Polhem v3 (variant 3) has kinematics that are not public",
+    ),
 ];
 
 const DEFAULT_WOODY: &str = r#"{"name": "default_woody", "variant": 0,

@@ -77,7 +77,7 @@ fn relaxed_json(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
         if in_string {
-            in_string = !(c == '"' && !escaped);
+            in_string = c != '"' || escaped;
             escaped = c == '\\' && !escaped;
         } else if c == '"' {
             in_string = true;
@@ -161,8 +161,8 @@ pub fn profile_from_config(
             file.display()
         ));
     }
-    let aligned = optional_per_joint(&config, "motor_and_body_aligned", file)?
-        .unwrap_or_else(|| {
+    let aligned =
+        optional_per_joint(&config, "motor_and_body_aligned", file)?.unwrap_or_else(|| {
             notes.push("no motor_and_body_aligned_*: every joint taken as not aligned".into());
             [0.0; 3]
         });

@@ -6,9 +6,9 @@
 use super::findings::{Finding, Outcome};
 use super::plan::{
     push_envelope, Plan, Prompt, PushPhase, Step, ABORT_DISPLACEMENT, ABORT_SPEED,
-    CALIBRATION_SETTLE, CALIBRATION_TOLERANCE, DIRECTION_COSINE, MAX_CHECK_FORCE,
-    MIN_JOINT_MOTION, MIN_PUSH_MOTION, MOVE_DETECT, MOVE_RETURN, SETTLE_TIME, SPEED_WINDOW,
-    STALE_DURING_PUSH, STILL_RADIUS, STILL_TIME, USER_TIMEOUT, WORKSPACE_COVERAGE,
+    CALIBRATION_SETTLE, CALIBRATION_TOLERANCE, DIRECTION_COSINE, MAX_CHECK_FORCE, MIN_JOINT_MOTION,
+    MIN_PUSH_MOTION, MOVE_DETECT, MOVE_RETURN, SETTLE_TIME, SPEED_WINDOW, STALE_DURING_PUSH,
+    STILL_RADIUS, STILL_TIME, USER_TIMEOUT, WORKSPACE_COVERAGE,
 };
 use crate::device::profile::Calibration;
 use crate::device::{CalibrationRequest, DeviceError, DeviceSample, HapticDevice};
@@ -264,7 +264,12 @@ impl CheckLoop {
 
     /// Shows `prompt` on entry and reports the Enter; a person who does not answer in
     /// time ends the check.
-    fn wait_for_enter(&mut self, elapsed: f64, prompt: Prompt, operator: &mut dyn Operator) -> bool {
+    fn wait_for_enter(
+        &mut self,
+        elapsed: f64,
+        prompt: Prompt,
+        operator: &mut dyn Operator,
+    ) -> bool {
         if let StepState::Fresh = self.state {
             operator.show(prompt);
             operator.confirmed();
@@ -282,7 +287,11 @@ impl CheckLoop {
     }
 
     fn calibrate(&mut self, t: f64, elapsed: f64, operator: &mut dyn Operator) {
-        let Some((tip, mode)) = self.plan.arm.as_ref().map(|a| (a.calibration_tip, a.calibration))
+        let Some((tip, mode)) = self
+            .plan
+            .arm
+            .as_ref()
+            .map(|a| (a.calibration_tip, a.calibration))
         else {
             self.next_step(t);
             return;
@@ -551,7 +560,9 @@ impl CheckLoop {
                 let arm = self.plan.arm.as_ref()?;
                 let inverse = arm.linkage.jacobian(angles?)?.transpose().try_inverse()?;
                 let raw = inverse.column(joint).into_owned() * if positive { 1.0 } else { -1.0 };
-                arm.axes.to_device([raw.x, raw.y, raw.z]).try_normalize(1e-12)
+                arm.axes
+                    .to_device([raw.x, raw.y, raw.z])
+                    .try_normalize(1e-12)
             }
             _ => None,
         }
@@ -564,7 +575,11 @@ impl CheckLoop {
             Step::PushJoint { joint, positive } => {
                 let turned: [f64; 3] = std::array::from_fn(|i| a1[i] - a0[i]);
                 let sign = if positive { 1.0 } else { -1.0 };
-                (sign * turned[joint], Vec3::from(turned).norm(), MIN_JOINT_MOTION)
+                (
+                    sign * turned[joint],
+                    Vec3::from(turned).norm(),
+                    MIN_JOINT_MOTION,
+                )
             }
             _ => {
                 let moved = p1 - p0;

@@ -165,7 +165,7 @@ impl Outcome {
 
     /// The report for the terminal: one line per finding, then the fixes.
     pub fn report(&self, plan: &Plan) -> String {
-        let mut lines: Vec<String> = self.findings.iter().map(|f| line(f)).collect();
+        let mut lines: Vec<String> = self.findings.iter().map(line).collect();
         lines.push(format!(
             "largest force commanded: {:.3} N (the check never commands more than {MAX_CHECK_FORCE} N)",
             self.max_force
@@ -284,7 +284,10 @@ fn line(f: &Finding) -> String {
             "calibration pose: the counters were {} off; palpa calibrated them at this pose",
             mm(error)
         ),
-        Finding::Calibration { error, fixed: false } => {
+        Finding::Calibration {
+            error,
+            fixed: false,
+        } => {
             format!("calibration pose: the tip is {} from the pose's", mm(error))
         }
         Finding::CalibrationIgnored { error } => format!(
@@ -298,9 +301,16 @@ fn line(f: &Finding) -> String {
             mm(error)
         ),
         Finding::Moved { step, cosine } => {
-            format!("{}: the position moved the right way (cos {cosine:.2})", step_name(step))
+            format!(
+                "{}: the position moved the right way (cos {cosine:.2})",
+                step_name(step)
+            )
         }
-        Finding::MovedWrongWay { step, seen, encoder } => format!(
+        Finding::MovedWrongWay {
+            step,
+            seen,
+            encoder,
+        } => format!(
             "{}: palpa saw the handle move towards ({:.2}, {:.2}, {:.2}){}",
             step_name(step),
             seen.x,

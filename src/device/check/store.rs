@@ -26,7 +26,11 @@ pub struct CheckRecord {
 
 /// The state directory, or why there is none.
 pub fn state_dir() -> Result<PathBuf, String> {
-    let from = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let from = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     if let Some(dir) = from(STATE_DIR_ENV) {
         return Ok(dir);
     }
@@ -73,7 +77,13 @@ pub fn lookup(dir: &Path, identity: &str) -> Result<Option<CheckRecord>, String>
     let table: toml::Table = text
         .parse()
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let string = |k: &str| table.get(k).and_then(|v| v.as_str()).unwrap_or("").to_owned();
+    let string = |k: &str| {
+        table
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_owned()
+    };
     let found = CheckRecord {
         identity: string("identity"),
         name: string("name"),
@@ -143,7 +153,10 @@ mod tests {
         };
         assert_eq!(lookup(dir.path(), &rec.identity).unwrap(), None);
         let path = record(dir.path(), &rec).unwrap();
-        assert_eq!(lookup(dir.path(), &rec.identity).unwrap(), Some(rec.clone()));
+        assert_eq!(
+            lookup(dir.path(), &rec.identity).unwrap(),
+            Some(rec.clone())
+        );
         assert_eq!(lookup(dir.path(), "hid:other").unwrap(), None);
         // No temporaries left behind.
         let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();

@@ -284,7 +284,9 @@ pub fn decode_with_inventory(
         position: state.and_then(|s| s.cursor_position.as_ref()).map(vec3),
         buttons: grip.map_or(0, GripState::buttons),
         orientation: grip.and_then(GripState::orientation),
-        applied_force: state.and_then(|s| s.current_cursor_force.as_ref()).map(vec3),
+        applied_force: state
+            .and_then(|s| s.current_cursor_force.as_ref())
+            .map(vec3),
     };
     let config = entry.config.as_ref();
     let inventory = Inventory {
@@ -301,7 +303,12 @@ pub fn decode_with_inventory(
 /// The `set_cursor_force` command for `device_id` (force in N, Haply frame) in `format`;
 /// with `handshake`, the first command of a session, it also configures the session:
 /// palpa's profile name and the identity basis.
-pub fn force_command(device_id: &str, force: &Vec3, format: ForceFormat, handshake: bool) -> String {
+pub fn force_command(
+    device_id: &str,
+    force: &Vec3,
+    format: ForceFormat,
+    handshake: bool,
+) -> String {
     let device = json!({
         "device_id": device_id,
         "commands": {
@@ -421,7 +428,11 @@ mod tests {
             r#""w": 0.7071067811865476, "x": 0.0, "y": 0.0, "z": 0.7071067811865476"#,
             r#""w": 1.0, "x": 0.0, "y": 0.0, "z": 0.0"#,
         );
-        let back = decode(&unturned, Some("049D")).unwrap().orientation.unwrap() * Vec3::x();
+        let back = decode(&unturned, Some("049D"))
+            .unwrap()
+            .orientation
+            .unwrap()
+            * Vec3::x();
         assert!((back + Vec3::y()).norm() < 1e-12, "{back}");
         // A wired grip's one button, and the inventory's preset, mount and uuid.
         assert_eq!(decode(INVENTORY_3_4, None).unwrap().buttons, 1);
@@ -430,7 +441,11 @@ mod tests {
         assert!(inventory.mount.unwrap().is_identity());
         assert_eq!(inventory.uuid.as_deref(), Some("u"));
         let (_, older) = decode_with_inventory(INVENTORY_3_4, None).unwrap();
-        assert_eq!((older.preset, older.mount), (None, None), "3.4 reports neither");
+        assert_eq!(
+            (older.preset, older.mount),
+            (None, None),
+            "3.4 reports neither"
+        );
     }
 
     #[test]
@@ -460,14 +475,13 @@ mod tests {
                  "commands": { "set_cursor_force": { "vector": { "x": 0.0, "y": 0.0, "z": 1.5 } } } }] }"#,
         )
         .unwrap();
-        let sent: Value =
-            serde_json::from_str(&force_command(
-                "049D",
-                &Vec3::new(0.0, 0.0, 1.5),
-                ForceFormat::Vector,
-                false,
-            ))
-            .unwrap();
+        let sent: Value = serde_json::from_str(&force_command(
+            "049D",
+            &Vec3::new(0.0, 0.0, 1.5),
+            ForceFormat::Vector,
+            false,
+        ))
+        .unwrap();
         assert_eq!(sent, documented);
         // The same force as Haply's public clients send it.
         let values: Value = serde_json::from_str(&force_command(
@@ -482,9 +496,13 @@ mod tests {
             documented["inverse3"][0]["commands"]["set_cursor_force"]["vector"]
         );
 
-        let first: Value =
-            serde_json::from_str(&force_command("049D", &Vec3::zeros(), ForceFormat::Vector, true))
-                .unwrap();
+        let first: Value = serde_json::from_str(&force_command(
+            "049D",
+            &Vec3::zeros(),
+            ForceFormat::Vector,
+            true,
+        ))
+        .unwrap();
         assert_eq!(first["session"]["configure"]["basis"]["permutation"], "XYZ");
         assert_eq!(
             first["session"]["configure"]["profile"]["name"],

@@ -196,8 +196,7 @@ fn workspace_note(inventory: &Inventory) -> String {
                     m.scale.z
                 ),
             };
-            let assumed =
-                preset == ASSUMED_PRESET && mount.is_none_or(|m| m.is_identity());
+            let assumed = preset == ASSUMED_PRESET && mount.is_none_or(|m| m.is_identity());
             format!(
                 "preset `{preset}`, mount {mount_text}; {}",
                 if assumed {

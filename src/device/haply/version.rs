@@ -70,7 +70,13 @@ fn body_complete(answer: &[u8]) -> bool {
         .headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-        .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse::<usize>().ok())
+        .and_then(|h| {
+            std::str::from_utf8(h.value)
+                .ok()?
+                .trim()
+                .parse::<usize>()
+                .ok()
+        })
         .is_some_and(|len| answer.len() >= start + len)
 }
 
@@ -90,7 +96,11 @@ fn parse_answer(answer: &[u8]) -> Result<String, String> {
             && String::from_utf8_lossy(h.value).contains("chunked")
     });
     let body = &answer[start..];
-    let body = if chunked { dechunk(body) } else { body.to_vec() };
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_vec()
+    };
     let json: serde_json::Value = serde_json::from_slice(&body)
         .map_err(|e| format!("GET /version did not answer JSON: {e}"))?;
     ["git_tag", "project_version"]

@@ -146,12 +146,10 @@ impl ReportCodec {
                 angles: k.linkage().joint_angles([0.0; 3]),
                 calibrate_button: k.calibrate_button(),
                 button_held: false,
-                firmware: (k.calibration() == Calibration::Firmware).then(|| {
-                    FirmwareCalibration {
-                        target: k.calibration_counts(),
-                        pending: false,
-                        sent: None,
-                    }
+                firmware: (k.calibration() == Calibration::Firmware).then(|| FirmwareCalibration {
+                    target: k.calibration_counts(),
+                    pending: false,
+                    sent: None,
                 }),
             }
         });
@@ -360,8 +358,16 @@ impl Arm {
         command.command.write_counter(buf, command.code);
         let mut saturated = false;
         // The board's raw counts: palpa's counts undo the input fields' scales.
-        let input_scales = input.joints.map_or([1.0; 3], |j| j.fields().map(|f| f.scale));
-        for ((field, target), scale) in command.counts.fields().into_iter().zip(f.target).zip(input_scales) {
+        let input_scales = input
+            .joints
+            .map_or([1.0; 3], |j| j.fields().map(|f| f.scale));
+        for ((field, target), scale) in command
+            .counts
+            .fields()
+            .into_iter()
+            .zip(f.target)
+            .zip(input_scales)
+        {
             saturated |= field.write(buf, target / scale);
         }
         f.pending = false;

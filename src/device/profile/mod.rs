@@ -494,7 +494,10 @@ impl DeviceProfile {
             ("input.buttons", &input.buttons),
             ("input.calibration_request", &input.calibration_request),
             ("output.heartbeat", &out.heartbeat),
-            ("output.calibration.command", &out.calibration.map(|c| c.command)),
+            (
+                "output.calibration.command",
+                &out.calibration.map(|c| c.command),
+            ),
         ] {
             if f.is_some_and(|f| f.ty == FieldType::F32) {
                 return Err(format!("{key}.type: must be an integer type"));
@@ -515,9 +518,9 @@ impl DeviceProfile {
                  (command, code, counts)"
                     .into(),
             ),
-            (false, Some(_)) => Err(
-                "output.calibration: only a `calibration = \"firmware\"` arm sends it".into(),
-            ),
+            (false, Some(_)) => {
+                Err("output.calibration: only a `calibration = \"firmware\"` arm sends it".into())
+            }
             _ => Ok(()),
         }
     }

@@ -98,10 +98,42 @@ pub fn model_for(system_type: i32) -> DhdModel {
         32 | 33 => ("omega.3", 12.0, 5000.0, 0.075, None, false, false),
         34 | 36 => ("omega.6", 12.0, 5000.0, 0.075, None, true, false),
         35 | 37 => ("omega.7", 12.0, 5000.0, 0.075, None, true, true),
-        102 | 104 | 209 => ("sigma.7 (right)", 12.0, 4000.0, 0.075, Some(-20.0), true, true),
-        103 | 105 => ("sigma.7 (left)", 12.0, 4000.0, 0.075, Some(20.0), true, true),
-        106 => ("sigma.6+ (right)", 12.0, 4000.0, 0.09, Some(-20.0), true, false),
-        107 => ("sigma.6+ (left)", 12.0, 4000.0, 0.09, Some(20.0), true, false),
+        102 | 104 | 209 => (
+            "sigma.7 (right)",
+            12.0,
+            4000.0,
+            0.075,
+            Some(-20.0),
+            true,
+            true,
+        ),
+        103 | 105 => (
+            "sigma.7 (left)",
+            12.0,
+            4000.0,
+            0.075,
+            Some(20.0),
+            true,
+            true,
+        ),
+        106 => (
+            "sigma.6+ (right)",
+            12.0,
+            4000.0,
+            0.09,
+            Some(-20.0),
+            true,
+            false,
+        ),
+        107 => (
+            "sigma.6+ (left)",
+            12.0,
+            4000.0,
+            0.09,
+            Some(20.0),
+            true,
+            false,
+        ),
         60 => ("Falcon", 8.0, 3000.0, 0.04, None, false, false),
         _ => (
             "unlisted type (omega.3 figures)",
@@ -299,11 +331,20 @@ mod tests {
     #[test]
     fn sigma_workspaces_are_centred_where_chai3d_puts_them_and_sensors_follow_the_model() {
         // CHAI3D reads p + (−0.01, ±0.02, 0): the centre it shows at zero is minus that.
-        for (ty, y) in [(104, -0.02), (102, -0.02), (105, 0.02), (106, -0.02), (107, 0.02)] {
+        for (ty, y) in [
+            (104, -0.02),
+            (102, -0.02),
+            (105, 0.02),
+            (106, -0.02),
+            (107, 0.02),
+        ] {
             let centre = model_for(ty).rating.workspace.unwrap().centre;
             assert_eq!(centre, Vec3::new(0.01, y, 0.0), "type {ty}");
         }
-        assert_eq!(model_for(33).rating.workspace.unwrap().centre, Vec3::zeros());
+        assert_eq!(
+            model_for(33).rating.workspace.unwrap().centre,
+            Vec3::zeros()
+        );
         let sigma7 = model_for(104);
         assert!(sigma7.wrist && sigma7.gripper);
         let sigma6 = model_for(106);

@@ -89,10 +89,9 @@ fn orientation_from_axes(x: Vec3, y: Vec3) -> Option<Orientation> {
     let z = x.cross(&y).try_normalize(1e-9)?;
     let y = z.cross(&x);
     let frame = Mat3::from_columns(&[x, y, z]);
-    frame
-        .iter()
-        .all(|v| v.is_finite())
-        .then(|| Orientation::from_rotation_matrix(&nalgebra::Rotation3::from_matrix_unchecked(frame)))
+    frame.iter().all(|v| v.is_finite()).then(|| {
+        Orientation::from_rotation_matrix(&nalgebra::Rotation3::from_matrix_unchecked(frame))
+    })
 }
 
 #[cfg(test)]
@@ -101,8 +100,7 @@ mod tests {
 
     #[test]
     fn an_orientation_from_two_axes_keeps_x_and_is_right_handed() {
-        let q = orientation_from_axes(Vec3::new(0.0, 2.0, 0.0), Vec3::new(-1.0, 0.3, 0.0))
-            .unwrap();
+        let q = orientation_from_axes(Vec3::new(0.0, 2.0, 0.0), Vec3::new(-1.0, 0.3, 0.0)).unwrap();
         assert!((q * Vec3::x() - Vec3::y()).norm() < 1e-12);
         assert!((q * Vec3::y() - Vec3::new(-1.0, 0.0, 0.0)).norm() < 1e-12);
         assert!((q * Vec3::z() - Vec3::z()).norm() < 1e-12);
