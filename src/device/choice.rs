@@ -362,6 +362,32 @@ mod tests {
     }
 
     #[test]
+    fn a_choice_s_spec_parses_back_to_the_same_choice() {
+        // `devices check` prints the spec in its advice and records it: it must name the
+        // same device when typed back.
+        for spec in [
+            "auto",
+            "hid",
+            "hid:profiles/woodenhaptics-2017.toml",
+            "sim",
+            "sim:still",
+            "sim:circle",
+            "sim:press",
+            "replay:a.csv",
+            "haply",
+            "haply:ws://127.0.0.1:4321",
+            "openhaptics",
+            "openhaptics:Left Touch",
+            "dhd",
+            "dhd:3",
+        ] {
+            let choice = DeviceChoice::parse(spec).unwrap();
+            assert_eq!(choice.spec(), spec);
+            assert_eq!(DeviceChoice::parse(&choice.spec()), Ok(choice));
+        }
+    }
+
+    #[test]
     fn a_scripted_stylus_moves_and_a_missing_replay_is_named() {
         let mut opened = DeviceChoice::Sim(Some(SimMotion::Press))
             .open(None)
