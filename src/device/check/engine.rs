@@ -7,8 +7,8 @@ use super::findings::{Finding, Outcome};
 use super::plan::{
     push_envelope, Plan, Prompt, PushPhase, Step, ABORT_DISPLACEMENT, ABORT_SPEED,
     CALIBRATION_SETTLE, CALIBRATION_TOLERANCE, DIRECTION_COSINE, MAX_CHECK_FORCE, MIN_JOINT_MOTION,
-    MIN_PUSH_MOTION, MOVE_DETECT, MOVE_RETURN, SETTLE_TIME, SPEED_WINDOW, STALE_DURING_PUSH,
-    STILL_RADIUS, STILL_TIME, USER_TIMEOUT, WORKSPACE_COVERAGE,
+    MIN_PUSH_MOTION, MOVE_DETECT, MOVE_RETURN, PUSH_FORCE, SETTLE_TIME, SPEED_WINDOW,
+    STALE_DURING_PUSH, STILL_RADIUS, STILL_TIME, USER_TIMEOUT, WORKSPACE_COVERAGE,
 };
 use crate::device::profile::Calibration;
 use crate::device::{CalibrationRequest, DeviceError, DeviceSample, HapticDevice};
@@ -548,7 +548,7 @@ impl CheckLoop {
             baseline,
             measured,
         };
-        direction * (MAX_CHECK_FORCE * gain)
+        direction * (PUSH_FORCE * gain)
     }
 
     /// The push's direction (device frame, unit): an axis, or the tip force that turns

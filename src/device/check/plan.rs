@@ -7,6 +7,10 @@ use crate::Vec3;
 
 /// Largest force the check ever commands (N), on any axis or joint.
 pub const MAX_CHECK_FORCE: f64 = 0.5;
+/// Peak force (N) of a push: 2 % under [`MAX_CHECK_FORCE`], so that a board's current
+/// quantum (1 mA on the shipped profiles) rounding each joint's current cannot take the
+/// force the motors actually make over 0.5 N.
+pub const PUSH_FORCE: f64 = 0.49;
 /// A handle that moved this far (m) from where a push began is running away.
 pub const ABORT_DISPLACEMENT: f64 = 0.015;
 /// A handle that moved this fast (m/s, over [`SPEED_WINDOW`] ticks) is running away.
