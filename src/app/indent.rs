@@ -20,8 +20,8 @@ use crate::model::ModelStep;
 use crate::nonlinear::{
     LinearConstraint, NewtonOptions, NonlinearStatics, RigidSphere, SphereContactState,
 };
-use crate::scene::{BuiltScene, FemInputs};
 use crate::pipeline::SceneModel;
+use crate::scene::{BuiltScene, FemInputs};
 use crate::Vec3;
 
 /// Most depths one run takes.

@@ -6,11 +6,11 @@
 //! K⁻¹ columns over the surface go to the stream once each, so frames can carry the
 //! loads instead of the field.
 
-use crate::pipeline::SceneModel;
 use crate::fem::ComplianceColumns;
 use crate::mesh::TetMesh;
 use crate::modal::ModalRuntime;
 use crate::model::TissueModel;
+use crate::pipeline::SceneModel;
 use crate::stream::{
     column_link, ColumnExporter, ColumnFeed, SnapshotDeformation, StreamScene, SurfaceColumn,
     VisualSnapshot,

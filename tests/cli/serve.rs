@@ -4,13 +4,12 @@
 //! SIGINT stops it cleanly with zero force last; a second start loads the cache; bad
 //! inputs fail with a message and a non-zero status, never a panic.
 
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::support::serve::{run_to_end, Served};
 use palpa_client::palpa_protocol::{ControlCommand, ErrorCode, Frame};
 use palpa_client::{Client, ClientError};
-use crate::support::serve::{run_to_end, Served};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_palpa");
 /// Generous: the first start precomputes the modes on a slow shared machine.

@@ -6,13 +6,12 @@
 //! missing and both threads run on the normal scheduler, and
 //! `required` refuses to start with a message that says how to allow it.
 
-
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use palpa::rt::thread::{FifoAllowance, HOW_TO_ALLOW, MODEL_FIFO_PRIORITY};
 use crate::support::serve::{run_to_end, Served};
+use palpa::rt::thread::{FifoAllowance, HOW_TO_ALLOW, MODEL_FIFO_PRIORITY};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_palpa");
 /// Generous: the first start precomputes the modes on a slow shared machine.

@@ -6,6 +6,7 @@
 //! real `ServeStep`, control channel and visual frames) or moves there continuously as
 //! in `replay` (the real `cli::replay::replay`). Lifting out still releases.
 
+use palpa::app::serve::{ServeStep, Stylus, ViewerLink};
 use palpa::cli::replay::{replay, ReplayRow};
 use palpa::device::force_log::ForceLog;
 use palpa::device::mapped::MappedDevice;
@@ -14,7 +15,6 @@ use palpa::device::sim::SimDevice;
 use palpa::device::HapticDevice;
 use palpa::haptic::{LockStep, TickRecord};
 use palpa::scene::{build, BackendKind, BuiltScene, Scene};
-use palpa::app::serve::{ServeStep, Stylus, ViewerLink};
 use palpa::stream::SceneVisual;
 use palpa::stream::{control_channel, snapshot_slot, ProbeControl};
 use palpa::Vec3;

@@ -1,11 +1,10 @@
 //! The contact patch and Coulomb friction through the whole probe step
 //! (`Simulation`), on the default tissue block and the shared test block.
 
-
 use palpa::model::{LocalForceModel, ModelStep};
+use palpa::pipeline::SceneModel;
 use palpa::scene::build;
 use palpa::scene::{BackendKind, Scene};
-use palpa::pipeline::SceneModel;
 use palpa::Vec3;
 
 /// The default scene's block (top at z = 0) on the condensed backend (static:

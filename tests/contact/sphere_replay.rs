@@ -2,7 +2,6 @@
 //! (lost contact mid-slide, a flipping depth, friction jumping on a still probe), each
 //! with its numbers, and golden replays of a 5 mm fingertip on both backends.
 
-
 use std::path::{Path, PathBuf};
 
 use palpa::cli::replay::{replay, ReplayRow};

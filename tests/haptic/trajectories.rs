@@ -3,7 +3,6 @@
 //! across runs, safety invariants on every tick, golden forces), and the fidelity of the
 //! three force strategies against the every-tick truth.
 
-
 use palpa::device::replay::{ReplayDevice, Trajectory, TrajectorySample};
 use palpa::device::HapticDevice;
 use palpa::haptic::analytic::HertzHalfSpace;

@@ -2,11 +2,10 @@
 //! each is refused at load with its key (or flag) named, before anything is allocated
 //! from it. The inputs are the exact ones an adversarial pass found.
 
-
 use std::path::Path;
 
-use palpa::scene::{build, Scene};
 use crate::support::serve::run_to_end;
+use palpa::scene::{build, Scene};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_palpa");
 

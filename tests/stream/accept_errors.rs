@@ -2,11 +2,10 @@
 //! process (`support::process`): it lowers the open-file limit, which every thread of the
 //! process shares, and measures the process's CPU time.
 
-
 use std::time::{Duration, Instant};
 
-use palpa::stream::{snapshot_slot, StreamConfig, StreamServer};
 use crate::support::stream::AnalyticTissue;
+use palpa::stream::{snapshot_slot, StreamConfig, StreamServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -1,16 +1,15 @@
 //! The visual stream end to end over real loopback sockets: a 200 Hz producer thread
 //! publishes snapshots, the server streams them, real WebSocket clients watch.
 
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::stream::{running_tissue, AnalyticTissue, SIZE};
 use futures_util::SinkExt;
 use palpa::stream::{StreamConfig, StreamServer};
 use palpa::Vec3;
 use palpa_client::palpa_protocol::{self as wire, ControlCommand, ErrorCode};
 use palpa_client::{Client, ClientError};
-use crate::support::stream::{running_tissue, AnalyticTissue, SIZE};
 
 /// The rate-sensitive tests run one at a time: each starts a server, a producer thread and
 /// many clients, and the machine may have only two cores.

@@ -3,17 +3,16 @@
 //! panic; probe targets are kept inside the workspace; a flood of control messages does
 //! not become a flood of log lines.
 
-
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::support::stream::AnalyticTissue;
 use palpa::stream::{
     control_channel, snapshot_slot, ProbeControl, ProbeWorkspace, StreamConfig, StreamServer,
 };
 use palpa::Vec3;
 use palpa_client::palpa_protocol::{ControlCommand, ErrorCode};
 use palpa_client::{Client, ClientError};
-use crate::support::stream::AnalyticTissue;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::Layer;
@@ -340,7 +339,9 @@ static LOG_TESTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_thousand_surplus_control_messages_log_a_bounded_number_of_lines() {
-    crate::support::process::alone!(twenty_thousand_surplus_control_messages_log_a_bounded_number_of_lines);
+    crate::support::process::alone!(
+        twenty_thousand_surplus_control_messages_log_a_bounded_number_of_lines
+    );
     let _one_at_a_time = LOG_TESTS.lock().await;
     let lines = log_lines();
     let tissue = AnalyticTissue::modal([2, 2, 1], 2);
@@ -422,7 +423,9 @@ async fn twenty_thousand_surplus_control_messages_log_a_bounded_number_of_lines(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_connections_sending_malformed_messages_log_a_bounded_number_of_lines() {
-    crate::support::process::alone!(many_connections_sending_malformed_messages_log_a_bounded_number_of_lines);
+    crate::support::process::alone!(
+        many_connections_sending_malformed_messages_log_a_bounded_number_of_lines
+    );
     let _one_at_a_time = LOG_TESTS.lock().await;
     let lines = log_lines();
     let tissue = AnalyticTissue::modal([2, 2, 1], 2);

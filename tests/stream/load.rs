@@ -2,15 +2,14 @@
 //! connections, connection caps, and a failing `accept`. Every loop here is bounded in
 //! count and time; all traffic stays on 127.0.0.0/8.
 
-
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::stream::{running_tissue, AnalyticTissue};
 use palpa::stream::{raise_open_file_limit, snapshot_slot, StreamConfig, StreamServer};
 use palpa_client::Client;
-use crate::support::stream::{running_tissue, AnalyticTissue};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -124,7 +123,9 @@ async fn get_index(server: SocketAddr, from: IpAddr) -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_viewer_is_served_through_500_idle_and_500_slowloris_connections() {
-    crate::support::process::alone!(a_viewer_is_served_through_500_idle_and_500_slowloris_connections);
+    crate::support::process::alone!(
+        a_viewer_is_served_through_500_idle_and_500_slowloris_connections
+    );
     let _serial = SERIAL.lock().await;
     let files = raise_open_file_limit();
     assert!(
@@ -260,7 +261,9 @@ async fn a_viewer_is_served_through_500_idle_and_500_slowloris_connections() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_beyond_the_caps_are_closed_or_wait_without_a_descriptor() {
-    crate::support::process::alone!(connections_beyond_the_caps_are_closed_or_wait_without_a_descriptor);
+    crate::support::process::alone!(
+        connections_beyond_the_caps_are_closed_or_wait_without_a_descriptor
+    );
     let _serial = SERIAL.lock().await;
     raise_open_file_limit();
     let tissue = AnalyticTissue::modal([2, 2, 1], 2);

@@ -6,7 +6,6 @@
 //! both backends; frames under contact must carry loads instead of per-vertex
 //! corrections.
 
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,9 +4,9 @@
 //! to rest.
 
 use palpa::model::ModelStep;
+use palpa::pipeline::SceneModel;
 use palpa::scene::build;
 use palpa::scene::Scene;
-use palpa::pipeline::SceneModel;
 use palpa::stream::SceneVisual;
 use palpa::stream::{snapshot_slot, FrameEncoder, StreamScene};
 use palpa::Vec3;

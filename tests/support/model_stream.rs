@@ -11,8 +11,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use palpa::model::ModelStep;
-use palpa::scene::{build, BackendKind, Scene};
 use palpa::pipeline::SceneModel;
+use palpa::scene::{build, BackendKind, Scene};
 use palpa::stream::SceneVisual;
 use palpa::stream::{snapshot_slot, SnapshotWriter, StreamConfig, StreamScene, StreamServer};
 use palpa::Vec3;

@@ -24,7 +24,10 @@ pub fn run_here(path: &str) -> bool {
     print!("{}", String::from_utf8_lossy(&out.stdout));
     eprint!("{}", String::from_utf8_lossy(&out.stderr));
     let ran = String::from_utf8_lossy(&out.stdout).contains("1 passed");
-    assert!(out.status.success() && ran, "{name} failed in its own process");
+    assert!(
+        out.status.success() && ran,
+        "{name} failed in its own process"
+    );
     false
 }
 

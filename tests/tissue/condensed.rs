@@ -13,7 +13,6 @@ use palpa::model::{ModelError, ModelStep, PointConstraint, PointLoad, TissueMode
 use palpa::pipeline::Simulation;
 use palpa::{Mat3, Vec3};
 
-
 use crate::support::block::{block, Block, BOTTOM, SIZE};
 
 fn condensed(b: &Block, cap: usize, cache: usize) -> CondensedModel {

@@ -214,10 +214,7 @@ mod with_fem {
     use palpa::contact::{ContactPatch, SurfaceBvh};
     use palpa::fem::ComplianceColumns;
     use palpa::fem::Support;
-    use palpa::fem::{
-        Axis, Factor, FemSystem, Fix, Material, MaterialMap,
-        Ordering,
-    };
+    use palpa::fem::{Axis, Factor, FemSystem, Fix, Material, MaterialMap, Ordering};
     use palpa::mesh::generate::box_mesh;
 
     use crate::support::block::{Block, BOTTOM};
@@ -240,9 +237,13 @@ mod with_fem {
     fn fixture(mesh: TetMesh, fix: Fix, young: f64, k: usize) -> Fixture {
         let material = MaterialMap::uniform(Material::new(young, 0.45, 1000.0).unwrap());
         let block = Block::clamped(mesh, &material, fix);
-        let (basis, _, _) =
-            compute_modes(&block.system, k, Ordering::default(), &mut Timings::default())
-                .unwrap();
+        let (basis, _, _) = compute_modes(
+            &block.system,
+            k,
+            Ordering::default(),
+            &mut Timings::default(),
+        )
+        .unwrap();
         Fixture {
             factor: block.factor(),
             mesh: block.mesh,
@@ -1119,7 +1120,6 @@ mod with_fem {
         assert!(a.oscillators().z().iter().all(|&z| z == 0.0));
     }
 }
-
 
 mod contact_through_modal {
     use crate::support::block::{block, SIZE};

@@ -17,7 +17,6 @@ use palpa::nonlinear::{
 use palpa::scene::{FemInputs, Scene};
 use palpa::Vec3;
 
-
 /// The enrichment tolerance the tests solve to (energy norm, relative).
 const TOLERANCE: f64 = 1e-3;
 

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use palpa::cli::indent::indent;
 use palpa::model::{LocalForceModel, ModelStep, PointConstraint, TissueModel};
-use palpa::scene::{build, Scene};
 use palpa::pipeline::SceneModel;
+use palpa::scene::{build, Scene};
 use palpa::Vec3;
 
 const DT: f64 = 0.005;

@@ -15,7 +15,6 @@ use palpa::nonlinear::{
 };
 use palpa::Vec3;
 
-
 const SIDE: f64 = 0.01;
 
 fn cube() -> TetMesh {

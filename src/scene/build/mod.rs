@@ -28,8 +28,8 @@ use crate::mesh::TetMesh;
 use crate::modal::{ModalBasis, ModalParams, ModalRuntime, Progress};
 use crate::model::{TissueGeometry, TissueModel};
 use crate::nonlinear::{NonlinearParams, NonlinearTissue, TissueModes};
-use crate::scene::{BackendKind, NonlinearSpec, Scene, SceneError};
 use crate::pipeline::{patch, SceneModel, Simulation};
+use crate::scene::{BackendKind, NonlinearSpec, Scene, SceneError};
 use crate::Vec3;
 
 /// Constraint rows the model is sized for: the contact rows of all probes in one step (a
