@@ -75,6 +75,7 @@ fn serve_jump(mut built: BuiltScene, target: Vec3, hold: f64) -> Vec<ServeTick> 
         snapshots: frames_in,
         resets,
         commanded: device.commanded(),
+        samples: None,
     };
     let step = ServeStep::new(built.model, visual, link, built.scene.rates.visual, idle);
     let mut lock = LockStep::new(device, step, config);

@@ -2,6 +2,7 @@
 //! long precompute), then each mapped into the scene and given its haptic loop's
 //! configuration.
 
+use crate::device::check;
 use crate::device::choice::{DeviceChoice, OpenedDevice};
 use crate::device::force_log::ForceLog;
 use crate::device::mapped::{MappedDevice, Workspace};
@@ -66,6 +67,9 @@ pub(super) fn open_devices(
             .device
             .zero_force()
             .map_err(|e| format!("device {}: {e}", device.device.name()))?;
+        if let Some(warning) = check::unchecked_warning(&*device.device, &choice.spec()) {
+            tracing::warn!("{warning}");
+        }
         opened.push(device);
     }
     Ok(opened)

@@ -1,6 +1,7 @@
 //! A running `serve`: the stream server on its async runtime beside the devices'
 //! threads; polled for telemetry, stopped with zero force first, and its report.
 
+use crate::device::HapticDevice;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -264,6 +265,8 @@ impl ServeHandle {
         let mut ticks = Vec::new();
         for (i, (label, haptic, step, mut review, file)) in stopped.into_iter().enumerate() {
             let last_force = haptic.device().last_force();
+            // What the device handled without stopping (an SDK's force errors).
+            let faults = haptic.device().fault_summary();
             if let Some(mut step) = step {
                 step.publish_final(last_force);
             }
@@ -274,6 +277,7 @@ impl ServeHandle {
             }
             // The ramp was warned about as it happened.
             let notes = [
+                faults,
                 review.never_touched_note(),
                 review.clamp_note(),
                 review.fade_note(),

@@ -108,6 +108,7 @@ pub(super) fn start_hands(setup: HandsSetup) -> Result<Vec<Hand>, String> {
                     snapshots,
                     resets,
                     commanded: d.device.commanded(),
+                    samples: Some(d.device.samples()),
                 };
                 let step = ServeStep::new(model, visual, link, rates.visual, idle)
                     .with_probes(probes.clone());

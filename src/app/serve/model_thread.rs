@@ -1,8 +1,9 @@
 //! What `palpa serve` steps on the model thread: reset the tissue when a viewer asks,
 //! step the scene model, and publish what viewers see at the visual rate.
 
+use crate::device::DeviceSample;
 use crate::rt::SlotReader;
-use crate::stream::{SnapshotWriter, VisualSnapshot};
+use crate::stream::{SnapshotStylus, SnapshotWriter, VisualSnapshot};
 use crate::tissue::{LocalForceModel, ModelStep};
 use crate::Vec3;
 
@@ -20,6 +21,9 @@ pub struct ViewerLink {
     pub resets: ResetReceiver,
     /// The force commanded to the device (N, scene frame, after every safety limit).
     pub commanded: SlotReader<Vec3>,
+    /// The device's newest sample (scene frame): the stylus's orientation, buttons and
+    /// gripper the frames show; `None` shows none.
+    pub samples: Option<SlotReader<DeviceSample>>,
 }
 
 /// The model thread's step: reset the tissue when asked, step it, publish what viewers
@@ -75,6 +79,14 @@ impl ServeStep {
     fn publish(&mut self, t: f64, probe: Vec3, force: Vec3) {
         self.visual
             .fill(&mut self.model, t, probe, force, &mut self.snapshot);
+        if let Some(samples) = self.link.samples.as_mut() {
+            let s = samples.read().0;
+            self.snapshot.stylus = SnapshotStylus {
+                orientation: s.orientation,
+                buttons: s.buttons,
+                gripper: s.gripper,
+            };
+        }
         self.link.snapshots.publish(&self.snapshot);
     }
 }
