@@ -1,7 +1,7 @@
 //! Nonlinear corrections computed on a thread beside the model thread.
 //!
 //! A correction is a residual over every element of the mesh and a solve with K's
-//! factor: on the 5 mm block about 20 ms, four model periods. In a replay or the
+//! factor: several model periods. In a replay or the
 //! virtual indentation test each step corrects itself, so the result does not depend
 //! on timing. A server stepping in real time instead hands the state to this thread
 //! (`palpa-corrections`) and keeps stepping in the basis it has; the shape joins the
@@ -23,8 +23,8 @@ use crossbeam::channel::{bounded, Receiver, Sender, TryRecvError};
 
 use super::correction::Correction;
 use super::cubature::CubatureKeeper;
-use super::quadrature::Quadrature;
-use super::reduced::{BasisUpdate, Estimate, ReducedStatics, Tangent};
+use super::quadrature::{Active, Quadrature};
+use super::reduced::{BasisUpdate, Estimate, Recycled, ReducedStatics, Tangent};
 use super::statics::{LinearConstraint, NonlinearError};
 use crate::Vec3;
 
@@ -39,8 +39,11 @@ pub(super) struct CorrectionJob {
     pub(super) tolerance: f64,
     pub(super) loads: Vec<Vec3>,
     pub(super) constraints: Vec<LinearConstraint>,
-    pub(super) active: Vec<usize>,
+    pub(super) active: Active,
     pub(super) basis: BasisUpdate,
+    /// Recycle the basis once it holds this many shapes, keeping the first `.1`
+    /// (dynamic) and the newest `.2`.
+    pub(super) recycle: (usize, usize, usize),
 }
 
 /// What the model thread receives for a job.
@@ -58,14 +61,88 @@ pub(super) struct CorrectionReply {
     /// A cubature of those active elements, offset to their full sum at that q (over
     /// the same basis as the tangent), or `None` while the full sum is cheap enough.
     pub(super) quadrature: Option<Quadrature>,
+    /// The basis recycled after the correction joined it, if it was.
+    pub(super) recycled: Option<RecycledBasis>,
+}
+
+/// A basis the thread recycled: the model thread takes it as it is.
+pub(super) struct RecycledBasis {
+    /// How the shapes combined.
+    pub(super) recycled: Recycled,
+    /// U and KU.
+    pub(super) tables: (Vec<f64>, Vec<f64>),
+    /// The recycled basis's restarts.
+    pub(super) restarts: u64,
 }
 
 /// A correction as it joined the thread's mirror of the basis.
 pub(super) struct MirroredJoin {
     /// The estimate [`ReducedStatics::join_correction`] returned.
     pub(super) estimate: Estimate,
-    /// The shape it added, U's column (m) and KU's (N), if it added one.
-    pub(super) shape: Option<(Vec<f64>, Vec<f64>)>,
+    /// The shapes it added, U's column (m) and KU's (N) of each.
+    pub(super) shapes: Vec<(Vec<f64>, Vec<f64>)>,
+}
+
+/// Corrects `job`'s state on the thread's `mirror` of the basis: the correction, how
+/// it joined the mirror, the tangent (and a cubature) at the state, and the basis
+/// recycled when it is nearly full.
+fn correct_job(
+    mirror: &mut ReducedStatics,
+    corrector: &super::correction::Corrector,
+    cubatures: &mut CubatureKeeper,
+    displacement: &mut Vec<Vec3>,
+    job: CorrectionJob,
+) -> CorrectionReply {
+    mirror.apply(&job.basis);
+    mirror.set_active(&job.active);
+    displacement.resize(mirror.nodes(), Vec3::zeros());
+    mirror.displacement(&job.q, displacement);
+    let size = job.q.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let correction = corrector.correct(
+        displacement,
+        &job.loads,
+        &job.constraints,
+        &job.active,
+        size,
+    );
+    // A full basis recycles on the model thread, which then drops this tangent and
+    // joins the correction itself.
+    let before = mirror.shapes();
+    let join = correction.as_ref().ok().and_then(|c| {
+        let estimate = mirror.join_correction(c, job.tolerance).ok()?;
+        let shapes = (before..mirror.shapes())
+            .map(|j| mirror.shape_columns(j))
+            .collect();
+        Some(MirroredJoin { estimate, shapes })
+    });
+    let mut q = job.q;
+    q.resize(mirror.shapes(), 0.0);
+    let (threshold, keep, newest) = job.recycle;
+    let recycled = (join.is_some() && mirror.shapes() >= threshold).then(|| {
+        let recycled = mirror.recycle(&mut q, keep, newest);
+        RecycledBasis {
+            recycled,
+            tables: mirror.tables(),
+            restarts: mirror.restarts(),
+        }
+    });
+    let (forces, mut tangent) = mirror.forces_and_tangent_at(&q);
+    let quadrature = job
+        .cubature
+        .then(|| cubatures.quadrature(mirror, &q, &forces, &tangent.values))
+        .flatten();
+    tangent.restarts = match &recycled {
+        Some(r) => r.restarts,
+        None => job.basis.restarts(),
+    };
+    CorrectionReply {
+        correction,
+        constraints: job.constraints,
+        tangent,
+        join,
+        quadrature,
+        recycled,
+    }
 }
 
 /// The model thread's end of the correction thread.
@@ -93,42 +170,13 @@ impl CorrectionThread {
             .name("palpa-corrections".into())
             .spawn(move || {
                 for job in incoming {
-                    mirror.apply(&job.basis);
-                    mirror.set_active(&job.active);
-                    displacement.resize(mirror.nodes(), Vec3::zeros());
-                    mirror.displacement(&job.q, &mut displacement);
-                    let size = job.q.iter().map(|x| x * x).sum::<f64>().sqrt();
-                    let correction = corrector.correct(
-                        &displacement,
-                        &job.loads,
-                        &job.constraints,
-                        &job.active,
-                        size,
+                    let done = correct_job(
+                        &mut mirror,
+                        &corrector,
+                        &mut cubatures,
+                        &mut displacement,
+                        job,
                     );
-                    // A full basis restarts on the model thread, which then drops
-                    // this tangent and joins the correction itself.
-                    let before = mirror.shapes();
-                    let join = correction.as_ref().ok().and_then(|c| {
-                        let estimate = mirror.join_correction(c, job.tolerance).ok()?;
-                        let shape =
-                            (mirror.shapes() > before).then(|| mirror.shape_columns(before));
-                        Some(MirroredJoin { estimate, shape })
-                    });
-                    let mut q = job.q;
-                    q.resize(mirror.shapes(), 0.0);
-                    let (forces, mut tangent) = mirror.forces_and_tangent_at(&q);
-                    let quadrature = job
-                        .cubature
-                        .then(|| cubatures.quadrature(&mirror, &q, &forces, &tangent.values))
-                        .flatten();
-                    tangent.restarts = job.basis.restarts();
-                    let done = CorrectionReply {
-                        correction,
-                        constraints: job.constraints,
-                        tangent,
-                        join,
-                        quadrature,
-                    };
                     if reply.send(done).is_err() {
                         return;
                     }
@@ -245,7 +293,7 @@ mod tests {
             .expect("in place");
         let mut thread = CorrectionThread::start(reduced.mirror()).expect("starts");
         let basis = reduced.basis_update(None);
-        let active = reduced.active().to_vec();
+        let active = reduced.active().clone();
         assert!(thread.take().expect("runs").is_none(), "nothing posted yet");
         thread
             .post(CorrectionJob {
@@ -256,6 +304,7 @@ mod tests {
                 constraints: constraints.clone(),
                 active,
                 basis,
+                recycle: (usize::MAX, 0, 0),
             })
             .expect("posts");
         assert!(!thread.idle());

@@ -286,7 +286,8 @@ pub fn build(
                 (TissueModes::default(), PrecomputeOutcome::NotModal)
             };
             let n_modes = modes.shapes.len();
-            let model = NonlinearTissue::new(geometry, Arc::new(statics), params, &modes)
+            let residual = columns(&system, "residual flexibility")?;
+            let model = NonlinearTissue::new(geometry, Arc::new(statics), params, &modes, residual)
                 .map_err(|e| stage(&scene, "nonlinear model", e))?;
             (
                 SceneModel::Nonlinear(contact(model, probe)),
