@@ -14,8 +14,10 @@
 //! of the basis fed with the shapes appended since the last job, the correction's own
 //! shape joined to it as the model thread will join it. That tangent is what the model
 //! thread's Newton iterations and the haptic stiffness then use: taking it in step was
-//! the larger part of a pressing step (every step, 6–25 ms on the 5 mm block,
-//! against a fraction of a millisecond for a pass of the forces alone).
+//! the larger part of a pressing step (docs/benchmarks.md). When the mirror's basis is
+//! nearly full, the thread recycles it (`reduced/recycle.rs`) and hands the model thread
+//! the new tables to take as they are, so a full basis costs the model thread no pass
+//! over it.
 
 use std::thread::JoinHandle;
 

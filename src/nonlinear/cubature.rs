@@ -176,7 +176,7 @@ const TRAINING_TOLERANCE: f64 = 1e-2;
 const WORTHWHILE: usize = 8;
 
 /// The cubature the correction thread hands the model thread with each correction
-/// ([`super::background`]): trained over the state corrected and a few before it,
+/// (`background.rs`): trained over the state corrected and a few before it,
 /// offset to the full sum at each corrected state ([`super::quadrature::TaylorOffset`]),
 /// and trained again when its error at one exceeds [`RETRAIN`] or the basis restarts.
 #[derive(Default)]

@@ -231,12 +231,10 @@ impl NonlinearStatics {
         (r, ext.sqrt() + reaction.sqrt())
     }
 
-    /// Factorises the tangent at `u` into `cached` (the ordering and symbolic analysis
-    /// of the first call are reused: every tangent has K's pattern; on the 5 mm block,
-    /// 10,584 DOFs, `palpa indent --full` of a Veronda–Westmann γ = 5 curve, 21
-    /// iterations, took 4.00 s with a fresh AMD and symbolic analysis per iteration and
-    /// 3.28 s reusing them, medians of 3); where it is not positive definite (an unstable
-    /// state), the diagonal is raised until it is (a damped Newton step).
+    /// Factorises the tangent at `u` into `cached`, reusing the ordering and symbolic
+    /// analysis of the first call (every tangent has K's pattern); where it is not
+    /// positive definite (an unstable or strongly distorted state), the diagonal is
+    /// raised until it is (a damped Newton step).
     fn factor_tangent<'a>(
         &self,
         u: &[Vec3],
