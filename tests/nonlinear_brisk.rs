@@ -17,7 +17,7 @@ use palpa::device::sim::SimDevice;
 use palpa::device::HapticDevice;
 use palpa::haptic::LockStep;
 use palpa::scene::{build, BuiltScene, Scene};
-use palpa::session::{SceneVisual, ServeStep, Stylus, ViewerLink};
+use palpa::session::{SceneModel, SceneVisual, ServeStep, Stylus, ViewerLink};
 use palpa::stream::{control_channel, snapshot_slot, ProbeControl};
 use palpa::Vec3;
 
@@ -41,8 +41,13 @@ fn block(cache: &Path) -> BuiltScene {
     let law = "model = \"veronda-westmann\"\nstiffening = 5";
     let text = text
         .replace("young = 30e3", &format!("young = 30e3\n{law}"))
-        .replace("young = 240e3", &format!("young = 240e3\n{law}"));
-    let text = format!("[mesh]\npressure = \"nodal\"\n{text}\n[backend]\nkind = \"nonlinear\"\n");
+        .replace("young = 240e3", &format!("young = 240e3\n{law}"))
+        .replace("[mesh.box]", "[mesh]\npressure = \"nodal\"\n[mesh.box]");
+    // A basis of 24 shapes (the reduced tangent costs r² per element) and one correction
+    // a step in step keep the replays quick; the pressing is the same.
+    let text = format!(
+        "{text}\n[backend]\nkind = \"nonlinear\"\n[backend.nonlinear]\nshapes = 24\ncorrections_per_step = 1\n"
+    );
     let scene = Scene::parse(&text, "vw5 coarse block", Path::new(".")).unwrap();
     build(scene, cache, &mut |_| {}).unwrap()
 }
@@ -57,42 +62,42 @@ fn legs(legs: &[(f64, Vec3, Vec3)]) -> Vec<Vec3> {
     out
 }
 
-/// Over the centre 1 cm above the surface for 0.3 s (the force ramps in), into the
+/// Over the centre 1 cm above the surface for 0.6 s (the force ramps in), into the
 /// tissue to 15 mm at `speed` (m/s; infinite: in one step from 5 mm above), held
 /// 0.5 s, out and over to [`ELSEWHERE`], and the gentle press there.
 fn brisk(speed: f64) -> Vec<Vec3> {
     let (above, deep) = (Vec3::new(0.0, 0.0, 0.01), Vec3::new(0.0, 0.0, -0.015));
     let mut path = if speed.is_finite() {
-        legs(&[(0.3, above, above), (0.025 / speed, above, deep)])
+        legs(&[(0.6, above, above), (0.025 / speed, above, deep)])
     } else {
         let near = Vec3::new(0.0, 0.0, 0.005);
-        legs(&[(0.3, near, near)])
+        legs(&[(0.6, near, near)])
     };
-    path.extend(legs(&[(0.5, deep, deep), (0.5, deep, above)]));
+    path.extend(legs(&[(0.3, deep, deep), (0.5, deep, above)]));
     path.extend(gentle(above));
     path
 }
 
-/// The gentle press alone, on a fresh tissue: 0.3 s over [`ELSEWHERE`], then
+/// The gentle press alone, on a fresh tissue: 0.6 s over [`ELSEWHERE`], then
 /// [`gentle`].
 fn fresh() -> Vec<Vec3> {
-    let up = ELSEWHERE + Vec3::new(0.0, 0.0, 0.01);
-    let mut path = legs(&[(0.3, up, up)]);
+    let up = ELSEWHERE + Vec3::new(0.0, 0.0, 0.005);
+    let mut path = legs(&[(0.6, up, up)]);
     path.extend(gentle(up));
     path
 }
 
-/// The force of the last 0.2 s of a run, averaged (N).
+/// The force of the last 0.1 s of a run, averaged (N).
 fn settled_force(ticks: &Ticks) -> f64 {
-    let last = &ticks[ticks.len() - 200..];
+    let last = &ticks[ticks.len() - 100..];
     last.iter().map(|(_, _, f)| f.z).sum::<f64>() / last.len() as f64
 }
 
-/// From `from` over to [`ELSEWHERE`] 1 cm up, down 4 mm at 1 cm/s, held 1 s.
+/// From `from` over to [`ELSEWHERE`] 5 mm up, down 4 mm at 1 cm/s, held 0.5 s.
 fn gentle(from: Vec3) -> Vec<Vec3> {
-    let up = ELSEWHERE + Vec3::new(0.0, 0.0, 0.01);
+    let up = ELSEWHERE + Vec3::new(0.0, 0.0, 0.005);
     let down = ELSEWHERE + Vec3::new(0.0, 0.0, -0.004);
-    legs(&[(0.3, from, up), (1.4, up, down), (1.0, down, down)])
+    legs(&[(0.3, from, up), (0.9, up, down), (0.5, down, down)])
 }
 
 /// The ticks a run gave: time, probe, force on the hand.
@@ -119,7 +124,9 @@ fn replayed(built: BuiltScene, path: &[Vec3]) -> Ticks {
 }
 
 /// `path` through `serve`'s model step: a viewer moves the virtual stylus to each point
-/// (one MoveProbe every 2 ms), the tissue corrected and its columns completed beside.
+/// (one MoveProbe every 2 ms), the tissue corrected and its columns completed beside,
+/// the ticks paced at their real times (the threads beside keep up with real time, not
+/// with a lock-step running ahead of it); at the end held until the tissue has settled.
 fn served(mut built: BuiltScene, path: &[Vec3]) -> Ticks {
     let map = built.scene.device.given_mapping();
     let (stylus, input) = SimDevice::external(map.to_device(&path[0]));
@@ -144,21 +151,39 @@ fn served(mut built: BuiltScene, path: &[Vec3]) -> Ticks {
         path[0],
     );
     let mut lock = LockStep::new(device, step, config);
-    path.iter()
-        .enumerate()
-        .map(|(k, &p)| {
-            if k % 2 == 0 {
-                control.send(ProbeControl::MoveTo(p)).unwrap();
-            }
-            let r = lock.step();
-            (r.t, r.probe, r.force)
-        })
-        .collect()
+    let start = std::time::Instant::now();
+    let tick = |lock: &mut LockStep<_, ServeStep>| {
+        let r = lock.step();
+        let due = start + std::time::Duration::from_secs_f64(r.t);
+        std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
+        (r.t, r.probe, r.force)
+    };
+    let mut ticks: Ticks = Vec::with_capacity(path.len());
+    for (k, &p) in path.iter().enumerate() {
+        if k % 2 == 0 {
+            control.send(ProbeControl::MoveTo(p)).unwrap();
+        }
+        ticks.push(tick(&mut lock));
+    }
+    // Held where it ends until the corrections beside have caught up (on a busy
+    // machine they take longer), then 0.1 s more.
+    let settled = |lock: &mut LockStep<_, ServeStep>| match lock.model_mut().scene_model() {
+        SceneModel::Nonlinear(sim) => sim.model().settled(),
+        _ => true,
+    };
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !settled(&mut lock) && std::time::Instant::now() < give_up {
+        ticks.push(tick(&mut lock));
+    }
+    for _ in 0..100 {
+        ticks.push(tick(&mut lock));
+    }
+    ticks
 }
 
 /// Checks a run: force out on every tick the probe is 1 mm or more inside (from
 /// [`MODEL_LAG`] after it entered), never above the clamp; returns the gentle press's
-/// force, the mean over its last 0.2 s (N).
+/// force, the mean over its last 0.1 s (N).
 fn check(label: &str, ticks: &Ticks) -> f64 {
     let entered = ticks
         .iter()
@@ -175,7 +200,7 @@ fn check(label: &str, ticks: &Ticks) -> f64 {
             lost.push((t, p.z, f.z));
         }
     }
-    assert!(count > 1000, "{label}: {count} ticks inside");
+    assert!(count > 700, "{label}: {count} ticks inside");
     assert!(
         lost.is_empty(),
         "{label}: no force on {} ticks inside, first {:?}",

@@ -137,7 +137,8 @@ impl NonlinearTissue {
         enforced: Vec<LinearConstraint>,
         joined: Option<Joined>,
     ) -> Result<(), ModelError> {
-        if joined.is_some_and(|j| !j.changed && same_rows(&j.constraints, &enforced)) {
+        let solved = self.converged;
+        if solved && joined.is_some_and(|j| !j.changed && same_rows(&j.constraints, &enforced)) {
             self.settled = Some(enforced);
             return Ok(());
         }

@@ -145,5 +145,6 @@ impl TissueModel for NonlinearTissue {
         self.reduced_load.clear();
         self.bound = 0.0;
         self.surface_bound = SurfaceBound::default();
+        self.converged = false;
     }
 }

@@ -97,6 +97,9 @@ pub struct NonlinearTissue {
     pub(super) points_moved: bool,
     /// Whether the last step took more than `SLOW_CHORDS` Newton iterations.
     pub(super) slow_chords: bool,
+    /// Whether the last step ended on a converged solve (not a frozen tangent, not
+    /// held): only then is its state an equilibrium a later step may return as it is.
+    pub(super) converged: bool,
     /// What the steps had to give up, counted.
     pub(super) health: StepHealth,
 }
@@ -177,6 +180,7 @@ impl NonlinearTissue {
             posted_shapes: 0,
             points_moved: false,
             slow_chords: false,
+            converged: false,
             health: StepHealth::default(),
             reduced,
             params,

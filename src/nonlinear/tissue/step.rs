@@ -45,6 +45,7 @@ impl NonlinearTissue {
         let mut rows = self.step_rows(constraints)?;
         let same_constraints = self.compare_rows(&rows);
         let repeated = self.settled.is_some()
+            && self.converged
             && self.dynamics.at_rest()
             && same_constraints
             && self.reduced.revision() == self.solved_revision;
@@ -62,13 +63,15 @@ impl NonlinearTissue {
         }
         let mut outcome =
             self.solve_recovering(&mut rows, &start, dt, same_constraints, deadline)?;
+        self.converged = matches!(&outcome, Outcome::Solved(end) if !end.degraded);
         if let Outcome::Solved(end) = &outcome {
             self.slow_chords = end.report.residuals.len() > SLOW_CHORDS;
             if end.degraded {
                 self.health.count(Degradation::FrozenTangent, None);
             }
             let now = rows.enforced();
-            let unchanged = self.settled.as_ref().is_some_and(|s| same_rows(s, &now));
+            let unchanged =
+                self.converged && self.settled.as_ref().is_some_and(|s| same_rows(s, &now));
             if !unchanged {
                 self.settled = None;
                 if self.background.is_some() {
@@ -250,6 +253,13 @@ impl NonlinearTissue {
         let basis_part = self.surface_bound.peak_sum(&self.reduced_load);
         self.residual.field_bound(&self.loads, basis_part)
     }
+}
+
+fn debug_budget() -> f64 {
+    std::env::var("PALPA_SOLVE_BUDGET")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(SOLVE_BUDGET)
 }
 
 /// Whether two sets of enforced rows are the same constraints: the same coefficients,
