@@ -5,7 +5,7 @@
 //! * [`haply`] — a Haply Inverse3 through Haply's local Inverse Service (WebSocket);
 //! * [`sim`] — a virtual stylus following a scripted motion or external input;
 //! * [`replay`] — a recorded trajectory CSV;
-//! * [`record`] — wraps any device and writes the trajectory it sees;
+//! * (`palpa record` writes what a device does: the `recording` module);
 //! * [`mapped`] and [`force_log`] — decorators: the workspace mapping into the scene,
 //!   and remembering (and zeroing on drop) the commanded force;
 //! * [`backends`] — which backends this machine can use;
@@ -26,7 +26,6 @@ pub mod hid;
 pub mod kinematics;
 pub mod mapped;
 pub mod profile;
-pub mod record;
 pub mod replay;
 pub mod sdk;
 pub mod sim;

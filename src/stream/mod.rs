@@ -22,6 +22,7 @@ mod scene;
 mod server;
 mod snapshot;
 mod state;
+mod visual;
 
 pub use columns::{
     column_link, ColumnExporter, ColumnFeed, SurfaceColumn, CLIENT_CAPACITY, STORE_CAPACITY,
@@ -38,3 +39,4 @@ pub use snapshot::{
     control_channel, snapshot_slot, ControlReceiver, ControlSender, ProbeControl,
     SnapshotDeformation, SnapshotReader, SnapshotWriter, VisualSnapshot,
 };
+pub use visual::SceneVisual;
