@@ -10,7 +10,7 @@
 //! numbers are counts), run with `cargo bench --bench brisk`; `PALPA_BENCH_SCENE=breast`
 //! or `=default` runs one scene.
 
-#[path = "../tests/serve_support/mod.rs"]
+#[path = "../tests/support/serve.rs"]
 mod serve_support;
 
 use std::path::Path;

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use palpa::cli::replay::{replay, ReplayRow};
+use palpa::app::replay::{replay, ReplayRow};
 use palpa::device::force_log::ForceLog;
 use palpa::device::mapped::MappedDevice;
 use palpa::device::replay::{Trajectory, TrajectorySample};
@@ -17,7 +17,9 @@ use palpa::device::sim::SimDevice;
 use palpa::device::HapticDevice;
 use palpa::haptic::LockStep;
 use palpa::scene::{build, BuiltScene, Scene};
-use palpa::session::{SceneModel, SceneVisual, ServeStep, Stylus, ViewerLink};
+use palpa::app::serve::{ServeStep, Stylus, ViewerLink};
+use palpa::pipeline::SceneModel;
+use palpa::stream::SceneVisual;
 use palpa::stream::{control_channel, snapshot_slot, ProbeControl};
 use palpa::Vec3;
 

@@ -255,13 +255,6 @@ impl NonlinearTissue {
     }
 }
 
-fn debug_budget() -> f64 {
-    std::env::var("PALPA_SOLVE_BUDGET")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(SOLVE_BUDGET)
-}
-
 /// Whether two sets of enforced rows are the same constraints: the same coefficients,
 /// and targets within [`PASSING`].
 pub(super) fn same_rows(a: &[LinearConstraint], b: &[LinearConstraint]) -> bool {
