@@ -87,6 +87,8 @@ fn motion_row(t: f64, position: Vec3, buttons: u32) -> TickRecord {
         t,
         probe: position,
         buttons,
+        orientation: None,
+        gripper: None,
         desired: Vec3::zeros(),
         force: Vec3::zeros(),
         state: SafetyState::Normal,

@@ -1,5 +1,5 @@
 //! Trajectory files (CSV `t,x,y,z,buttons` in s and m, optional `fx,fy,fz` in N, or a
-//! session's per-tick CSV `t,x,y,z,fx,fy,fz,depth,contact[,safety]`; blank lines and lines
+//! session's per-tick CSV `t,x,y,z,fx,fy,fz,depth,contact[,safety[,buttons,gripper,qx,qy,qz,qw]]`; blank lines and lines
 //! starting with `#` are skipped) and the `replay` device that plays one back. Times run from 0 to at most [`MAX_TRAJECTORY_TIME`].
 
 use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
@@ -15,9 +15,14 @@ pub const HEADER_WITH_FORCE: &str = "t,x,y,z,buttons,fx,fy,fz";
 /// `ticks.csv`), which reads as a trajectory with forces and no buttons: t (s), probe
 /// x,y,z (m), force fx,fy,fz (N), depth (m), contact (0/1).
 pub const TICKS_HEADER: &str = "t,x,y,z,fx,fy,fz,depth,contact";
-/// Header of a recorded session's `ticks.csv`: [`TICKS_HEADER`] and the safety state
-/// of each tick (a name: `normal`, `ramping`, …), also read as a trajectory.
-pub const SESSION_TICKS_HEADER: &str = "t,x,y,z,fx,fy,fz,depth,contact,safety";
+/// Header of a recorded session's `ticks.csv`: [`TICKS_HEADER`], the safety state of
+/// each tick (a name: `normal`, `ramping`, …), the device's buttons (bit mask), the
+/// gripper's opening (rad) and the stylus's orientation (a unit quaternion, scene frame;
+/// gripper and orientation empty for devices without them); also read as a trajectory.
+pub const SESSION_TICKS_HEADER: &str =
+    "t,x,y,z,fx,fy,fz,depth,contact,safety,buttons,gripper,qx,qy,qz,qw";
+/// The header recordings had before the buttons, gripper and orientation, still read.
+pub const SESSION_TICKS_HEADER_V1: &str = "t,x,y,z,fx,fy,fz,depth,contact,safety";
 
 /// Which column of a trajectory file holds what (the others are checked as numbers:
 /// a session CSV's depth and contact; its safety state is a name, not checked).
@@ -26,6 +31,8 @@ struct Columns {
     buttons: Option<usize>,
     force: Option<usize>,
     name: Option<usize>,
+    /// Columns from here on may be empty (a device without a gripper or orientation).
+    optional_from: usize,
 }
 
 impl Columns {
@@ -36,24 +43,35 @@ impl Columns {
                 buttons: Some(4),
                 force: None,
                 name: None,
+                optional_from: 5,
             },
             HEADER_WITH_FORCE => Self {
                 count: 8,
                 buttons: Some(4),
                 force: Some(5),
                 name: None,
+                optional_from: 8,
             },
             TICKS_HEADER => Self {
                 count: 9,
                 buttons: None,
                 force: Some(4),
                 name: None,
+                optional_from: 9,
             },
-            SESSION_TICKS_HEADER => Self {
+            SESSION_TICKS_HEADER_V1 => Self {
                 count: 10,
                 buttons: None,
                 force: Some(4),
                 name: Some(9),
+                optional_from: 10,
+            },
+            SESSION_TICKS_HEADER => Self {
+                count: 16,
+                buttons: Some(10),
+                force: Some(4),
+                name: Some(9),
+                optional_from: 11,
             },
             _ => return None,
         })
@@ -218,7 +236,7 @@ impl Trajectory {
                 header_line,
                 format!(
                     "header `{header}`, expected `{HEADER}`, `{HEADER_WITH_FORCE}`, \
-                     `{TICKS_HEADER}` or `{SESSION_TICKS_HEADER}`"
+                     `{TICKS_HEADER}`, `{SESSION_TICKS_HEADER}` or `{SESSION_TICKS_HEADER_V1}`"
                 ),
             )
         })?;
@@ -233,9 +251,12 @@ impl Trajectory {
                 ));
             }
             // Numbers left to right, then the button mask: the first bad field is named.
-            let mut v = [0.0; 10];
+            let mut v = [0.0; 16];
             for (j, f) in fields.iter().enumerate() {
-                if Some(j) == columns.buttons || Some(j) == columns.name {
+                if Some(j) == columns.buttons
+                    || Some(j) == columns.name
+                    || (j >= columns.optional_from && f.is_empty())
+                {
                     continue;
                 }
                 v[j] = f
@@ -424,6 +445,8 @@ impl HapticDevice for ReplayDevice {
             buttons,
             device_time: now,
             sequence: self.sequence,
+            orientation: None,
+            gripper: None,
         })
     }
 

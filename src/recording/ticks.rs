@@ -320,6 +320,8 @@ mod tests {
             t,
             probe: Vec3::new(0.01, 0.0, -0.002),
             buttons: 0,
+            orientation: None,
+            gripper: None,
             desired: Vec3::new(0.0, 0.0, 1.0),
             force: Vec3::new(0.0, 0.0, t),
             state: SafetyState::Normal,
@@ -362,7 +364,10 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], SESSION_HEADER);
         assert_eq!(lines.len(), 17);
-        assert_eq!(lines[16], "0.017,0.01,0,-0.002,0,0,0.017,0.002,1,normal");
+        assert_eq!(
+            lines[16],
+            "0.017,0.01,0,-0.002,0,0,0.017,0.002,1,normal,0,,,,,"
+        );
     }
 
     #[test]

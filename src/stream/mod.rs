@@ -37,6 +37,6 @@ pub use scene::{unix_now_us, MeshSurface, StreamRegion, StreamScene, SurfaceModa
 pub use server::StreamServer;
 pub use snapshot::{
     control_channel, snapshot_slot, ControlReceiver, ControlSender, ProbeControl,
-    SnapshotDeformation, SnapshotReader, SnapshotWriter, VisualSnapshot,
+    SnapshotDeformation, SnapshotReader, SnapshotStylus, SnapshotWriter, VisualSnapshot,
 };
 pub use visual::SceneVisual;

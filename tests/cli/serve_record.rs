@@ -164,7 +164,7 @@ fn a_recorded_session_is_complete_after_sigint_and_replays() {
     let ticks = Ticks::load(&dir.join("ticks.csv"));
     assert_eq!(
         ticks.header.join(","),
-        "t,x,y,z,fx,fy,fz,depth,contact,safety"
+        "t,x,y,z,fx,fy,fz,depth,contact,safety,buttons,gripper,qx,qy,qz,qw"
     );
     let t = ticks.numbers("t");
     assert!(t.windows(2).all(|w| w[1] > w[0]), "t strictly increasing");

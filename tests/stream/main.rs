@@ -10,4 +10,5 @@ mod e2e;
 mod hardening;
 mod load;
 mod model_e2e;
+mod stylus;
 mod visual;

@@ -27,6 +27,7 @@ use palpa_protocol as wire;
 
 use crate::cli::precompute::{describe, SceneArgs};
 use crate::cli::progress::progress_bar;
+use crate::device::check;
 use crate::device::choice::{DeviceChoice, OpenedDevice};
 use crate::device::force_log::ForceLog;
 use crate::device::mapped::MappedDevice;
@@ -267,6 +268,9 @@ fn open_devices(
             .device
             .zero_force()
             .map_err(|e| format!("device {}: {e}", opened.device.name()))?;
+        if let Some(warning) = check::unchecked_warning(&*opened.device, &choice.spec()) {
+            eprintln!("warning: {warning}");
+        }
         hands.push(opened);
     }
     Ok(hands)
@@ -453,6 +457,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
                     snapshots,
                     control,
                     commanded: device.commanded(),
+                    samples: Some(device.samples()),
                 };
                 let step = ServeStep::new(model, visual, link, stylus, rates.visual, idle)
                     .with_probes(probes.clone());
@@ -572,6 +577,10 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let mut recorded = Vec::new();
         for (i, (label, haptic, step, mut review, ticks)) in stopped.into_iter().enumerate() {
             let last = haptic.device().last_force();
+            // What the device handled without stopping (an SDK's force errors).
+            if let Some(faults) = haptic.device().fault_summary() {
+                println!("{label}: {faults}");
+            }
             if let Some(mut step) = step {
                 step.publish_final(last);
             }
