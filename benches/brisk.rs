@@ -104,13 +104,27 @@ fn session(scene: &Path, path: &[[f64; 3]], cache: &Path) -> Vec<[f64; 4]> {
             let due = start + Duration::from_secs_f64(k as f64 * 1e-3);
             tokio::time::sleep_until(due.into()).await;
             client
-                .send_control(&ready.token, wire::ControlCommand::MoveProbe { position: *p })
+                .send_control(
+                    &ready.token,
+                    wire::ControlCommand::MoveProbe { position: *p },
+                )
                 .await
                 .expect("send");
         }
     });
-    let (status, _, stderr) = served.interrupt(Duration::from_secs(60));
+    let stopping = Instant::now();
+    let (status, _, stderr) = served.interrupt(Duration::from_secs(300));
     assert!(status.success(), "palpa serve failed: {stderr}");
+    let count = |what: &str| stderr.lines().filter(|l| l.contains(what)).count();
+    println!(
+        "  serve stopped {:.1} s after SIGINT; log lines: {} held on the last good state, \
+         {} sub-stepped, {} frozen tangent, {} inverted",
+        stopping.elapsed().as_secs_f64(),
+        count("did not converge"),
+        count("intermediate"),
+        count("frozen tangent"),
+        count("inverted")
+    );
     let text = std::fs::read_to_string(record.join("ticks.csv")).expect("ticks.csv");
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
@@ -118,8 +132,16 @@ fn session(scene: &Path, path: &[[f64; 3]], cache: &Path) -> Vec<[f64; 4]> {
     let (t, z, fx, fy, fz) = (col("t"), col("z"), col("fx"), col("fy"), col("fz"));
     lines
         .map(|l| {
-            let v: Vec<f64> = l.split(',').map(|x| x.parse().unwrap_or(f64::NAN)).collect();
-            [v[t], v[z], v[fz], (v[fx].powi(2) + v[fy].powi(2) + v[fz].powi(2)).sqrt()]
+            let v: Vec<f64> = l
+                .split(',')
+                .map(|x| x.parse().unwrap_or(f64::NAN))
+                .collect();
+            [
+                v[t],
+                v[z],
+                v[fz],
+                (v[fx].powi(2) + v[fy].powi(2) + v[fz].powi(2)).sqrt(),
+            ]
         })
         .collect()
 }
@@ -158,7 +180,11 @@ fn main() {
         }
         let expected = gentle_force(&session(scene, &fresh(), cache.path()));
         println!("brisk, {name}: the 4 mm press on a fresh start {expected:.4} N");
-        for (what, speed) in [("20 cm/s", 0.2), ("50 cm/s", 0.5), ("20 mm jump", f64::INFINITY)] {
+        for (what, speed) in [
+            ("20 cm/s", 0.2),
+            ("50 cm/s", 0.5),
+            ("20 mm jump", f64::INFINITY),
+        ] {
             let ticks = session(scene, &brisk(speed), cache.path());
             let inside: Vec<&[f64; 4]> = ticks.iter().filter(|r| r[1] <= -1e-3).collect();
             let lost = inside.iter().filter(|r| r[2] <= 0.0).count();

@@ -244,8 +244,14 @@ impl CorrectionThread {
 impl Drop for CorrectionThread {
     fn drop(&mut self) {
         self.jobs = None;
+        // A correction in flight (a residual over the whole mesh and solves with K) can
+        // take seconds on a busy machine: the thread is left to finish it and exit on
+        // its failed reply, so a stopping server never waits for it. An idle thread
+        // ends as its job channel closes.
         if let Some(handle) = self.handle.take() {
-            let _ = handle.join();
+            if !self.in_flight {
+                let _ = handle.join();
+            }
         }
     }
 }

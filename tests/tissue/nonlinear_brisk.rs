@@ -10,15 +10,15 @@
 use std::path::Path;
 
 use palpa::app::replay::{replay, ReplayRow};
+use palpa::app::serve::{ServeStep, Stylus, ViewerLink};
 use palpa::device::force_log::ForceLog;
 use palpa::device::mapped::MappedDevice;
 use palpa::device::replay::{Trajectory, TrajectorySample};
 use palpa::device::sim::SimDevice;
 use palpa::device::HapticDevice;
 use palpa::haptic::LockStep;
-use palpa::scene::{build, BuiltScene, Scene};
-use palpa::app::serve::{ServeStep, Stylus, ViewerLink};
 use palpa::pipeline::SceneModel;
+use palpa::scene::{build, BuiltScene, Scene};
 use palpa::stream::SceneVisual;
 use palpa::stream::{control_channel, snapshot_slot, ProbeControl};
 use palpa::Vec3;
