@@ -143,6 +143,7 @@ fn served(mut built: BuiltScene, path: &[Vec3]) -> Ticks {
         snapshots: frames,
         control: commands,
         commanded: device.commanded(),
+        samples: None,
     };
     let step = ServeStep::new(
         built.model,
