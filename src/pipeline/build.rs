@@ -161,7 +161,9 @@ pub fn build(
             alpha,
         } => {
             let modes = modes.map_or_else(TissueModes::default, |b| tissue_modes(b, system, alpha));
-            let model = NonlinearTissue::new(geometry, Arc::from(statics), params, &modes)
+            let residual = columns("residual flexibility")?;
+            let statics = Arc::from(statics);
+            let model = NonlinearTissue::new(geometry, statics, params, &modes, residual)
                 .map_err(|e| failed("nonlinear model")(e.to_string()))?;
             SceneModel::Nonlinear(pipeline(model, contact))
         }

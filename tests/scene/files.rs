@@ -319,10 +319,6 @@ fn out_of_range_values_name_the_key_and_the_value() {
             "focus",
         ),
         ("[mesh]\npressure = \"nodes\"\n", "pressure"),
-        (
-            "[mesh]\npressure = \"nodal\"\n[materials.default]\nyoung = 3e4\nmodel = \"neo-hookean\"\n",
-            "materials.default.model: a large-strain law needs mesh.pressure = \"element\"",
-        ),
         ("[backend.modal]\nmodes = 0\n", "backend.modal.modes"),
         ("[backend.modal]\nalpha1 = -1\n", "backend.modal.alpha1"),
         (

@@ -169,7 +169,15 @@ impl Served {
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
-                panic!("palpa serve did not exit within {timeout:?} of signal {signal}");
+                let _ = self.child.wait();
+                let stderr = self.stderr.take().map(|h| h.join().unwrap());
+                let stderr = stderr.unwrap_or_default();
+                let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
+                panic!(
+                    "palpa serve did not exit within {timeout:?} of signal {signal}; the \
+                     last lines of its stderr, newest first:\n{}",
+                    tail.join("\n")
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         };

@@ -68,6 +68,11 @@ impl ServeStep {
         self
     }
 
+    /// The tissue model it steps.
+    pub fn scene_model(&self) -> &SceneModel {
+        &self.model
+    }
+
     /// Publishes the last state once more with `force` (N) as the force on the hand:
     /// the final frame, after the haptic thread stopped.
     pub fn publish_final(&mut self, force: Vec3) {

@@ -77,27 +77,17 @@ impl FemInputs {
     }
 
     /// The full nonlinear FEM of the scene: its laws, its fixed nodes prescribed, and
-    /// nodal pressure when `mesh.pressure = "nodal"` (which the scene check allows with
-    /// linear materials only).
+    /// nodal pressure when `mesh.pressure = "nodal"` (the linear law's, or the
+    /// large-strain laws' averaged volume ratio).
     pub fn statics(&self, scene: &Scene) -> Result<NonlinearStatics, BuildError> {
         let prescribed: Vec<bool> = self.fixed.iter().flat_map(|&f| [f; 3]).collect();
         let mesh = &self.mesh.mesh;
         let statics = NonlinearStatics::new(mesh, self.laws.clone(), prescribed)
             .map_err(|e| stage(scene, "nonlinear FEM", e))?;
-        match scene.mesh.pressure {
-            Pressure::Element => Ok(statics),
-            Pressure::Nodal => statics.with_nodal_pressure(mesh).map_err(|e| {
-                scene
-                    .invalid(
-                        "mesh.pressure",
-                        format!(
-                            "{e}: \"nodal\" is for linear materials; give \"element\" \
-                             for large-strain tissue"
-                        ),
-                    )
-                    .into()
-            }),
-        }
+        Ok(match scene.mesh.pressure {
+            Pressure::Element => statics,
+            Pressure::Nodal => statics.with_nodal_pressure(mesh),
+        })
     }
 }
 

@@ -215,7 +215,7 @@ impl Scene {
             c.text("name", name, 200)?;
         }
         self.mesh.validate(&c)?;
-        materials::validate(&self.materials, self.mesh.pressure, &c)?;
+        materials::validate(&self.materials, &c)?;
         fixed::validate(self.fixed.as_deref().unwrap_or_default(), &c)?;
         self.backend.validate(&c)?;
         self.contact.validate(&c)?;
