@@ -12,6 +12,7 @@ pub mod condensed;
 pub mod contact;
 pub mod device;
 pub mod fem;
+pub mod files;
 pub mod haptic;
 pub mod mesh;
 pub mod modal;

@@ -190,7 +190,9 @@ struct Hand {
 /// in a recorded session.
 fn scene_text(args: &ServeArgs) -> Result<String, String> {
     match &args.scene.scene {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display())),
+        Some(path) => {
+            crate::files::read_text(path, crate::files::FileKind::Scene).map_err(|e| e.to_string())
+        }
         None => Ok(scene::DEFAULT_SCENE.into()),
     }
 }

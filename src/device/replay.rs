@@ -80,9 +80,10 @@ pub struct Trajectory {
     samples: Vec<TrajectorySample>,
 }
 
-/// A trajectory file that cannot be read, naming the file and line.
+/// A trajectory file that cannot be read, naming the file and line (`FILE:LINE: …`, or
+/// `FILE: …` for the file as a whole).
 #[derive(Debug, thiserror::Error)]
-#[error("{file}:{line}: {message}")]
+#[error("{file}{}: {message}", if *line > 0 { format!(":{line}") } else { String::new() })]
 pub struct TrajectoryError {
     /// File (or source) name.
     pub file: String,
@@ -132,7 +133,7 @@ fn sample_problem(
 impl Trajectory {
     /// A trajectory from samples: at least one, every value finite, times strictly
     /// increasing within [0, [`MAX_TRAJECTORY_TIME`]] s. `source` names it in errors,
-    /// which name the sample (0-based) with line 0.
+    /// which name the sample (0-based).
     pub fn new(samples: Vec<TrajectorySample>, source: &str) -> Result<Self, TrajectoryError> {
         let err = |message: String| TrajectoryError {
             file: source.to_string(),
@@ -232,11 +233,14 @@ impl Trajectory {
 
     /// Reads a trajectory file.
     pub fn load(path: &Path) -> Result<Self, TrajectoryError> {
-        let text = std::fs::read_to_string(path).map_err(|e| TrajectoryError {
-            file: path.display().to_string(),
-            line: 0,
-            message: e.to_string(),
-        })?;
+        let text =
+            crate::files::read_text(path, crate::files::FileKind::Trajectory).map_err(|e| {
+                TrajectoryError {
+                    file: path.display().to_string(),
+                    line: 0,
+                    message: e.reason(),
+                }
+            })?;
         Self::parse(&text, &path.display().to_string())
     }
 

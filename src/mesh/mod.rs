@@ -66,6 +66,10 @@ pub enum MeshError {
         /// Underlying error.
         source: std::io::Error,
     },
+    /// The file was refused before parsing: not a regular file, too large, unreadable
+    /// (the error names it).
+    #[error(transparent)]
+    Read(#[from] crate::files::ReadError),
     /// A syntax or content problem at a line of a text file.
     #[error("{file}:{line}: {msg}")]
     Parse {

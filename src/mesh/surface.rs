@@ -234,10 +234,10 @@ pub fn parse_stl(file: &str, bytes: &[u8]) -> Result<SurfaceMesh, MeshError> {
 }
 
 fn read_bytes(path: &Path) -> Result<Vec<u8>, MeshError> {
-    std::fs::read(path).map_err(|source| MeshError::Io {
-        file: path.display().to_string(),
-        source,
-    })
+    Ok(crate::files::read_bytes(
+        path,
+        crate::files::FileKind::Surface,
+    )?)
 }
 
 /// Merges bit-identical vertex positions (OBJ objects each carry their own copies).

@@ -18,7 +18,7 @@
 //! path is refused rather than blocking.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -85,6 +85,10 @@ pub enum CacheError {
     /// numbers, negative eigenvalues); says which.
     #[error("cache contents are invalid: {0}")]
     Contents(String),
+    /// The cache could not be read: not a regular file, too large, unreadable (the
+    /// error names the path).
+    #[error(transparent)]
+    Read(#[from] crate::files::ReadError),
     /// The cache path is not a regular file (a FIFO, device, socket or directory).
     #[error("{path}: is {kind}, not a regular file; remove it or use another cache directory")]
     NotAFile {
@@ -306,13 +310,7 @@ impl ModalCache {
 
     /// Reads and checks the cache at `path` against `expected_hash`.
     pub fn load(path: &Path, expected_hash: &[u8; 32]) -> Result<Self, CacheError> {
-        let mut file = open_regular(path, OpenOptions::new().read(true))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|source| CacheError::Io {
-                path: path.display().to_string(),
-                source,
-            })?;
+        let bytes = crate::files::read_bytes(path, crate::files::FileKind::ModalCache)?;
         Self::decode(&bytes, expected_hash)
     }
 }

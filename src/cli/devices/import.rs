@@ -171,8 +171,8 @@ calibration = "{calibration}"
 
 /// `palpa devices import-woodenhaptics`: writes (or prints) the profile.
 pub fn run(args: &ImportArgs) -> Result<Option<String>, String> {
-    let text = std::fs::read_to_string(&args.config)
-        .map_err(|e| format!("{}: {e}", args.config.display()))?;
+    let text = crate::files::read_text(&args.config, crate::files::FileKind::DeviceConfig)
+        .map_err(|e| e.to_string())?;
     let profile = profile_from_config(&text, &args.config, args.report)?;
     match &args.output {
         Some(path) => {

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
 use crate::device::mapped::Workspace;
+use crate::files::FileKind;
 use crate::Vec3;
 
 /// Which device drives the probe.
@@ -86,10 +87,10 @@ impl DeviceSpec {
 
     pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
         if let Some(p) = &self.profile {
-            c.file_exists("device.profile", p)?;
+            c.file_exists("device.profile", p, FileKind::Profile)?;
         }
         match (&self.trajectory, self.kind) {
-            (Some(t), _) => c.file_exists("device.trajectory", t)?,
+            (Some(t), _) => c.file_exists("device.trajectory", t, FileKind::Trajectory)?,
             (None, DeviceKind::Replay) => {
                 return Err(c.invalid(
                     "device.trajectory",
