@@ -33,13 +33,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(palpa::cli::progress::LogWriter)
-        .init();
+    palpa::cli::logging::init();
     let cli = Cli::parse();
     match &cli.command {
         Command::Serve(args) => exit_code(palpa::cli::serve::run(args)),

@@ -3,6 +3,7 @@
 
 pub mod devices;
 pub mod indent;
+pub mod logging;
 pub mod modes;
 pub mod plot;
 pub mod precompute;

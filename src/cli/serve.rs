@@ -211,13 +211,16 @@ fn local_address(addr: SocketAddr) -> SocketAddr {
 }
 
 /// Records the visual stream as a viewer receives it into `path` until the server
-/// shuts down; returns the number of frames.
-async fn record_stream(url: String, path: PathBuf) -> Result<u64, String> {
+/// shuts down; returns the number of frames. It holds the control token (when there is
+/// one), so no read-only viewer takes its seat.
+async fn record_stream(url: String, path: PathBuf, token: Option<String>) -> Result<u64, String> {
     let recorder =
         palpa_client::Recorder::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut client = palpa_client::Client::connect_recording(&url, Some(recorder))
-        .await
-        .map_err(|e| format!("recording the stream from {url}: {e}"))?;
+    let connected = match &token {
+        Some(token) => palpa_client::Client::connect_with_token(&url, token, Some(recorder)).await,
+        None => palpa_client::Client::connect_recording(&url, Some(recorder)).await,
+    };
+    let mut client = connected.map_err(|e| format!("recording the stream from {url}: {e}"))?;
     let mut frames = 0;
     // The stream ends with the server's shutdown message (an error to the client).
     while client.next_frame().await.is_ok() {
@@ -459,7 +462,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let stream_recording = session.as_ref().map(|dir| {
             let url = format!("ws://{}/ws", local_address(server.local_addr()));
             let path = dir.path().join(STREAM_RECORDING);
-            (path.clone(), tokio::spawn(record_stream(url, path)))
+            let token = server.control_token().map(str::to_owned);
+            (path.clone(), tokio::spawn(record_stream(url, path, token)))
         });
         println!("press Ctrl-C to stop (the force goes to zero first)");
 

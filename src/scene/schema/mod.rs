@@ -47,14 +47,9 @@ pub const DEFAULT_SCENE: &str = include_str!("../../../scenes/default.toml");
 /// or path at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum SceneError {
-    /// The scene file could not be read.
-    #[error("{file}: {source}")]
-    Io {
-        /// The scene file.
-        file: String,
-        /// Underlying error.
-        source: std::io::Error,
-    },
+    /// The scene file could not be read (the error names it).
+    #[error(transparent)]
+    Read(#[from] crate::files::ReadError),
     /// TOML syntax, an unknown key, or a value of the wrong type (the TOML error names
     /// the line, column and key).
     #[error("{file}: {message}")]
@@ -157,6 +152,8 @@ impl Scene {
             max_clients: self.stream.max_clients,
             max_connections: defaults.max_connections.max(self.stream.max_clients),
             control_token: self.stream.token.clone(),
+            allowed_origins: self.stream.allowed_origins.clone(),
+            allowed_hosts: self.stream.allowed_hosts.clone(),
             probe_workspace,
             ..defaults
         }
@@ -165,10 +162,7 @@ impl Scene {
     /// Reads and checks a scene file; relative paths in it are resolved against its
     /// directory.
     pub fn load(path: &Path) -> Result<Self, SceneError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
-            file: path.display().to_string(),
-            source,
-        })?;
+        let text = crate::files::read_text(path, crate::files::FileKind::Scene)?;
         let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         Self::parse(&text, &path.display().to_string(), &base)
     }
@@ -265,7 +259,11 @@ impl Scene {
         self.device.validate(&c)?;
         self.stream.validate(&c)?;
         if let Err(e) = self.stream_config(self.stream.bind_addr(), None).validate() {
-            return Err(c.invalid("stream", e));
+            // The server's errors name their field as `stream.<field>: …`.
+            return Err(match e.split_once(": ") {
+                Some((key, why)) if key.starts_with("stream.") => c.invalid(key, why),
+                _ => c.invalid("stream", e),
+            });
         }
         Ok(())
     }
