@@ -16,7 +16,7 @@ use palpa::nonlinear::{
     ReducedStatics,
 };
 use palpa::scene::{build, FemInputs, Scene};
-use palpa::session::SceneModel;
+use palpa::pipeline::SceneModel;
 use palpa::Vec3;
 
 /// The default block with every tetrahedron's law made Veronda–Westmann γ = 5.

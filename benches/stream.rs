@@ -9,7 +9,7 @@
 
 #[path = "support/cpu.rs"]
 mod cpu;
-#[path = "../tests/stream_support/mod.rs"]
+#[path = "../tests/support/stream.rs"]
 mod stream_support;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -26,6 +26,7 @@ mod server;
 mod snapshot;
 mod state;
 mod token;
+mod visual;
 
 pub use columns::{
     column_link, ColumnExporter, ColumnFeed, SurfaceColumn, CLIENT_CAPACITY, STORE_CAPACITY,
@@ -47,3 +48,4 @@ pub use token::{
     token_bits, weak_token, FIRST_BACKOFF, MAX_BACKOFF, MIN_TOKEN_BITS, MIN_TOKEN_DISTINCT,
     REFUSALS_PER_CONNECTION,
 };
+pub use visual::SceneVisual;
