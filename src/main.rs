@@ -32,7 +32,14 @@ enum Command {
     Watch(palpa_client::watch::WatchArgs),
 }
 
+/// The system allocator, noting a refused allocation so the abort that follows becomes
+/// an error message and exit status 1 (`palpa::rt::out_of_memory`).
+#[global_allocator]
+static ALLOCATOR: palpa::rt::out_of_memory::ReportingAllocator =
+    palpa::rt::out_of_memory::ReportingAllocator;
+
 fn main() -> std::process::ExitCode {
+    palpa::rt::out_of_memory::report_on_abort();
     palpa::cli::logging::init();
     let cli = Cli::parse();
     match &cli.command {
