@@ -123,6 +123,7 @@ impl SurfaceMesh {
 
 /// Reads a surface by extension: `.obj` or `.stl`.
 pub fn load_surface(path: &Path) -> Result<SurfaceMesh, MeshError> {
+    crate::files::check_regular(path, crate::files::FileKind::Surface)?;
     let ext = path
         .extension()
         .and_then(|e| e.to_str())

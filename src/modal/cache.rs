@@ -99,6 +99,18 @@ pub enum CacheError {
     },
 }
 
+impl CacheError {
+    /// Whether the cache file does not exist (not yet computed), rather than being bad.
+    pub fn is_missing(&self) -> bool {
+        let source = match self {
+            CacheError::Io { source, .. }
+            | CacheError::Read(crate::files::ReadError::Io { source, .. }) => source,
+            _ => return false,
+        };
+        source.kind() == std::io::ErrorKind::NotFound
+    }
+}
+
 /// [`input_hash`] of what [`precompute()`](super::precompute()) would be given.
 pub fn precompute_hash(
     mesh: &TetMesh,
