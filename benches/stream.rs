@@ -83,6 +83,7 @@ fn snapshot(scene: &StreamScene, corrections: usize) -> VisualSnapshot {
         in_contact: true,
         depth: 1e-3,
         normal: Vec3::z(),
+        stylus: Default::default(),
         deformation,
     }
 }

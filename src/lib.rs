@@ -21,6 +21,7 @@ pub mod modal;
 pub mod model;
 pub mod nonlinear;
 pub mod pipeline;
+pub mod recording;
 pub mod rt;
 pub mod scene;
 pub mod stream;

@@ -2,6 +2,5 @@
 
 pub mod indent;
 pub mod modes;
-pub mod recording;
 pub mod replay;
 pub mod serve;

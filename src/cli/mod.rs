@@ -9,3 +9,4 @@ pub mod plot;
 pub mod precompute;
 pub mod progress;
 pub mod record;
+pub mod recording;

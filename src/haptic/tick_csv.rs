@@ -9,8 +9,10 @@ use crate::Vec3;
 
 /// Header of the per-tick CSV (trajectory files accept it too).
 pub const HEADER: &str = crate::device::replay::TICKS_HEADER;
-/// Header of a recorded session's `ticks.csv`: [`HEADER`] and each tick's safety state
-/// ([`SafetyState::name`]: why the force is not the tissue's, when it is not).
+/// Header of a recorded session's `ticks.csv`: [`HEADER`], each tick's safety state
+/// ([`SafetyState::name`]: why the force is not the tissue's, when it is not), the
+/// buttons, the gripper's opening (rad) and the stylus's orientation (`qx,qy,qz,qw`,
+/// scene frame); the last two empty for devices without them.
 pub const SESSION_HEADER: &str = crate::device::replay::SESSION_TICKS_HEADER;
 
 /// One haptic tick as the CSV has it.
@@ -27,6 +29,12 @@ pub struct TickRow {
     pub depth: f64,
     /// Whether the model in use reported contact.
     pub contact: bool,
+    /// Button mask.
+    pub buttons: u32,
+    /// The gripper's opening (rad), for devices with a gripper.
+    pub gripper: Option<f64>,
+    /// The stylus's orientation `(x, y, z, w)` (scene frame), for devices that sense it.
+    pub orientation: Option<[f64; 4]>,
 }
 
 impl TickRow {
@@ -38,6 +46,12 @@ impl TickRow {
             force: r.force,
             depth: r.depth,
             contact: r.model_in_contact,
+            buttons: r.buttons,
+            gripper: r.gripper,
+            orientation: r.orientation.map(|q| {
+                let c = q.coords;
+                [c.x, c.y, c.z, c.w]
+            }),
         }
     }
 
@@ -47,14 +61,22 @@ impl TickRow {
         writeln!(w)
     }
 
-    /// Writes the row and the tick's safety state as one line of [`SESSION_HEADER`].
+    /// Writes the row, the tick's safety state and the stylus (buttons, gripper,
+    /// orientation) as one line of [`SESSION_HEADER`].
     pub fn write_with_safety(
         &self,
         w: &mut impl Write,
         safety: SafetyState,
     ) -> std::io::Result<()> {
         self.write_fields(w)?;
-        writeln!(w, ",{}", safety.name())
+        write!(w, ",{},{},", safety.name(), self.buttons)?;
+        if let Some(g) = self.gripper {
+            write!(w, "{g}")?;
+        }
+        match self.orientation {
+            Some([x, y, z, q]) => writeln!(w, ",{x},{y},{z},{q}"),
+            None => writeln!(w, ",,,,"),
+        }
     }
 
     fn write_fields(&self, w: &mut impl Write) -> std::io::Result<()> {

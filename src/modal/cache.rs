@@ -17,9 +17,6 @@
 //! wrong basis. Only regular files are read or written: a FIFO or device at the cache
 //! path is refused rather than blocking.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use faer::Mat;
@@ -89,14 +86,6 @@ pub enum CacheError {
     /// error names the path).
     #[error(transparent)]
     Read(#[from] crate::files::ReadError),
-    /// The cache path is not a regular file (a FIFO, device, socket or directory).
-    #[error("{path}: is {kind}, not a regular file; remove it or use another cache directory")]
-    NotAFile {
-        /// The path.
-        path: String,
-        /// What it is, e.g. "a FIFO".
-        kind: &'static str,
-    },
 }
 
 impl CacheError {
@@ -296,28 +285,16 @@ impl ModalCache {
         })
     }
 
-    /// Writes the cache to `path` (via a temporary file and rename, so a crash never
-    /// leaves a half-written cache under the final name).
+    /// Writes the cache to `path`: a new temporary with an unpredictable name beside
+    /// it, synced and renamed over it (`files::write_file_atomic`), so a crash never
+    /// leaves a half-written cache under the final name, a link or FIFO planted at either
+    /// name is never written through, and a failed write (a full disk) leaves no
+    /// temporary behind.
     pub fn save(&self, path: &Path) -> Result<(), CacheError> {
-        let io = |source| CacheError::Io {
-            path: path.display().to_string(),
-            source,
-        };
-        if let Ok(meta) = std::fs::metadata(path) {
-            regular(path, &meta)?;
-        }
-        let tmp = path.with_extension("tmp");
-        let tmp_io = |source| CacheError::Io {
-            path: tmp.display().to_string(),
-            source,
-        };
-        let mut file = open_regular(
-            &tmp,
-            OpenOptions::new().write(true).create(true).truncate(true),
-        )?;
-        file.write_all(&self.encode()).map_err(tmp_io)?;
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(io)
+        crate::files::write_file_atomic(path, &self.encode()).map_err(|e| CacheError::Io {
+            path: e.path.display().to_string(),
+            source: e.source,
+        })
     }
 
     /// Reads and checks the cache at `path` against `expected_hash`.
@@ -382,47 +359,6 @@ fn check_contents(p: &Payload) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Refuses `meta` unless it describes a regular file.
-fn regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), CacheError> {
-    let t = meta.file_type();
-    let kind = if t.is_file() {
-        return Ok(());
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "of an unknown file type"
-    };
-    Err(CacheError::NotAFile {
-        path: path.display().to_string(),
-        kind,
-    })
-}
-
-/// Opens `path` with `options`, refusing anything but a regular file. The path is checked
-/// before opening, and the open does not block (`O_NONBLOCK`), so a FIFO put there
-/// between the check and the open cannot hang the caller either.
-fn open_regular(path: &Path, options: &mut OpenOptions) -> Result<File, CacheError> {
-    let io = |source| CacheError::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    if let Ok(meta) = std::fs::metadata(path) {
-        regular(path, &meta)?;
-    }
-    let file = options
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(io)?;
-    regular(path, &file.metadata().map_err(io)?)?;
-    Ok(file)
 }
 
 fn checksum(version: &[u8], body: &[u8]) -> blake3::Hash {

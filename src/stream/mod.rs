@@ -42,7 +42,7 @@ pub use scene::{unix_now_us, MeshSurface, StreamRegion, StreamScene, SurfaceModa
 pub use server::StreamServer;
 pub use snapshot::{
     control_channel, snapshot_slot, ControlReceiver, ControlSender, ProbeControl,
-    SnapshotDeformation, SnapshotReader, SnapshotWriter, VisualSnapshot,
+    SnapshotDeformation, SnapshotReader, SnapshotStylus, SnapshotWriter, VisualSnapshot,
 };
 pub use token::{
     token_bits, weak_token, FIRST_BACKOFF, MAX_BACKOFF, MIN_TOKEN_BITS, MIN_TOKEN_DISTINCT,

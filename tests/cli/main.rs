@@ -1,12 +1,11 @@
 //! The `palpa` binary as a user runs it: its messages, `plot`, `replay` and `precompute`,
-//! `serve` (smoke, real-time threads, recorded sessions), and the Python package.
+//! `serve` (smoke, real-time threads, recorded sessions).
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod messages;
 mod plot;
-mod python;
 mod replay;
 mod serve;
 mod serve_realtime;

@@ -74,6 +74,7 @@ fn serve_jump(mut built: BuiltScene, target: Vec3, hold: f64) -> Vec<ServeTick> 
         snapshots: frames_in,
         control: commands,
         commanded: device.commanded(),
+        samples: None,
     };
     let step = ServeStep::new(
         built.model,

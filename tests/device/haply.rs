@@ -59,13 +59,42 @@ const DEVICE_ID: &str = "049D";
 /// One force command as the stand-in received it.
 #[derive(Clone, Copy, Debug)]
 struct Command {
+    /// The force the service applied: the command's, when its key is the one this
+    /// service reads, else none (a service ignores a key it does not know).
     force: [f64; 3],
+    /// The key the force came under: `vector` or `values`.
+    key: &'static str,
     /// It carried `session.configure` with the identity basis.
     handshake: bool,
 }
 
+/// Which service the stand-in is: the key of `set_cursor_force` it reads, the version it
+/// answers `GET /version` with (none: 404), and whether its states report the force
+/// applied (`current_cursor_force`, 3.5).
+#[derive(Clone, Copy, Debug)]
+struct Dialect {
+    key: &'static str,
+    version: Option<&'static str>,
+    reports_force: bool,
+}
+
+impl Default for Dialect {
+    /// The documented service 3.5.
+    fn default() -> Self {
+        Self {
+            key: "vector",
+            version: Some("3.5.0"),
+            reports_force: true,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Shared {
+    /// The service this stand-in is.
+    dialect: Mutex<Dialect>,
+    /// The force the service applies now (N).
+    applied: Mutex<[f64; 3]>,
     /// Every command received, per accepted connection.
     connections: Mutex<Vec<Vec<Command>>>,
     /// Cursor position reported (m, Haply frame).
@@ -86,7 +115,7 @@ struct StandIn {
     shared: Arc<Shared>,
 }
 
-fn state_message(cursor: [f64; 3], with_config: bool) -> String {
+fn state_message(cursor: [f64; 3], with_config: bool, applied: Option<[f64; 3]>) -> String {
     let [x, y, z] = cursor;
     let mut device = json!({
         "device_id": DEVICE_ID,
@@ -96,6 +125,9 @@ fn state_message(cursor: [f64; 3], with_config: bool) -> String {
             "control_mode": "cartesian"
         }
     });
+    if let Some([fx, fy, fz]) = applied {
+        device["state"]["current_cursor_force"] = json!({ "x": fx, "y": fy, "z": fz });
+    }
     if with_config {
         device["config"] = json!({ "type": "inverse3", "handedness": "right",
                                    "basis": { "permutation": "XYZ" } });
@@ -104,21 +136,61 @@ fn state_message(cursor: [f64; 3], with_config: bool) -> String {
     json!({ "session_id": 1, "inverse3": [device] }).to_string()
 }
 
-/// The force in a command, if it is a documented `set_cursor_force` for our device.
-fn force_of(command: &Value) -> Option<[f64; 3]> {
+/// The key and the force of a `set_cursor_force` for our device, under `vector` (the 3.5
+/// documentation) or `values` (the 3.1 samples).
+fn force_of(command: &Value) -> Option<(&'static str, [f64; 3])> {
     let device = &command["inverse3"][0];
     if device["device_id"] != DEVICE_ID {
         return None;
     }
-    let v = &device["commands"]["set_cursor_force"]["vector"];
-    Some([v["x"].as_f64()?, v["y"].as_f64()?, v["z"].as_f64()?])
+    let set = &device["commands"]["set_cursor_force"];
+    let key = ["vector", "values"]
+        .into_iter()
+        .find(|k| set.get(k).is_some())?;
+    let v = &set[key];
+    Some((key, [v["x"].as_f64()?, v["y"].as_f64()?, v["z"].as_f64()?]))
+}
+
+/// Answers `GET /version` on the WebSocket's port as the 3.x service does (or 404);
+/// returns `true` when the connection was that request.
+fn answered_version(stream: &mut TcpStream, s: &Shared) -> bool {
+    use std::io::{Read, Write};
+    let mut head = [0u8; 12];
+    stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let Ok(n) = stream.peek(&mut head) else {
+        return false;
+    };
+    if &head[..n.min(12)] != b"GET /version" {
+        return false;
+    }
+    let mut request = [0u8; 1024];
+    let _ = stream.read(&mut request);
+    let answer = match s.dialect.lock().unwrap().version {
+        Some(v) => {
+            let body = format!(r#"{{"git_tag":"{v}","project_name":"haply-inverse-service"}}"#);
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        }
+        None => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_owned(),
+    };
+    let _ = stream.write_all(answer.as_bytes());
+    true
 }
 
 impl StandIn {
     fn start(cursor: [f64; 3]) -> Self {
+        Self::start_as(cursor, Dialect::default())
+    }
+
+    fn start_as(cursor: [f64; 3], dialect: Dialect) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared::default());
+        *shared.dialect.lock().unwrap() = dialect;
         *shared.cursor.lock().unwrap() = cursor;
         let s = shared.clone();
         std::thread::spawn(move || {
@@ -164,8 +236,12 @@ impl StandIn {
     }
 }
 
-fn serve_connection(stream: TcpStream, s: &Shared) {
+fn serve_connection(mut stream: TcpStream, s: &Shared) {
     stream.set_nodelay(true).unwrap();
+    if answered_version(&mut stream, s) {
+        return;
+    }
+    stream.set_read_timeout(None).unwrap();
     let Ok(mut ws) = tungstenite::accept(stream) else {
         return;
     };
@@ -176,7 +252,12 @@ fn serve_connection(stream: TcpStream, s: &Shared) {
     };
     s.drop_now.store(false, Ordering::SeqCst);
     let cursor = *s.cursor.lock().unwrap();
-    if ws.send(Message::text(state_message(cursor, true))).is_err() {
+    let dialect = *s.dialect.lock().unwrap();
+    let applied = |s: &Shared| dialect.reports_force.then(|| *s.applied.lock().unwrap());
+    if ws
+        .send(Message::text(state_message(cursor, true, applied(s))))
+        .is_err()
+    {
         return;
     }
     ws.get_ref()
@@ -199,16 +280,23 @@ fn serve_connection(stream: TcpStream, s: &Shared) {
             Err(_) => return,
         };
         let command: Value = serde_json::from_str(&text).expect("palpa sends JSON");
-        let force = force_of(&command).expect("a documented set_cursor_force");
+        let (key, sent) = force_of(&command).expect("a set_cursor_force");
+        // A key the service does not read leaves the device without force.
+        let force = if key == dialect.key { sent } else { [0.0; 3] };
+        *s.applied.lock().unwrap() = force;
         let handshake = command["session"]["configure"]["basis"]["permutation"] == "XYZ";
-        s.connections.lock().unwrap()[index].push(Command { force, handshake });
+        s.connections.lock().unwrap()[index].push(Command {
+            force,
+            key,
+            handshake,
+        });
         if s.silent.load(Ordering::SeqCst) {
             continue;
         }
         let reply = if s.malformed.swap(false, Ordering::SeqCst) {
             r#"{"inverse3": [{"device_id": "049D", "state": {"cursor_position": "#.to_owned()
         } else {
-            state_message(*s.cursor.lock().unwrap(), false)
+            state_message(*s.cursor.lock().unwrap(), false, applied(s))
         };
         if ws.send(Message::text(reply)).is_err() {
             return;
@@ -381,16 +469,100 @@ fn no_service_and_a_malformed_inventory_are_clear_open_errors() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("ws://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut ws = tungstenite::accept(stream).unwrap();
-        ws.send(Message::text("{\"inverse3\": 7}")).unwrap();
-        std::thread::sleep(Duration::from_secs(1));
+        // The version request first (answered 404), then the WebSocket.
+        let no_version = Shared::default();
+        no_version.dialect.lock().unwrap().version = None;
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            if answered_version(&mut stream, &no_version) {
+                continue;
+            }
+            stream.set_read_timeout(None).unwrap();
+            let mut ws = tungstenite::accept(stream).unwrap();
+            ws.send(Message::text("{\"inverse3\": 7}")).unwrap();
+            std::thread::sleep(Duration::from_secs(1));
+            return;
+        }
     });
     let e = HaplyDevice::open(&url, Duration::from_secs(5))
         .err()
         .unwrap()
         .to_string();
     assert!(e.contains("Inverse Service's JSON"), "{e}");
+}
+
+/// Commands `force` (N) every millisecond until the service applies it (or panics after
+/// `WAIT`); returns the commands received by then.
+fn command_until_applied(
+    service: &StandIn,
+    device: &mut HaplyDevice,
+    force: [f64; 3],
+) -> Vec<Command> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        device.read(0.0).unwrap();
+        device.write_force(Vec3::from(force)).unwrap();
+        let c = service.connections();
+        if c[0].last().is_some_and(|k| k.force == force) {
+            return c[0].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the service never applied {force:?}; keys sent: {:?}",
+            c[0].iter().rev().take(3).map(|k| k.key).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn services_that_read_only_vector_or_only_values_both_get_the_force() {
+    let cases = [
+        // The documented 3.5 service: `vector`, by its version.
+        (Dialect::default(), "vector", "service 3.5.0"),
+        // A 3.1 service: `values`, by its version.
+        (
+            Dialect {
+                key: "values",
+                version: Some("3.1.1"),
+                reports_force: false,
+            },
+            "values",
+            "service 3.1.1",
+        ),
+        // No version, `values` only, the applied force in its states: learned.
+        (
+            Dialect {
+                key: "values",
+                version: None,
+                reports_force: true,
+            },
+            "values",
+            "no version",
+        ),
+    ];
+    for (dialect, key, how) in cases {
+        let service = StandIn::start_as([0.0, -0.12, 0.15], dialect);
+        let mut device = HaplyDevice::open(&service.url(), Duration::from_secs(5)).unwrap();
+        assert!(device.setup().contains(how), "{how}: {}", device.setup());
+        let commands = command_until_applied(&service, &mut device, [0.0, 0.0, 1.5]);
+        let first_applied = commands
+            .iter()
+            .position(|k| k.force == [0.0, 0.0, 1.5])
+            .unwrap();
+        eprintln!(
+            "{how}: force applied from command {first_applied} on, sent as `{}`",
+            commands[first_applied].key
+        );
+        assert_eq!(commands[first_applied].key, key);
+        assert_eq!(device.format().key(), key);
+        if dialect.version.is_some() {
+            assert!(
+                commands[1..].iter().all(|k| k.key == key),
+                "{how}: every force as `{key}`"
+            );
+        }
+    }
 }
 
 /// Device frame → scene: the cursor at (0, −0.12, 0.15) m lands on the top face centre.

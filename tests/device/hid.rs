@@ -155,7 +155,7 @@ fn field_encoding_saturates_the_integer_range() {
     let text = text.replace("max_force = 8.0", "max_force = 1.2");
     let profile = DeviceProfile::from_toml(&text, "test.toml").unwrap();
     let mut buf = [0u8; MAX_REPORT_LEN];
-    let codec = profile.codec();
+    let mut codec = profile.codec();
     let (_, saturated) = codec.encode_output(&mut buf, Vec3::new(-5.0, 0.0, 0.0), 0);
     assert!(saturated);
     assert_eq!(buf[3] as i8, -128);

@@ -573,3 +573,116 @@ fn a_calibration_button_recalibrates_on_its_press() {
         "holding the button does not recalibrate again"
     );
 }
+
+#[test]
+fn every_public_form_of_a_configuration_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    // woody-experimental's woodenhaptics_2016ed.json as published: a comma after the last
+    // value, no variant, calibration counts or motor directions, gravity on.
+    let config = dir.path().join("woodenhaptics_2016ed.json");
+    std::fs::write(
+        &config,
+        "{\n    \"diameter_capstan_a\":       0.01,\n    \"diameter_capstan_b\":       0.01,\n    \"diameter_capstan_c\":       0.01,\n    \"length_body_a\":            0.08,\n    \"length_body_b\":            0.205,\n    \"length_body_c\":            0.245,\n    \"diameter_body_a\":          0.16,\n    \"diameter_body_b\":          0.12,\n    \"diameter_body_c\":          0.12,\n    \"workspace_origin_x\":       0.22,\n    \"workspace_origin_y\":       0,\n    \"workspace_origin_z\":       0.08,\n    \"workspace_radius\":         0.1,\n    \"torque_constant_motor_a\":  0.0259,\n    \"torque_constant_motor_b\":  0.0259,\n    \"torque_constant_motor_c\":  0.0259,\n    \"current_for_10_v_signal\":  3,\n    \"cpr_encoder_a\":            2000,\n    \"cpr_encoder_b\":            2000,\n    \"cpr_encoder_c\":            2000,\n    \"max_linear_force\":         5,\n    \"max_linear_stiffness\":     1000,\n    \"max_linear_damping\":       8,\n    \"mass_body_b\":              0.17,\n    \"mass_body_c\":              0.11,\n    \"length_cm_body_b\":         0.051,\n    \"length_cm_body_c\":         0.091,\n    \"g_constant\":               9.82,\n}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("woody2016.toml");
+    let (ok, _, err) = palpa(&[
+        "devices",
+        "import-woodenhaptics",
+        config.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("no calibrate_enc_*") && err.contains("gravity 9.82"),
+        "{err}"
+    );
+    let imported = DeviceProfile::load(&out).unwrap();
+    let Some(palpa::device::profile::KinematicsSpec::Capstan(arm)) = &imported.kinematics else {
+        panic!("a capstan arm")
+    };
+    assert_eq!(
+        arm.calibration_counts,
+        [0.0, 0.0, 6000.0],
+        "WoodenHaptics' pose"
+    );
+    assert_eq!(arm.gravity, 9.82);
+    // The calibration pose decodes where the public configuration puts it.
+    let tip = imported
+        .codec()
+        .decode_input(&wh_report([0; 3], 1))
+        .position;
+    assert!((tip - Vec3::new(0.025, 0.0, 0.205)).norm() < 1e-12, "{tip}");
+
+    // haptikfabrikenapi's woodenhaptics_v2019(), on the Teensy board: its 3 A capped at
+    // the 2 A the host's comment gives, its torque constants kept.
+    let (ok, text, err) = palpa(&[
+        "devices",
+        "import-woodenhaptics",
+        "--builtin",
+        "woodenhaptics_v2019",
+        "--report",
+        "haptikfabriken-teensy",
+    ]);
+    assert!(ok, "{err}");
+    let teensy = DeviceProfile::from_toml(&text, "v2019.toml").unwrap();
+    let Some(palpa::device::profile::KinematicsSpec::Capstan(arm)) = &teensy.kinematics else {
+        panic!("a capstan arm")
+    };
+    assert_eq!(arm.torque_constant, [0.321, 0.0603, 0.0603]);
+    assert_eq!(arm.max_current, 2.0);
+    assert_eq!(teensy.matcher.vendor_id, Some(0x16C0));
+    assert_eq!(teensy.input.length, 64);
+    // Every named configuration but Polhem v2/v3 imports; those are refused, as is a
+    // variant-3 file.
+    for name in [
+        "default_woody",
+        "woodenhaptics_v2015",
+        "polhem_v1",
+        "aluhaptics_v2",
+        "vintage",
+    ] {
+        let (ok, _, err) = palpa(&["devices", "import-woodenhaptics", "--builtin", name]);
+        assert!(ok, "{name}: {err}");
+    }
+    let (ok, _, err) = palpa(&["devices", "import-woodenhaptics", "--builtin", "polhem_v3"]);
+    assert!(!ok && err.contains("not public"), "{err}");
+    let polhem = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("{\n", "{\n    \"variant\": 3,\n");
+    std::fs::write(&config, polhem).unwrap();
+    let (ok, _, err) = palpa(&["devices", "import-woodenhaptics", config.to_str().unwrap()]);
+    assert!(!ok && err.contains("variant 3"), "{err}");
+}
+
+#[test]
+fn the_shipped_editions_load_with_their_limits_and_ids() {
+    let teensy = DeviceProfile::shipped()
+        .into_iter()
+        .find(|p| p.name == "haptikfabriken-v2019")
+        .unwrap();
+    assert!(teensy.matches(0x16C0, 0x0486, 0xFFAB, "/dev/hidraw0"));
+    assert!(
+        !teensy.matches(0x16C0, 0x0486, 0xFFC9, "/dev/hidraw1"),
+        "not the Teensy's serial-emulation interface"
+    );
+    let limits: Vec<(String, f64)> = DeviceProfile::shipped()
+        .iter()
+        .filter_map(|p| match &p.kinematics {
+            Some(palpa::device::profile::KinematicsSpec::Capstan(c)) => {
+                Some((p.name.clone(), c.max_current))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        limits,
+        [
+            ("woodenhaptics".to_owned(), 3.0),
+            ("woodenhaptics-2017".to_owned(), 3.0),
+            ("haptikfabriken-v2".to_owned(), 3.0),
+            ("haptikfabriken-v2019".to_owned(), 2.0),
+        ]
+    );
+}

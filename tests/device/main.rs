@@ -4,10 +4,13 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod check;
+mod check_cli;
 mod haply;
 mod hid;
 mod kinematic;
 mod record;
 mod safety;
+mod standin_arm;
 mod trajectory;
 mod vendor_sdk;

@@ -21,7 +21,7 @@ const SESSION: Duration = Duration::from_secs(10);
 const PRESSED: f64 = 0.05;
 
 /// Compiles `tests/standin/SOURCE` into `dir/FILE` as a shared library.
-fn standin(source: &str, file: &str, dir: &Path) -> PathBuf {
+pub(crate) fn standin(source: &str, file: &str, dir: &Path) -> PathBuf {
     let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
     let compiler = cc::Build::new()
         .target(&triple)
@@ -46,7 +46,7 @@ fn standin(source: &str, file: &str, dir: &Path) -> PathBuf {
 
 /// A small condensed block, top face z = 0 (scene frame), with the device frame turned
 /// by `rotation_deg` (x, y, z) into the scene.
-fn scene(dir: &Path, rotation_deg: [f64; 3]) -> PathBuf {
+pub(crate) fn scene(dir: &Path, rotation_deg: [f64; 3]) -> PathBuf {
     let path = dir.join("block.toml");
     std::fs::write(
         &path,
@@ -87,6 +87,15 @@ struct Record {
 }
 
 impl Record {
+    /// The record so far (empty before the stand-in wrote it).
+    fn read_or_empty(path: &Path) -> Self {
+        Self {
+            lines: std::fs::read_to_string(path)
+                .map(|t| t.lines().map(str::to_owned).collect())
+                .unwrap_or_default(),
+        }
+    }
+
     fn read(path: &Path) -> Self {
         let text = std::fs::read_to_string(path).expect("the stand-in wrote its record");
         Self {
@@ -254,7 +263,19 @@ fn assert_forces_oppose_the_press(forces: &[Force], up: usize, max_force: f64) {
 /// Runs a 10 s session of `palpa serve --device DEVICE` with `env`, stops it with
 /// SIGINT and returns what it printed.
 fn session(device: &str, scene: &Path, cache: &Path, env: &[(&str, &OsStr)]) -> Vec<String> {
-    let args = ["--scene", scene.to_str().unwrap(), "--device", device];
+    session_with(device, scene, cache, env, &[])
+}
+
+/// [`session`] with `extra` arguments for `palpa serve`.
+fn session_with(
+    device: &str,
+    scene: &Path,
+    cache: &Path,
+    env: &[(&str, &OsStr)],
+    extra: &[&str],
+) -> Vec<String> {
+    let mut args = vec!["--scene", scene.to_str().unwrap(), "--device", device];
+    args.extend_from_slice(extra);
     let mut served = Served::start_with_env(BINARY, &args, cache, env);
     served.ready(START);
     std::thread::sleep(SESSION);
@@ -283,7 +304,14 @@ fn an_openhaptics_session_renders_the_press_through_hdapi_frames_and_stops_clean
         ("PALPA_OPENHAPTICS_LIB", library.as_os_str()),
         ("STANDIN_RECORD", record.as_os_str()),
     ];
-    let stdout = session("openhaptics", &scene, dir.path(), &env);
+    let recording = dir.path().join("recording");
+    let stdout = session_with(
+        "openhaptics",
+        &scene,
+        dir.path(),
+        &env,
+        &["--record", recording.to_str().unwrap()],
+    );
 
     // The rating comes from the device, converted: 1.5 N/mm, a workspace box of
     // (−80, −50, −35)…(80, 70, 35) mm in HDAPI's frame, whose y is palpa's z and whose
@@ -316,6 +344,39 @@ fn an_openhaptics_session_renders_the_press_through_hdapi_frames_and_stops_clean
     let disable = r.position("disable_device 1");
     assert!(last < stop && stop < unschedule && unschedule < disable);
     assert_eq!(disable, r.lines.len() - 1, "{:?}", r.calls());
+
+    // The stylus's orientation reaches the recording: the stand-in's end effector turned
+    // Rx(0.4)·Ry(0.3) in HDAPI's frame; the stylus (the tool's x) is its z axis, the
+    // tool's y its x axis, both turned into palpa's z-up frame (x, −z, y).
+    let (ca, sa, cb, sb) = (0.4f64.cos(), 0.4f64.sin(), 0.3f64.cos(), 0.3f64.sin());
+    let hd_x = [cb, sa * sb, -ca * sb];
+    let hd_z = [sb, -sa * cb, ca * cb];
+    let up = |v: [f64; 3]| nalgebra::Vector3::new(v[0], -v[2], v[1]);
+    let (tool_x, tool_y) = (up(hd_z), up(hd_x));
+    let ticks = std::fs::read_to_string(recording.join("ticks.csv")).unwrap();
+    let mut lines = ticks.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (qx, qy, qz, qw) = (col("qx"), col("qy"), col("qz"), col("qw"));
+    let mut checked = 0;
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        let q: Vec<f64> = [qx, qy, qz, qw]
+            .iter()
+            .map(|&i| f[i].parse().unwrap())
+            .collect();
+        let q = nalgebra::UnitQuaternion::from_quaternion(nalgebra::Quaternion::new(
+            q[3], q[0], q[1], q[2],
+        ));
+        let error = (q * nalgebra::Vector3::x() - tool_x).norm()
+            + (q * nalgebra::Vector3::y() - tool_y).norm();
+        assert!(error < 1e-9, "{line}: {error}");
+        checked += 1;
+    }
+    assert!(
+        checked > 5000,
+        "{checked} rows with the stylus's orientation"
+    );
 }
 
 #[test]
@@ -505,7 +566,7 @@ fn an_hdapi_fault_mid_session_stops_palpa_with_zero_force_and_a_clear_message() 
     let (status, stdout, stderr) = run_to_end_with_env(BINARY, &args, dir.path(), &env, &[]);
     assert_eq!(status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(
-        stderr.contains("OpenHaptics servo frame failed: HD_DEVICE_FAULT (0x0300, device error 42): stand-in: device fault")
+        stderr.contains("OpenHaptics servo frame failed: HD_COMM_ERROR (0x0302, device error 42): stand-in: communication with the device failed")
             && stderr.contains("palpa stopped with zero force on the device"),
         "{stderr}"
     );
@@ -518,6 +579,80 @@ fn an_hdapi_fault_mid_session_stops_palpa_with_zero_force_and_a_clear_message() 
     assert_eq!(forces.len(), 3001);
     let stop = r.position("stop_scheduler");
     assert!(stop < r.position("unschedule 7") && r.position("disable_device 1") > stop);
+}
+
+#[test]
+fn an_hdapi_velocity_error_zeroes_one_frame_and_the_session_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = standin("hdapi.c", "libHD.so", dir.path());
+    let record = dir.path().join("velocity.record");
+    let scene = scene(dir.path(), [0.0; 3]);
+    let args = [
+        "--scene",
+        scene.to_str().unwrap(),
+        "--device",
+        "openhaptics",
+    ];
+    // Frame 3000 (3 s in, the stylus 4 mm deep) ends with HD_EXCEEDED_MAX_VELOCITY.
+    let env = [
+        ("PALPA_OPENHAPTICS_LIB", library.as_os_str()),
+        ("STANDIN_RECORD", record.as_os_str()),
+        ("STANDIN_FAIL_FRAME", OsStr::new("3000")),
+        ("STANDIN_FAIL_CODE", OsStr::new("0203")),
+    ];
+    let mut served = Served::start_with_env(BINARY, &args, dir.path(), &env);
+    served.ready(START);
+    // Until the stand-in has pressed again (frame 5000: 4 mm deep, 2 s after the error).
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let frames = |r: Record| r.lines.iter().filter(|l| l.starts_with("force ")).count();
+    while frames(Record::read_or_empty(&record)) < 5300 {
+        assert!(std::time::Instant::now() < deadline, "the session stopped");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, stdout, stderr) = served.interrupt(Duration::from_secs(60));
+    assert!(
+        status.success(),
+        "the session goes on and ends cleanly: {status}\n{stderr}"
+    );
+    let stdout = stdout.join("\n");
+    assert!(
+        stdout.contains("HD_EXCEEDED_MAX_VELOCITY ×1"),
+        "the handled error is in the stop summary:\n{stdout}"
+    );
+    let forces = Record::read(&record).forces();
+    let at = |t: f64| {
+        forces
+            .iter()
+            .find(|f| (f.t - t).abs() < 5e-4)
+            .copied()
+            .unwrap()
+    };
+    let before = at(3.0);
+    assert!(
+        before.f[1] > PRESSED,
+        "pressing before the error: {before:?}"
+    );
+    assert_eq!(
+        at(3.001).f,
+        [0.0; 3],
+        "zero force in the frame after the error"
+    );
+    // Then the force ramps in again and pushes back as before.
+    let later = at(5.0);
+    assert!(
+        later.f[1] > PRESSED,
+        "pushing again after the error: {later:?}"
+    );
+    let around: Vec<(f64, f64)> = [2.999, 3.0, 3.001, 3.002, 3.01, 3.05, 3.2, 3.6]
+        .iter()
+        .map(|&t| (t, at(t).f[1]))
+        .collect();
+    eprintln!("HD_EXCEEDED_MAX_VELOCITY at frame 3000: (t s, force up N) {around:?}");
+    // The force restarts from zero (the ramp's 2 ms of 0.5 s), not where it was.
+    assert!(
+        at(3.002).f[1] < 0.1,
+        "ramping in, not jumping back: {around:?}"
+    );
 }
 
 #[test]

@@ -356,3 +356,96 @@ fn tissue_steps_with_point_loads_allocate_nothing() {
     COUNTING_MODEL.with(|c| c.set(false));
     assert_eq!(MODEL_ALLOCATIONS.load(Ordering::Relaxed), 1);
 }
+
+/// A Cartesian device held by a scripted person (the stand-ins' person of `devices
+/// check`, in Rust): still, then out to 40 mm and back along each axis, then held where a
+/// force moves the handle 1 mm per 0.3 N. No allocation in `read` or `write_force`.
+struct HeldDevice {
+    force: Vec3,
+    sequence: u64,
+}
+
+impl HeldDevice {
+    fn position(&self, t: f64) -> Vec3 {
+        let (still, leg) = (0.8, 0.5);
+        let period = still + 2.0 * leg;
+        let s = t - still;
+        let mut p = Vec3::zeros();
+        if (0.0..6.0 * period).contains(&s) {
+            let k = (s / period) as usize;
+            let u = s - k as f64 * period;
+            let x = if u < leg {
+                u / leg
+            } else {
+                (2.0 - u / leg).max(0.0)
+            };
+            let reach = 0.040 * (0.5 - 0.5 * (std::f64::consts::PI * x.min(1.0)).cos());
+            p[k / 2] = if k % 2 == 0 { reach } else { -reach };
+        }
+        p + self.force / 300.0
+    }
+}
+
+impl HapticDevice for HeldDevice {
+    fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError> {
+        self.sequence += 1;
+        Ok(DeviceSample {
+            position: self.position(now),
+            device_time: now,
+            sequence: self.sequence,
+            ..DeviceSample::ORIGIN
+        })
+    }
+    fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
+        self.force = force;
+        Ok(())
+    }
+    fn rating(&self) -> DeviceRating {
+        DeviceRating {
+            max_force: 12.0,
+            max_stiffness: 5000.0,
+            workspace: Some(palpa::device::DeviceWorkspace {
+                centre: Vec3::zeros(),
+                half_extent: Vec3::repeat(0.0433),
+            }),
+        }
+    }
+    fn name(&self) -> &str {
+        "held"
+    }
+}
+
+/// Presses Enter at once whenever asked.
+struct Prompt;
+
+impl palpa::device::check::Operator for Prompt {
+    fn show(&mut self, _prompt: palpa::device::check::Prompt) {}
+    fn confirmed(&mut self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_whole_device_check_allocates_nothing_in_its_ticks() {
+    use palpa::device::check::{CheckLoop, Plan};
+    let mut device = HeldDevice {
+        force: Vec3::zeros(),
+        sequence: 0,
+    };
+    let plan = Plan::new(device.rating().workspace, None, None);
+    let mut check = CheckLoop::new(plan, None);
+    let mut operator = Prompt;
+    let mut ticks = 0u64;
+    COUNTING.with(|c| c.set(true));
+    while ticks < 60_000 && check.tick(ticks as f64 * 1e-3, &mut device, &mut operator) {
+        ticks += 1;
+    }
+    COUNTING.with(|c| c.set(false));
+    let allocations = ALLOCATIONS.swap(0, Ordering::Relaxed);
+    let outcome = check.outcome();
+    assert!(outcome.passed(), "{}", outcome.report(check.plan()));
+    assert_eq!(
+        allocations, 0,
+        "{ticks} check ticks allocated {allocations} times"
+    );
+}

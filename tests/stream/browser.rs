@@ -24,8 +24,8 @@ use palpa::stream::{StreamConfig, StreamServer};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
-const WIDTH: u32 = 800;
-const HEIGHT: u32 = 600;
+pub(crate) const WIDTH: u32 = 800;
+pub(crate) const HEIGHT: u32 = 600;
 
 /// The Chromium binary to use: `PALPA_CHROMIUM` or the first of the usual names on PATH.
 fn find_chromium() -> Option<String> {
@@ -45,14 +45,14 @@ fn find_chromium() -> Option<String> {
 }
 
 /// A headless Chromium we started, killed on drop.
-struct Browser {
+pub(crate) struct Browser {
     child: Child,
     _profile: tempfile::TempDir,
     devtools_url: String,
 }
 
 impl Browser {
-    fn launch(binary: &str) -> Browser {
+    pub(crate) fn launch(binary: &str) -> Browser {
         let profile = tempfile::tempdir().unwrap();
         let mut child = Command::new(binary)
             .args([
@@ -110,7 +110,7 @@ impl Drop for Browser {
 }
 
 /// A DevTools protocol session attached to one page.
-struct Page {
+pub(crate) struct Page {
     socket: tokio_tungstenite::WebSocketStream<
         tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
     >,
@@ -120,7 +120,7 @@ struct Page {
 }
 
 impl Page {
-    async fn open(browser: &Browser, url: &str) -> Page {
+    pub(crate) async fn open(browser: &Browser, url: &str) -> Page {
         Self::open_sized(browser, url, WIDTH, HEIGHT).await
     }
 
@@ -188,7 +188,7 @@ impl Page {
         }
     }
 
-    async fn evaluate(&mut self, expression: &str) -> Value {
+    pub(crate) async fn evaluate(&mut self, expression: &str) -> Value {
         let r = self
             .call(
                 "Runtime.evaluate",
@@ -199,7 +199,7 @@ impl Page {
     }
 
     /// The page as RGB pixels, row-major, of the page's size.
-    async fn screenshot(&mut self, save_as: &str) -> Vec<[u8; 3]> {
+    pub(crate) async fn screenshot(&mut self, save_as: &str) -> Vec<[u8; 3]> {
         let shot = self
             .call("Page.captureScreenshot", json!({ "format": "png" }))
             .await;
@@ -262,7 +262,7 @@ impl Page {
     }
 
     /// Polls `expression` until it is true.
-    async fn wait_for(&mut self, expression: &str, what: &str) {
+    pub(crate) async fn wait_for(&mut self, expression: &str, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(60);
         while self.evaluate(expression).await != json!(true) {
             let state = self.evaluate("JSON.stringify({frames: window.palpaViewer?.frames, error: window.palpaViewer?.error, rendered: window.palpaViewer?.renderedFrames})").await;
@@ -505,11 +505,11 @@ const BINARY: &str = env!("CARGO_BIN_EXE_palpa");
 const SERVE_START: Duration = Duration::from_secs(300);
 
 /// One Chromium and one `palpa serve` at a time: the machine may have two cores.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The Chromium to use, or `None` to skip (the message printed), failing instead under
 /// `PALPA_REQUIRE_BROWSER=1`.
-fn chromium_or_skip() -> Option<String> {
+pub(crate) fn chromium_or_skip() -> Option<String> {
     let found = find_chromium();
     if found.is_none() {
         if std::env::var("PALPA_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {

@@ -11,4 +11,5 @@ mod hardening;
 mod load;
 mod model_e2e;
 mod security;
+mod stylus;
 mod visual;

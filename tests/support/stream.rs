@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use palpa::mesh::generate::box_mesh;
 use palpa::stream::{
     control_channel, snapshot_slot, ControlReceiver, ControlSender, ProbeControl,
-    SnapshotDeformation, SnapshotReader, SnapshotWriter, StreamScene, VisualSnapshot,
+    SnapshotDeformation, SnapshotReader, SnapshotStylus, SnapshotWriter, StreamScene,
+    VisualSnapshot,
 };
 use palpa::Vec3;
 
@@ -30,6 +31,8 @@ pub struct AnalyticTissue {
     /// The streamed scene (modal or positions).
     pub scene: StreamScene,
     modes: Vec<(usize, usize)>,
+    /// The stylus every snapshot shows (none by default).
+    pub stylus: SnapshotStylus,
 }
 
 impl AnalyticTissue {
@@ -57,6 +60,7 @@ impl AnalyticTissue {
         Self {
             scene: surface.scene,
             modes: Vec::new(),
+            stylus: SnapshotStylus::default(),
         }
     }
 
@@ -138,6 +142,7 @@ impl AnalyticTissue {
             in_contact,
             depth: if in_contact { depth } else { 0.0 },
             normal: if in_contact { Vec3::z() } else { Vec3::zeros() },
+            stylus: self.stylus,
             deformation,
         }
     }

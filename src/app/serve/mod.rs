@@ -19,14 +19,15 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 use palpa_protocol as wire;
 
-use crate::app::recording::{SessionDir, TickFile};
 use crate::cli::precompute::{describe, SceneArgs};
 use crate::cli::progress::progress_bar;
+use crate::device::check;
 use crate::device::choice::{DeviceChoice, OpenedDevice};
 use crate::device::force_log::ForceLog;
 use crate::device::mapped::MappedDevice;
@@ -35,6 +36,10 @@ use crate::haptic::review::TickReview;
 use crate::haptic::runtime::{HapticRuntime, RuntimeConfig, RuntimeShared};
 use crate::haptic::tick::HapticLoop;
 use crate::haptic::tick_ring::{tick_ring, TickSink};
+use crate::recording::session_dir::unix_now;
+use crate::recording::{
+    DeviceRecord, Existing, RecordedBy, RecordingDir, RecordingHealth, SceneInputs, TickFile,
+};
 use crate::rt::{self, RealtimeMode, RealtimePolicy};
 use crate::scene::{self, FORCE_CAP_MARGIN};
 use crate::stream::SceneVisual;
@@ -52,8 +57,6 @@ const IDLE_HEIGHT: f64 = 0.01;
 const CONTROL_CAPACITY: usize = 256;
 /// Seconds of haptic ticks a recording's ring holds while its writer catches up.
 const RECORDING_RING_SECONDS: f64 = 4.0;
-/// Name of the visual stream's recording in a session directory.
-const STREAM_RECORDING: &str = "stream.palparec";
 
 /// Arguments of `palpa serve`.
 #[derive(Args, Debug, Clone, Default)]
@@ -87,15 +90,21 @@ pub struct ServeArgs {
         value_parser = str::parse::<RealtimeMode>
     )]
     pub realtime: RealtimeMode,
-    /// Record the session into this directory (created; it must not hold a recording):
-    /// `ticks.csv` (one row per haptic tick: t,x,y,z,fx,fy,fz,depth,contact,safety — the force
-    /// commanded to the device after safety, N; the probe, m), `stream.palparec` (every
-    /// message of the visual stream as a viewer receives it), and copies of the scene
-    /// (`scene.toml`) and of the device's description and profile (`device.txt`,
-    /// `device-profile.toml` for HID devices). Complete after Ctrl-C, ending on the zero
-    /// force the device got last; `palpa replay DIR/ticks.csv` replays it.
+    /// Record the session into this directory (created, or empty; one holding a
+    /// recording is refused unless `--force`): `ticks.csv` (one row per haptic tick:
+    /// t,x,y,z,fx,fy,fz,depth,contact,safety — the probe, m, and the force commanded to
+    /// the device after safety, N, both in the scene frame), `stream.palparec` (every
+    /// message of the visual stream as a viewer receives it), `scene.toml` with copies of
+    /// the files it names, `device.toml` (the device, its workspace mapping and limits)
+    /// and `recording.toml`. Complete after Ctrl-C, ending on the zero force the device
+    /// got last; readable up to about 60 ms before a crash. A failed write (a full disk)
+    /// ends the recording at once, is logged, and makes serve exit with status 1.
+    /// `palpa replay DIR` replays it; `palpa recording check DIR` says what is there.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
+    /// Replace a recording already in the `--record` directory.
+    #[arg(long, requires = "record")]
+    pub force: bool,
 }
 
 /// The device as the haptic thread drives it: scene coordinates, force logged.
@@ -192,17 +201,6 @@ struct Hand {
     ticks: Option<TickFile>,
 }
 
-/// The scene file's text as given (the embedded default's without one), for the copy
-/// in a recorded session.
-fn scene_text(args: &ServeArgs) -> Result<String, String> {
-    match &args.scene.scene {
-        Some(path) => {
-            crate::files::read_text(path, crate::files::FileKind::Scene).map_err(|e| e.to_string())
-        }
-        None => Ok(scene::DEFAULT_SCENE.into()),
-    }
-}
-
 /// The address a local viewer reaches the server at (loopback for a wildcard bind).
 fn local_address(addr: SocketAddr) -> SocketAddr {
     if addr.ip().is_unspecified() {
@@ -216,12 +214,17 @@ fn local_address(addr: SocketAddr) -> SocketAddr {
     }
 }
 
-/// Records the visual stream as a viewer receives it into `path` until the server
-/// shuts down; returns the number of frames. It holds the control token (when there is
+/// Records the visual stream as a viewer receives it through `recorder` until the
+/// server shuts down (or a write fails: reported to `health` at once); returns the
+/// number of frames and what the file holds. It holds the control token (when there is
 /// one), so no read-only viewer takes its seat.
-async fn record_stream(url: String, path: PathBuf, token: Option<String>) -> Result<u64, String> {
-    let recorder =
-        palpa_client::Recorder::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+async fn record_stream(
+    url: String,
+    recorder: palpa_client::Recorder,
+    token: Option<String>,
+    health: Arc<RecordingHealth>,
+) -> Result<(u64, palpa_client::RecorderSummary), String> {
+    let path = recorder.path().to_path_buf();
     let connected = match &token {
         Some(token) => palpa_client::Client::connect_with_token(&url, token, Some(recorder)).await,
         None => palpa_client::Client::connect_recording(&url, Some(recorder)).await,
@@ -229,10 +232,24 @@ async fn record_stream(url: String, path: PathBuf, token: Option<String>) -> Res
     let mut client = connected.map_err(|e| format!("recording the stream from {url}: {e}"))?;
     let mut frames = 0;
     // The stream ends with the server's shutdown message (an error to the client).
-    while client.next_frame().await.is_ok() {
-        frames += 1;
+    loop {
+        if health.failure().is_some() {
+            break;
+        }
+        match client.next_frame().await {
+            Ok(_) => frames += 1,
+            Err(palpa_client::ClientError::Record(e)) => {
+                health.fail(format!("{}: {e}", path.display()));
+                break;
+            }
+            Err(_) => break,
+        }
     }
-    Ok(frames)
+    let summary = client
+        .take_recorder()
+        .map(palpa_client::Recorder::finish)
+        .ok_or("the stream recording was not kept")?;
+    Ok((frames, summary))
 }
 
 /// Opens every device (a wrong one fails before a long precompute) and makes sure none
@@ -255,6 +272,9 @@ fn open_devices(
             .device
             .zero_force()
             .map_err(|e| format!("device {}: {e}", opened.device.name()))?;
+        if let Some(warning) = check::unchecked_warning(&*opened.device, &choice.spec()) {
+            eprintln!("warning: {warning}");
+        }
         hands.push(opened);
     }
     Ok(hands)
@@ -263,7 +283,13 @@ fn open_devices(
 /// Runs `palpa serve` until Ctrl-C; errors are messages for the user (the force is zero
 /// by then).
 pub fn run(args: &ServeArgs) -> Result<(), String> {
-    let scene = args.scene.load()?;
+    let (scene, inputs) = match &args.record {
+        Some(_) => {
+            let (scene, inputs) = SceneInputs::load(args.scene.scene.as_deref())?;
+            (scene, Some(inputs))
+        }
+        None => (args.scene.load()?, None),
+    };
     let choices = if args.devices.is_empty() {
         vec![scene.device_choice()]
     } else {
@@ -272,10 +298,23 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let bind = args.bind.unwrap_or_else(|| scene.stream.bind_addr());
     let scene_profile = scene.device.profile.as_deref().map(|p| scene.resolve(p));
     let opened = open_devices(&choices, scene_profile.as_deref())?;
-    let session = args.record.as_deref().map(SessionDir::create).transpose()?;
-    if let Some(dir) = &session {
-        dir.write("scene.toml", &scene_text(args)?)?;
-    }
+    let existing = if args.force {
+        Existing::Replace
+    } else {
+        Existing::Refuse
+    };
+    let session = match (&args.record, &inputs) {
+        (Some(dir), Some(inputs)) => Some(RecordingDir::create(
+            dir,
+            inputs,
+            opened.len(),
+            true,
+            RecordedBy::Serve,
+            existing,
+        )?),
+        _ => None,
+    };
+    let health = Arc::new(RecordingHealth::default());
 
     let name = scene.name.clone().unwrap_or_else(|| scene.source.clone());
     println!("palpa serve: scene \"{name}\" ({})", scene.source);
@@ -363,23 +402,16 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             FORCE_CAP_MARGIN * haptic.limits.max_force
         );
         println!("{clamp}");
-        if let Some(dir) = &session {
-            let suffix = if i == 0 {
-                String::new()
-            } else {
-                format!("-{}", i + 1)
-            };
-            dir.write(
-                &format!("device{suffix}.txt"),
-                &format!(
-                    "device: {}\nworkspace: {how}\n{clamp}\nsafety: {:?}\n",
-                    hand.description, haptic.limits
-                ),
-            )?;
-            if let Some(toml) = &hand.profile_toml {
-                dir.write(&format!("device{suffix}-profile.toml"), toml)?;
-            }
-        }
+        let record = session.as_ref().map(|_| {
+            DeviceRecord::new(
+                &hand.description,
+                hand.device.name(),
+                &rating,
+                (&map, &how),
+                &haptic,
+            )
+        });
+        let profile = hand.profile_toml.clone();
         let device: ServeDevice = ForceLog::new(MappedDevice::new(hand.device, map));
         let stylus = hand.stylus.map(|input| Stylus::new(input, map, idle));
         let runtime_config = RuntimeConfig {
@@ -391,23 +423,34 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             telemetry_capacity: 2 * built.scene.rates.haptic as usize,
             log_stats: false,
         };
-        configured.push((device, stylus, runtime_config, label));
+        configured.push((
+            device,
+            stylus,
+            runtime_config,
+            label,
+            record.zip(Some(profile)),
+        ));
     }
     // The first device's model thread steps the tissue with every probe; the viewers
     // see and steer it.
     let rates = built.scene.rates.clone();
     let mut model = Some(built.model);
-    for (i, (mut device, stylus, runtime_config, label)) in configured.into_iter().enumerate() {
-        let (sink, ticks) = match &session {
-            Some(dir) => {
+    for (i, (mut device, stylus, runtime_config, label, record)) in
+        configured.into_iter().enumerate()
+    {
+        let (sink, ticks) = match (&session, record) {
+            (Some(dir), Some((mut record, profile))) => {
+                // The haptic clock starts as the runtime does, just below.
+                record.clock_start_unix_s = Some(unix_now());
+                dir.write_device(i, &record, profile.as_deref())?;
                 let (sink, source) =
                     tick_ring((RECORDING_RING_SECONDS * rates.haptic).ceil() as usize);
-                let path = dir.ticks_path(i);
-                let file = TickFile::create(&path, source)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let writer = dir.ticks(i)?;
+                let file = TickFile::start(writer, source, health.clone())
+                    .map_err(|e| format!("cannot start the recording's writer: {e}"))?;
                 (Some(sink), Some(file))
             }
-            None => (None, None),
+            _ => (None, None),
         };
         let start = |device, step, sink: Option<TickSink>| {
             HapticRuntime::start_recording(device, step, runtime_config, sink)
@@ -418,6 +461,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
                     snapshots,
                     control,
                     commanded: device.commanded(),
+                    samples: Some(device.samples()),
                 };
                 let step = ServeStep::new(model, visual, link, stylus, rates.visual, idle)
                     .with_probes(probes.clone());
@@ -465,12 +509,20 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             "        (this address moves the probe; without its ?token=… it is read-only and \
              can be shared)"
         );
-        let stream_recording = session.as_ref().map(|dir| {
-            let url = format!("ws://{}/ws", local_address(server.local_addr()));
-            let path = dir.path().join(STREAM_RECORDING);
-            let token = server.control_token().map(str::to_owned);
-            (path.clone(), tokio::spawn(record_stream(url, path, token)))
-        });
+        let stream_recording = match &session {
+            Some(dir) => {
+                let url = format!("ws://{}/ws", local_address(server.local_addr()));
+                let (file, path) = dir.stream_file()?;
+                let recorder = palpa_client::Recorder::start(file, &path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let token = server.control_token().map(str::to_owned);
+                Some((
+                    path,
+                    tokio::spawn(record_stream(url, recorder, token, health.clone())),
+                ))
+            }
+            None => None,
+        };
         println!("press Ctrl-C to stop (the force goes to zero first)");
 
         let shared: Vec<_> = hands.iter().map(|h| h.runtime.shared().clone()).collect();
@@ -478,6 +530,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let mut poll = tokio::time::interval(Duration::from_millis(50));
         let mut polls = 0u32;
         let mut warned_ramp = vec![false; hands.len()];
+        let mut told_recording_failed = false;
         let failure = |shared: &[std::sync::Arc<RuntimeShared>]| {
             shared.iter().find_map(|s| s.failure().map(str::to_owned))
         };
@@ -487,6 +540,13 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         {
             poll.tick().await;
             polls += 1;
+            if let (Some(failure), false) = (health.failure(), told_recording_failed) {
+                told_recording_failed = true;
+                eprintln!(
+                    "error: the recording ended: {failure}; the session goes on unrecorded \
+                     and palpa will exit with status 1"
+                );
+            }
             if polls % 20 == 0 {
                 for (other, hand) in shared[1..].iter().zip(&mut hands[1..]) {
                     drain_telemetry(other, &mut hand.review);
@@ -522,6 +582,10 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let mut recorded = Vec::new();
         for (i, (label, haptic, step, mut review, ticks)) in stopped.into_iter().enumerate() {
             let last = haptic.device().last_force();
+            // What the device handled without stopping (an SDK's force errors).
+            if let Some(faults) = haptic.device().fault_summary() {
+                println!("{label}: {faults}");
+            }
             if let Some(mut step) = step {
                 step.publish_final(last);
             }
@@ -529,12 +593,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             drain_telemetry(&shared[i], &mut review);
             if let Some(ticks) = ticks {
                 let path = ticks.path().to_path_buf();
-                recorded.push((
-                    path.clone(),
-                    ticks
-                        .finish()
-                        .map_err(|e| format!("{}: {e}", path.display())),
-                ));
+                recorded.push((path, ticks.finish()));
             }
             last_forces.push((label, last, review));
         }
@@ -542,31 +601,55 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         server.shutdown().await;
         if let Some((path, task)) = stream_recording {
             match tokio::time::timeout(Duration::from_secs(5), task).await {
-                Ok(Ok(Ok(frames))) => println!("recorded: {} ({frames} frames)", path.display()),
-                Ok(Ok(Err(e))) => eprintln!("warning: {e}"),
-                _ => eprintln!(
-                    "warning: {}: the stream recording did not end",
+                Ok(Ok(Ok((frames, s)))) => match s.failure.or(health
+                    .failure()
+                    .map(|f| format!("stopped with the rest of the recording ({f})")))
+                {
+                    None => println!(
+                        "recorded: {} ({frames} frames; {} records, {} dropped)",
+                        path.display(),
+                        s.records,
+                        s.dropped
+                    ),
+                    Some(e) => {
+                        if health.failure().is_none() {
+                            health.fail(format!("{}: {e}", path.display()));
+                        }
+                        eprintln!(
+                            "error: {}: recording ended early ({e}); the file holds the {} \
+                             records before it",
+                            path.display(),
+                            s.records
+                        );
+                    }
+                },
+                Ok(Ok(Err(e))) => health.fail(e),
+                _ => health.fail(format!(
+                    "{}: the stream recording did not end",
                     path.display()
-                ),
+                )),
             }
         }
-        for (path, summary) in recorded {
-            match summary {
-                Ok(s) => {
-                    let span = s.span.map_or(String::new(), |(a, b)| {
-                        format!(
-                            ", t = {a:.3} to {b:.3} s, {:.0} rows/s",
-                            (s.rows.max(1) - 1) as f64 / (b - a).max(1e-9)
-                        )
-                    });
-                    println!(
-                        "recorded: {} ({} rows{span}; {} ticks dropped)",
-                        path.display(),
-                        s.rows,
-                        s.dropped
-                    );
-                }
-                Err(e) => eprintln!("error: recording not completed: {e}"),
+        for (path, s) in recorded {
+            let span = s.span.map_or(String::new(), |(a, b)| {
+                format!(
+                    ", t = {a:.3} to {b:.3} s, {:.0} rows/s",
+                    (s.rows.max(1) - 1) as f64 / (b - a).max(1e-9)
+                )
+            });
+            match &s.failure {
+                None => println!(
+                    "recorded: {} ({} rows{span}; {} ticks dropped)",
+                    path.display(),
+                    s.rows,
+                    s.dropped
+                ),
+                Some(e) => eprintln!(
+                    "error: {}: recording ended early ({e}); the file holds the {} rows{span} \
+                     before it",
+                    path.display(),
+                    s.rows
+                ),
             }
         }
         if let Some(failure) = failed {
@@ -597,6 +680,12 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
                 last.x, last.y, last.z
             );
         }
-        Ok(())
+        match (&session, health.failure()) {
+            (Some(dir), Some(failure)) => Err(format!(
+                "the recording in {} ended early: {failure}",
+                dir.path().display()
+            )),
+            _ => Ok(()),
+        }
     })
 }

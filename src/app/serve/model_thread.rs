@@ -3,9 +3,12 @@
 //! see at the visual rate.
 
 use crate::device::mapped::Workspace;
+use crate::device::DeviceSample;
 use crate::model::{LocalForceModel, ModelStep};
 use crate::rt::{SlotReader, SlotWriter};
-use crate::stream::{ControlReceiver, ProbeControl, SnapshotWriter, VisualSnapshot};
+use crate::stream::{
+    ControlReceiver, ProbeControl, SnapshotStylus, SnapshotWriter, VisualSnapshot,
+};
 use crate::Vec3;
 
 use super::ProbeSlots;
@@ -45,6 +48,9 @@ pub struct ViewerLink {
     pub control: ControlReceiver,
     /// The force commanded to the device (N, scene frame, after every safety limit).
     pub commanded: SlotReader<Vec3>,
+    /// The device's newest sample (scene frame): the stylus's orientation, buttons and
+    /// gripper the frames show; `None` shows none.
+    pub samples: Option<SlotReader<DeviceSample>>,
 }
 
 /// The model thread's step: obey viewers' commands, step the tissue, publish what
@@ -123,6 +129,14 @@ impl ServeStep {
     fn publish(&mut self, t: f64, probe: Vec3, force: Vec3) {
         self.visual
             .fill(&mut self.model, t, probe, force, &mut self.snapshot);
+        if let Some(samples) = self.link.samples.as_mut() {
+            let s = samples.read().0;
+            self.snapshot.stylus = SnapshotStylus {
+                orientation: s.orientation,
+                buttons: s.buttons,
+                gripper: s.gripper,
+            };
+        }
         self.link.snapshots.publish(&self.snapshot);
     }
 }

@@ -4,8 +4,14 @@
  * tip moves along y (HDAPI's up) by the scripted press, and every frame's force, the
  * init/enable calls and the shutdown calls go to the record (record.h).
  *
+ * The stylus is held tilted: its end effector turned 0.4 rad about HDAPI's x, then 0.3 rad
+ * about its y (STANDIN_TILT below), as HD_CURRENT_TRANSFORM reports it.
+ *
+ * STANDIN_SCRIPT=hand: the tip follows record.h's person of `palpa devices check` (turned
+ * into HDAPI's frame: x right, y up, z toward the user).
  * STANDIN_FAIL_INIT=1: hdInitDevice fails with HD_COMM_ERROR (device error 7).
- * STANDIN_FAIL_FRAME=N: servo frame N ends with HD_DEVICE_FAULT (device error 42). */
+ * STANDIN_FAIL_FRAME=N: servo frame N ends with an error, STANDIN_FAIL_CODE (hex; default
+ * 0x0302, HD_COMM_ERROR, a scheduler error), device error 42. */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -52,6 +58,7 @@ const char *hdGetErrorString(HDerror code) {
     switch (code) {
     case 0x0302: return "stand-in: communication with the device failed";
     case 0x0300: return "stand-in: device fault";
+    case 0x0203: return "stand-in: the stylus moved faster than the device allows";
     default: return "stand-in: other error";
     }
 }
@@ -59,6 +66,7 @@ const char *hdGetErrorString(HDerror code) {
 static int initialised;
 static int in_frame;
 static long fail_frame = -1;
+static HDerror fail_code = 0x0302;
 static atomic_long frame;
 static double position_mm[3];
 static double force[3];
@@ -71,7 +79,9 @@ HHD hdInitDevice(const char *name) {
     }
     const char *fail = getenv("STANDIN_FAIL_FRAME");
     if (fail) fail_frame = atol(fail);
-    position_mm[1] = standin_height_mm(0.0);
+    const char *code = getenv("STANDIN_FAIL_CODE");
+    if (code) fail_code = (HDerror)strtoul(code, NULL, 16);
+    position_mm[1] = standin_hand_script() ? 10.0 : standin_height_mm(0.0);
     initialised = 1;
     return HANDLE;
 }
@@ -97,6 +107,19 @@ void hdGetDoublev(HDenum name, double *v) {
         }
         memcpy(v, position_mm, sizeof position_mm);
         return;
+    case 0x2052: { /* HD_CURRENT_TRANSFORM: column-major, Rx(0.4)·Ry(0.3), position (mm) */
+        if (!in_frame) {
+            raise_error(0x0102, 0);
+            return;
+        }
+        const double a = 0.4, b = 0.3;
+        const double ca = cos(a), sa = sin(a), cb = cos(b), sb = sin(b);
+        const double m[16] = {cb, sa * sb, -ca * sb, 0,  0, ca, sa, 0,
+                              sb, -sa * cb, ca * cb, 0,
+                              position_mm[0], position_mm[1], position_mm[2], 1};
+        memcpy(v, m, sizeof m);
+        return;
+    }
     case 0x2604: v[0] = 3.3; return; /* HD_NOMINAL_MAX_CONTINUOUS_FORCE (N) */
     case 0x2602: v[0] = 1.5; return; /* HD_NOMINAL_MAX_STIFFNESS (N/mm) */
     case 0x2551: {                   /* HD_USABLE_WORKSPACE_DIMENSIONS (mm) */
@@ -117,7 +140,11 @@ void hdGetIntegerv(HDenum name, int *v) {
 }
 
 const char *hdGetString(HDenum name) {
-    return name == 0x2501 ? "Touch stand-in" : NULL; /* HD_DEVICE_MODEL_TYPE */
+    switch (name) {
+    case 0x2501: return "Touch stand-in"; /* HD_DEVICE_MODEL_TYPE */
+    case 0x2504: return "STANDIN-TOUCH-1"; /* HD_DEVICE_SERIAL_NUMBER */
+    default: return NULL;
+    }
 }
 
 void hdSetDoublev(HDenum name, const double *v) {
@@ -145,7 +172,7 @@ void hdEndFrame(HHD h) {
     long n = atomic_load(&frame);
     standin_note("force %.6f %.6f %.9g %.9g %.9g", n * 1e-3, position_mm[1], force[0],
                  force[1], force[2]);
-    if (n == fail_frame) raise_error(0x0300, 42); /* HD_DEVICE_FAULT */
+    if (n == fail_frame) raise_error(fail_code, 42);
 }
 
 static HDSchedulerCallback callback;
@@ -176,7 +203,19 @@ static void *servo(void *unused) {
         }
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
         long n = atomic_fetch_add(&frame, 1) + 1;
-        position_mm[1] = standin_height_mm(n * 1e-3);
+        if (standin_hand_script()) {
+            /* HDAPI's frame to palpa's device frame and back: (x, −z, y) ↔ (x, z, −y). */
+            /* Around the workspace box's centre (0, 0, 10) mm, near its faces. */
+            const double f_device[3] = {force[0], -force[2], force[1]};
+            const double reach_mm[3] = {75.0, 33.0, 55.0};
+            double mm[3];
+            standin_hand_mm(n * 1e-3, f_device, reach_mm, mm);
+            position_mm[0] = mm[0];
+            position_mm[1] = mm[2] + 10.0;
+            position_mm[2] = -mm[1];
+        } else {
+            position_mm[1] = standin_height_mm(n * 1e-3);
+        }
         if (callback && !atomic_load(&callback_done)) {
             if (callback(callback_data) == 0) atomic_store(&callback_done, 1);
         }

@@ -3,6 +3,8 @@
 //! installed with pip into a fresh directory, and `python/tests` run with pytest against
 //! this build's `palpa` CLI. The interpreter is `$PALPA_PYTHON`, else `python3`; without
 //! it, numpy, pytest or maturin the test skips, unless `PALPA_REQUIRE_PYTHON=1` (CI).
+//! Its own test binary: cargo runs binaries one after another, so the two-core maturin
+//! build never runs beside the live `serve` tests of `tests/cli`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
