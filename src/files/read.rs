@@ -1,5 +1,6 @@
 //! Bounded reads. Every file palpa reads from a user (scene, mesh, surface, trajectory,
-//! device profile, device configuration, CSV to plot, modal cache) is opened here: the
+//! device profile, device configuration, CSV to plot, modal cache, a recording's files)
+//! is opened here: the
 //! open does not block (`O_NONBLOCK`, so a FIFO cannot hang it), the opened file must be a
 //! regular file (a FIFO, a device such as `/dev/zero`, a directory or a socket is refused
 //! by name), and its size is bounded by a limit per kind of file, both before reading
@@ -32,6 +33,8 @@ pub enum FileKind {
     StreamRecording,
     /// A modal precompute cache (`.palpa`).
     ModalCache,
+    /// A recording's manifest or a device check's record (TOML palpa wrote).
+    Record,
 }
 
 const MIB: u64 = 1 << 20;
@@ -50,6 +53,7 @@ impl FileKind {
             FileKind::ForceCsv => 2 * GIB,
             FileKind::StreamRecording => 8 * GIB,
             FileKind::ModalCache => 16 * GIB,
+            FileKind::Record => 4 * MIB,
         }
     }
 
@@ -65,6 +69,7 @@ impl FileKind {
             FileKind::ForceCsv => "force CSV",
             FileKind::StreamRecording => "stream recording",
             FileKind::ModalCache => "modal cache",
+            FileKind::Record => "record palpa wrote",
         }
     }
 }
