@@ -10,6 +10,7 @@ use crate::cli::progress::progress_bar;
 use crate::fem::{Axis, Fix, Material, MaterialMap, Ordering, Pressure, LOCKING_POISSON};
 use crate::mesh::{self, generate::box_mesh, TetMesh};
 use crate::modal::{self, ModalCache, ModeFate, ModeReport, PrecomputeParams, SelectionParams};
+use crate::scene::plausible;
 use crate::scene::{Scene, DEFAULT_MATERIAL};
 use crate::Vec3;
 
@@ -169,6 +170,22 @@ pub fn load_mesh(spec: &str) -> Result<TetMesh, String> {
     box_mesh(Vec3::from(size), cells.map(|c| c as usize)).map_err(|e| e.to_string())
 }
 
+/// Logs the mesh reader's notes (warnings as warnings) as a scene build does, and a
+/// size that looks like a unit mistake.
+fn report_mesh(spec: &str, mesh: &mut TetMesh, scale: f64) {
+    for note in std::mem::take(&mut mesh.notes) {
+        if note.contains("warning:") {
+            tracing::warn!("{spec}: {note}");
+        } else {
+            tracing::info!("{spec}: {note}");
+        }
+    }
+    let (lo, hi) = mesh.bounds();
+    if let Some(why) = plausible::mesh_size_warning((hi - lo).norm()) {
+        tracing::warn!("{spec}: {why} (--scale {scale})");
+    }
+}
+
 /// What `--json` writes.
 #[derive(Serialize)]
 struct JsonReport<'a> {
@@ -192,8 +209,12 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
         return Err(format!("--scale must be positive, got {}", args.scale));
     }
     mesh.scale(args.scale);
+    report_mesh(&args.mesh, &mut mesh, args.scale);
     let material =
         Material::new(args.young, args.poisson, args.density).map_err(|e| e.to_string())?;
+    if let Some(why) = plausible::young_warning(args.young) {
+        tracing::warn!("--young: {why}");
+    }
     if material.locks() && args.pressure == Pressure::Element {
         tracing::warn!(
             "the material of --poisson {}: Poisson ratio ≥ {LOCKING_POISSON} is nearly \

@@ -24,7 +24,9 @@ use crate::haptic::LockStep;
 use crate::recording::session_dir::REPLAY;
 use crate::recording::{DeviceRecord, Existing, Recorded, RecordedBy, RecordingDir, SceneInputs};
 use crate::recording::{RecordingHealth, TickWriter};
+use crate::scene::plausible;
 use crate::scene::{self, BuiltScene};
+use crate::Vec3;
 
 pub use crate::haptic::tick_csv::{write_csv, TickRow as ReplayRow, HEADER};
 
@@ -101,6 +103,20 @@ pub fn replay_recorded(built: BuiltScene, ticks: Trajectory, device: &DeviceReco
     replay_with(built, ticks, setup, None).expect("no file is written")
 }
 
+/// Warns of a trajectory that looks like a unit mistake against the scene (positions in
+/// millimetres, times in milliseconds).
+fn warn_implausible(built: &BuiltScene, trajectory: &Trajectory, mapping: &Workspace) {
+    let rest = built.model.rest_positions();
+    let bounds = rest.iter().fold(
+        (Vec3::repeat(f64::INFINITY), Vec3::repeat(f64::NEG_INFINITY)),
+        |(lo, hi), p| (lo.inf(p), hi.sup(p)),
+    );
+    let radius = built.scene.contact.probe_radius;
+    for why in plausible::trajectory_warnings(trajectory, mapping, bounds, radius) {
+        tracing::warn!("trajectory: {why}");
+    }
+}
+
 /// Rows written between commits of a lock-step recording.
 const COMMIT_ROWS: usize = 1000;
 
@@ -115,6 +131,7 @@ pub fn replay_with(
         ReplayDevice::with_rating(trajectory.clone(), setup.rating),
         setup.mapping,
     );
+    warn_implausible(&built, &trajectory, &setup.mapping);
     let config = built.attach_device(setup.rating);
     let ticks = (trajectory.duration() / config.tick_period).floor() as usize + 1;
     let mut review = TickReview::new(&config.limits);
@@ -415,7 +432,7 @@ fn print_difference(ticks: &Trajectory, rows: &[ReplayRow], recorded: Option<&Re
 /// The recorded ticks whose safety state was `normal` (read from the `safety` column of
 /// the session's `ticks.csv`), as a trajectory, and how many there are.
 fn normal_ticks(path: &Path, ticks: &Trajectory) -> Option<(usize, Trajectory)> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::files::read_text(path, crate::files::FileKind::Trajectory).ok()?;
     let normal: Vec<bool> = text
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))

@@ -6,6 +6,7 @@
 mod cache;
 mod fem;
 mod mesh;
+pub mod plausible;
 mod regions;
 
 use std::path::Path;

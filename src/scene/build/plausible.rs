@@ -93,7 +93,11 @@ pub fn trajectory_warnings(
                 "the trajectory's time step is {} ms (median), not about 1 ms: the haptic \
                  loop holds each sample until the next; times are in s{}",
                 step * 1e3,
-                if step >= 0.5 { " (in milliseconds?)" } else { "" }
+                if step >= 0.5 {
+                    " (in milliseconds?)"
+                } else {
+                    ""
+                }
             ));
         }
     }
@@ -157,17 +161,25 @@ mod tests {
             .collect();
         let fine = trajectory(&at_1khz);
         assert!(trajectory_warnings(&fine, &Workspace::IDENTITY, block, 0.0).is_empty());
-        let mm: Vec<(f64, [f64; 3])> = at_1khz.iter().map(|&(t, p)| (t, p.map(|x| 1e3 * x + 20.0))).collect();
+        let mm: Vec<(f64, [f64; 3])> = at_1khz
+            .iter()
+            .map(|&(t, p)| (t, p.map(|x| 1e3 * x + 20.0)))
+            .collect();
         let w = trajectory_warnings(&trajectory(&mm), &Workspace::IDENTITY, block, 0.0);
         assert!(w.len() == 1 && w[0].contains("millimetres"), "{w:?}");
         let ms: Vec<(f64, [f64; 3])> = at_1khz.iter().map(|&(t, p)| (t * 1e3, p)).collect();
         let w = trajectory_warnings(&trajectory(&ms), &Workspace::IDENTITY, block, 0.0);
-        assert!(w.len() == 2 && w.iter().all(|w| w.contains("milliseconds")), "{w:?}");
+        assert!(
+            w.len() == 2 && w.iter().all(|w| w.contains("milliseconds")),
+            "{w:?}"
+        );
     }
 
     #[test]
     fn presses_deeper_than_half_the_tissue_are_named() {
-        assert!(indentation_warning(0.05, 0.04).unwrap().contains("50.0 mm deep"));
+        assert!(indentation_warning(0.05, 0.04)
+            .unwrap()
+            .contains("50.0 mm deep"));
         assert!(indentation_warning(0.004, 0.04).is_none());
     }
 }
