@@ -240,7 +240,7 @@ fn a_scene_modulus_of_30_pa_and_an_inclusion_in_millimetres_are_named() {
     );
 }
 
-/// A press into the coarse block's centre and back, 100 rows at 1 kHz, positions mapped
+/// A press into the coarse block near its centre, 100 rows at 1 kHz, positions mapped
 /// by `position` and times by `time`.
 fn press(dir: &Path, name: &str, position: f64, time: f64) -> PathBuf {
     let mut csv = String::from("t,x,y,z,buttons\n");
@@ -249,8 +249,8 @@ fn press(dir: &Path, name: &str, position: f64, time: f64) -> PathBuf {
         csv.push_str(&format!(
             "{},{},{},{},0\n",
             i as f64 * 1e-3 * time,
-            0.0,
-            0.0,
+            0.01 * position,
+            0.01 * position,
             z * position
         ));
     }

@@ -72,7 +72,7 @@ pub fn trajectory_warnings(
             |(a, b), p| (a.inf(p), b.sup(p)),
         );
         let reach = (max - min).norm().max(max.amax()).max(min.amax());
-        let hint = if reach > 100.0 * (hi - lo).norm() {
+        let hint = if reach > 10.0 * (hi - lo).norm() {
             " (positions in millimetres?)"
         } else {
             ""
