@@ -8,6 +8,7 @@
 //! The [`stream`] sends 30 Hz visual frames to render clients.
 
 pub mod app;
+pub mod budget;
 pub mod cli;
 pub mod condensed;
 pub mod contact;

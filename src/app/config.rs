@@ -120,7 +120,9 @@ pub fn device_mapping(built: &BuiltScene, rating: &DeviceRating) -> (Workspace, 
 }
 
 /// The stream server's settings for `scene`, bound to `bind`, with viewers' probe
-/// targets kept in `probe_workspace` (m, scene frame); an error names the setting.
+/// targets kept in `probe_workspace` (m, scene frame); an error names the scene file and
+/// its key (`stream.token` for a token too weak to guard control; the token itself is
+/// never printed).
 pub fn stream_config(
     scene: &Scene,
     bind: SocketAddr,
@@ -133,12 +135,21 @@ pub fn stream_config(
         max_clients: scene.stream.max_clients,
         max_connections: defaults.max_connections.max(scene.stream.max_clients),
         control_token: scene.stream.token.clone(),
+        allowed_origins: scene.stream.allowed_origins.clone(),
+        allowed_hosts: scene.stream.allowed_hosts.clone(),
         probe_workspace,
         ..defaults
     };
-    config
-        .validate()
-        .map_err(|e| format!("{}: stream: {e}", scene.source))?;
+    config.validate().map_err(|e| {
+        let invalid = match e.split_once(": ") {
+            // The server's errors name their field as `stream.<field>: …`; the scene
+            // calls the control token `stream.token`.
+            Some(("stream.control_token", why)) => scene.invalid("stream.token", why),
+            Some((key, why)) if key.starts_with("stream.") => scene.invalid(key, why),
+            _ => scene.invalid("stream", e),
+        };
+        invalid.to_string()
+    })?;
     Ok(config)
 }
 

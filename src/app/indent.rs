@@ -15,6 +15,7 @@ use crate::nonlinear::{
     LinearConstraint, NewtonOptions, NonlinearStatics, RigidSphere, SphereContactState,
 };
 use crate::pipeline::SceneModel;
+use crate::scene::plausible;
 use crate::scene::{BuiltScene, FemInputs};
 use crate::tissue::ModelStep;
 use crate::Vec3;
@@ -133,6 +134,11 @@ pub fn indent(
     }
     let up = scene.view.up.vector();
     let (surface_point, normal) = surface_point(&model, up, at)?;
+    let thickness = thickness_under(&model, up, surface_point);
+    let deepest = depths.iter().fold(0.0, |a: f64, &d| a.max(d));
+    if let Some(why) = plausible::indentation_warning(deepest, thickness) {
+        tracing::warn!("--depths: {why}");
+    }
     let dt = 1.0 / scene.rates.model;
     let mut press = Press {
         model: &mut model,
@@ -168,6 +174,20 @@ pub fn indent(
 
 /// The first rest surface point on the line along `up` through `at` (coordinates
 /// across `up`), coming down from above, and the outward (shaded) normal there.
+/// How much tissue lies under `top` along −`up` (m): to the first surface a ray from
+/// below meets, else to the body's lowest point.
+fn thickness_under(model: &SceneModel, up: Vec3, top: Vec3) -> f64 {
+    let rest = model.rest_positions();
+    let lowest = rest.iter().map(|x| up.dot(x)).fold(f64::INFINITY, f64::min);
+    let height = up.dot(&top) - lowest;
+    let (from, to) = (top - up * (height + 1e-3), top - up * (1e-6 * height));
+    let bvh = SurfaceBvh::build(model.surface_triangles().to_vec(), rest);
+    match bvh.segment_cast(&from, &to, 0.0, &[], rest) {
+        Some(hit) => up.dot(&(top - (from + (to - from) * hit.t))).max(0.0),
+        None => height,
+    }
+}
+
 fn surface_point(model: &SceneModel, up: Vec3, at: [f64; 2]) -> Result<(Vec3, Vec3), String> {
     let rest = model.rest_positions();
     let axis = up.iamax();

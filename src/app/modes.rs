@@ -8,6 +8,7 @@ use crate::mesh::{self, generate::box_mesh, TetMesh};
 use crate::modal::{
     self, ModalCache, ModeFate, ModeReport, PrecomputeParams, Precomputed, Progress,
 };
+use crate::scene::plausible;
 use crate::scene::{Scene, DEFAULT_MATERIAL};
 use crate::Vec3;
 
@@ -141,4 +142,24 @@ pub fn load_mesh(spec: &str) -> Result<TetMesh, String> {
         return Err(format!("{spec}: the box size must be finite and positive"));
     }
     box_mesh(Vec3::from(size), cells.map(|c| c as usize)).map_err(|e| e.to_string())
+}
+
+/// Logs the mesh reader's notes (warnings as warnings) as a scene build does, and a
+/// size (m, after `scale`) or Young's modulus `young` (Pa) that looks like a unit
+/// mistake; `spec` names the mesh.
+pub fn warn_implausible(spec: &str, mesh: &mut TetMesh, scale: f64, young: f64) {
+    for note in std::mem::take(&mut mesh.notes) {
+        if note.contains("warning:") {
+            tracing::warn!("{spec}: {note}");
+        } else {
+            tracing::info!("{spec}: {note}");
+        }
+    }
+    let (lo, hi) = mesh.bounds();
+    if let Some(why) = plausible::mesh_size_warning((hi - lo).norm()) {
+        tracing::warn!("{spec}: {why} (--scale {scale})");
+    }
+    if let Some(why) = plausible::young_warning(young) {
+        tracing::warn!("--young: {why}");
+    }
 }

@@ -22,6 +22,7 @@ use crate::recording::session_dir::REPLAY;
 use crate::recording::TickWriter;
 use crate::recording::{DeviceRecord, Existing, Recorded, RecordedBy, RecordingDir, SceneInputs};
 use crate::scene::{self, BuiltScene, PrecomputeOutcome};
+use crate::Vec3;
 
 pub use crate::haptic::tick_csv::{write_csv, TickRow as ReplayRow, HEADER};
 
@@ -69,6 +70,81 @@ pub fn replay_recorded(built: BuiltScene, ticks: Trajectory, device: &DeviceReco
     replay_with(built, ticks, setup, None).expect("no file is written")
 }
 
+/// Warns of a trajectory that looks like a unit mistake against the scene (positions in
+/// millimetres, times in milliseconds).
+fn warn_implausible(built: &BuiltScene, trajectory: &Trajectory, mapping: &Workspace) {
+    let rest = built.model.rest_positions();
+    let bounds = rest.iter().fold(
+        (Vec3::repeat(f64::INFINITY), Vec3::repeat(f64::NEG_INFINITY)),
+        |(lo, hi), p| (lo.inf(p), hi.sup(p)),
+    );
+    let radius = built.scene.contact.probe_radius;
+    for why in trajectory_warnings(trajectory, mapping, bounds, radius) {
+        tracing::warn!("trajectory: {why}");
+    }
+}
+
+/// Why a trajectory looks like a unit mistake against a scene whose mesh spans `lo`..`hi`
+/// (m) with a probe of `radius` (m), its device positions taken to the scene by `map`:
+/// it never comes within the scene's box (millimetres?), its median time step is not
+/// about 1 ms, or it lasts more than 10 × its row count in ms (times in ms?).
+fn trajectory_warnings(
+    trajectory: &Trajectory,
+    map: &Workspace,
+    (lo, hi): (Vec3, Vec3),
+    radius: f64,
+) -> Vec<String> {
+    let samples = trajectory.samples();
+    let mut warnings = Vec::new();
+    let margin = radius + 0.05 * (hi - lo).norm();
+    let inside = |p: &Vec3| (0..3).all(|a| p[a] >= lo[a] - margin && p[a] <= hi[a] + margin);
+    let scene: Vec<Vec3> = samples.iter().map(|s| map.to_scene(&s.position)).collect();
+    if !scene.iter().any(inside) {
+        let (min, max) = scene.iter().fold(
+            (Vec3::repeat(f64::INFINITY), Vec3::repeat(f64::NEG_INFINITY)),
+            |(a, b), p| (a.inf(p), b.sup(p)),
+        );
+        let reach = (max - min).norm().max(max.amax()).max(min.amax());
+        let hint = if reach > 10.0 * (hi - lo).norm() {
+            " (positions in millimetres?)"
+        } else {
+            ""
+        };
+        warnings.push(format!(
+            "the probe never comes within the scene's box: it moves within \
+             ({:.4}, {:.4}, {:.4})–({:.4}, {:.4}, {:.4}) m, the tissue lies within \
+             ({:.4}, {:.4}, {:.4})–({:.4}, {:.4}, {:.4}) m{hint}; positions are in m",
+            min.x, min.y, min.z, max.x, max.y, max.z, lo.x, lo.y, lo.z, hi.x, hi.y, hi.z
+        ));
+    }
+    if samples.len() >= 2 {
+        let mut steps: Vec<f64> = samples.windows(2).map(|w| w[1].t - w[0].t).collect();
+        steps.sort_by(f64::total_cmp);
+        let step = steps[steps.len() / 2];
+        if !(0.5e-3..=2e-3).contains(&step) {
+            warnings.push(format!(
+                "the trajectory's time step is {} ms (median), not about 1 ms: the haptic \
+                 loop holds each sample until the next; times are in s{}",
+                step * 1e3,
+                if step >= 0.5 {
+                    " (in milliseconds?)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    let duration = trajectory.duration();
+    if duration > 10.0 * samples.len() as f64 * 1e-3 {
+        warnings.push(format!(
+            "the trajectory lasts {duration} s over {} rows, more than 10 ms a row: times \
+             are in s; are they in milliseconds?",
+            samples.len()
+        ));
+    }
+    warnings
+}
+
 /// Rows written between commits of a lock-step recording.
 const COMMIT_ROWS: usize = 1000;
 
@@ -83,6 +159,7 @@ pub fn replay_with(
         ReplayDevice::with_rating(trajectory.clone(), setup.rating),
         setup.mapping,
     );
+    warn_implausible(&built, &trajectory, &setup.mapping);
     let config = attach_device(&mut built, setup.rating);
     let ticks = (trajectory.duration() / config.tick_period).floor() as usize + 1;
     let mut review = TickReview::new(&config.limits);
@@ -407,7 +484,7 @@ fn recorded_difference(
 /// The recorded ticks whose safety state was `normal` (read from the `safety` column of
 /// the session's `ticks.csv`), as a trajectory, and how many there are.
 fn normal_ticks(path: &Path, ticks: &Trajectory) -> Option<(usize, Trajectory)> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::files::read_text(path, crate::files::FileKind::Trajectory).ok()?;
     let mut rows = text
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
@@ -426,4 +503,45 @@ fn normal_ticks(path: &Path, ticks: &Trajectory) -> Option<(usize, Trajectory)> 
     Trajectory::new(kept, &path.display().to_string())
         .ok()
         .map(|t| (count, t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::replay::TrajectorySample;
+
+    fn trajectory(points: &[(f64, [f64; 3])]) -> Trajectory {
+        let samples = points
+            .iter()
+            .map(|&(t, p)| TrajectorySample {
+                t,
+                position: Vec3::from(p),
+                buttons: 0,
+                force: None,
+            })
+            .collect();
+        Trajectory::new(samples, "test").unwrap()
+    }
+
+    #[test]
+    fn trajectories_in_millimetres_or_with_times_in_milliseconds_are_named() {
+        let block = (Vec3::new(-0.05, -0.05, -0.04), Vec3::new(0.05, 0.05, 0.0));
+        let at_1khz: Vec<(f64, [f64; 3])> = (0..100)
+            .map(|i| (i as f64 * 1e-3, [0.0, 0.0, 0.005 - 1e-4 * i as f64]))
+            .collect();
+        let fine = trajectory(&at_1khz);
+        assert!(trajectory_warnings(&fine, &Workspace::IDENTITY, block, 0.0).is_empty());
+        let mm: Vec<(f64, [f64; 3])> = at_1khz
+            .iter()
+            .map(|&(t, p)| (t, p.map(|x| 1e3 * x + 20.0)))
+            .collect();
+        let w = trajectory_warnings(&trajectory(&mm), &Workspace::IDENTITY, block, 0.0);
+        assert!(w.len() == 1 && w[0].contains("millimetres"), "{w:?}");
+        let ms: Vec<(f64, [f64; 3])> = at_1khz.iter().map(|&(t, p)| (t * 1e3, p)).collect();
+        let w = trajectory_warnings(&trajectory(&ms), &Workspace::IDENTITY, block, 0.0);
+        assert!(
+            w.len() == 2 && w.iter().all(|w| w.contains("milliseconds")),
+            "{w:?}"
+        );
+    }
 }

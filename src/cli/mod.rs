@@ -5,6 +5,7 @@
 pub mod calibrate;
 pub mod devices;
 pub mod indent;
+pub mod logging;
 pub mod modes;
 pub mod plot;
 pub mod precompute;

@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use super::progress::progress_bar;
 use crate::app::modes::{
-    default_scene_material, load_mesh, modes, parse_fix_below, shown_frequency, ModesOptions,
+    default_scene_material, load_mesh, modes, parse_fix_below, shown_frequency, warn_implausible,
+    ModesOptions,
 };
 use crate::fem::{Fix, Material, Ordering, Pressure};
 use crate::modal::{self, ModeReport, PrecomputeParams, SelectionParams};
@@ -126,6 +127,7 @@ pub fn run(args: &ModesArgs) -> Result<(), String> {
     mesh.scale(args.scale);
     let material =
         Material::new(args.young, args.poisson, args.density).map_err(|e| e.to_string())?;
+    warn_implausible(&args.mesh, &mut mesh, args.scale, args.young);
     let fixes: Vec<Fix> = args
         .fix_below
         .as_deref()

@@ -11,6 +11,7 @@
 mod build;
 mod schema;
 
+pub use build::plausible;
 pub use build::{
     build, build_mesh, cache_dir, cache_path, has_modes, modal_precompute, precompute_params,
     BuildError, BuiltScene, FemInputs, MaterialRegion, PrecomputeOutcome, RenderSurface, SceneMesh,

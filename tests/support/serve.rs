@@ -56,10 +56,13 @@ impl Served {
     }
 
     /// Starts `command` (a `palpa serve` with its arguments and environment, perhaps
-    /// behind a wrapper such as `setpriv`) with `RUST_LOG=info` and piped output.
+    /// behind a wrapper such as `setpriv`) with `RUST_LOG=info` (unless the command sets
+    /// it) and piped output.
     pub fn spawn(mut command: Command) -> Self {
+        if !command.get_envs().any(|(name, _)| name == "RUST_LOG") {
+            command.env("RUST_LOG", "info");
+        }
         let mut child = command
-            .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

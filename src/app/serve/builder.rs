@@ -103,6 +103,9 @@ impl ServeBuilder {
             false => self.devices.clone(),
         };
         let bind = self.bind.unwrap_or_else(|| scene.stream.bind_addr());
+        // The [stream] settings (token strength, origins, hosts) fail before the devices
+        // open and the precompute runs.
+        stream_config(scene, bind, None)?;
         let name = scene.name.clone().unwrap_or_else(|| scene.source.clone());
         let scene_profile = scene.device.profile.as_deref().map(|p| scene.resolve(p));
         let opened = open_devices(&choices, scene_profile.as_deref())?;

@@ -164,7 +164,8 @@ pub(super) fn start_stream(
             let (file, path) = dir.stream_file()?;
             let recorder = palpa_client::Recorder::start(file, &path)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
-            let task = tokio.spawn(record_stream(url, recorder, health.clone()));
+            let token = server.control_token().map(str::to_owned);
+            let task = tokio.spawn(record_stream(url, recorder, token, health.clone()));
             Some((path, task))
         }
         None => None,
@@ -351,16 +352,20 @@ fn local_address(addr: SocketAddr) -> SocketAddr {
 
 /// Records the visual stream as a viewer receives it through `recorder` until the
 /// server shuts down (or a write fails: reported to `health` at once); returns the
-/// number of frames and what the file holds.
+/// number of frames and what the file holds. It holds the control token (when there is
+/// one), so no read-only viewer takes its seat.
 async fn record_stream(
     url: String,
     recorder: palpa_client::Recorder,
+    token: Option<String>,
     health: Arc<RecordingHealth>,
 ) -> StreamRecording {
     let path = recorder.path().to_path_buf();
-    let mut client = palpa_client::Client::connect_recording(&url, Some(recorder))
-        .await
-        .map_err(|e| format!("recording the stream from {url}: {e}"))?;
+    let connected = match &token {
+        Some(token) => palpa_client::Client::connect_with_token(&url, token, Some(recorder)).await,
+        None => palpa_client::Client::connect_recording(&url, Some(recorder)).await,
+    };
+    let mut client = connected.map_err(|e| format!("recording the stream from {url}: {e}"))?;
     let mut frames = 0;
     // The stream ends with the server's shutdown message (an error to the client).
     while health.failure().is_none() {

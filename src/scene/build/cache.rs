@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::fem::FemSystem;
 use crate::modal::{
-    self, CacheError, ModalCache, ModeFate, ModeReport, PrecomputeParams, Precomputed, Progress,
+    self, ModalCache, ModeFate, ModeReport, PrecomputeParams, Precomputed, Progress,
     SelectionParams,
 };
 use crate::scene::{BackendKind, Scene};
@@ -140,9 +140,7 @@ pub fn modal_precompute(
             tracing::info!("loaded precompute from {}", path.display());
             return Ok((cache.data, PrecomputeOutcome::Loaded { path }));
         }
-        Err(CacheError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            "no cache yet".to_string()
-        }
+        Err(e) if e.is_missing() => "no cache yet".to_string(),
         Err(e) => {
             tracing::warn!("{}: {e}; recomputing", path.display());
             e.to_string()

@@ -5,6 +5,7 @@
 mod cache;
 mod fem;
 mod mesh;
+pub mod plausible;
 mod regions;
 
 use std::path::Path;
@@ -184,40 +185,24 @@ fn warn_linear_backend(scene: &Scene) {
 /// Checks what the scene asks for against the mesh it got: memory sized by the mesh
 /// (the modal basis, the column cache) and probe sizes against the body's size.
 fn check_size(scene: &Scene, mesh: &TetMesh) -> Result<(), BuildError> {
-    let memory = physical_memory();
     let n = mesh.nodes.len() as f64;
     let modal = &scene.backend.modal;
-    let basis = 8.0 * 3.0 * n * modal.modes as f64;
-    if scene.backend.kind == BackendKind::Modal && basis > memory / 2.0 {
-        return Err(scene
-            .invalid(
-                "backend.modal.modes",
-                format!(
-                    "{} modes of {} nodes need {:.1} GB, more than half of this machine's {:.1} GB",
-                    modal.modes,
-                    mesh.nodes.len(),
-                    basis * 1e-9,
-                    memory * 1e-9
-                ),
-            )
-            .into());
+    if scene.backend.kind == BackendKind::Modal {
+        let basis = 8.0 * 3.0 * n * modal.modes as f64;
+        crate::budget::check(basis, || {
+            format!("{} modes of {} nodes", modal.modes, mesh.nodes.len())
+        })
+        .map_err(|why| scene.invalid("backend.modal.modes", why))?;
     }
     let columns = 72.0 * n * scene.backend.columns.cache_size as f64;
-    if columns > memory / 2.0 {
-        return Err(scene
-            .invalid(
-                "backend.columns.cache_size",
-                format!(
-                    "{} cached nodes of a {}-node mesh need up to {:.1} GB, more than half of \
-                     this machine's {:.1} GB",
-                    scene.backend.columns.cache_size,
-                    mesh.nodes.len(),
-                    columns * 1e-9,
-                    memory * 1e-9
-                ),
-            )
-            .into());
-    }
+    crate::budget::check(columns, || {
+        format!(
+            "a cache of {} nodes' columns on a {}-node mesh",
+            scene.backend.columns.cache_size,
+            mesh.nodes.len()
+        )
+    })
+    .map_err(|why| scene.invalid("backend.columns.cache_size", why))?;
     let (lo, hi) = mesh.bounds();
     let size = (hi - lo).norm();
     let contact = &scene.contact;
@@ -235,20 +220,4 @@ fn check_size(scene: &Scene, mesh: &TetMesh) -> Result<(), BuildError> {
         }
     }
     Ok(())
-}
-
-/// Physical memory of this machine (bytes); 16 GB where the system does not say.
-fn physical_memory() -> f64 {
-    // SAFETY: sysconf only reads system configuration.
-    let (pages, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    if pages > 0 && page > 0 {
-        pages as f64 * page as f64
-    } else {
-        16e9
-    }
 }

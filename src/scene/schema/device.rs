@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
+use crate::files::FileKind;
 
 /// Which device drives the probe.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -69,10 +70,10 @@ impl Default for WorkspaceSpec {
 impl DeviceSpec {
     pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
         if let Some(p) = &self.profile {
-            c.file_exists("device.profile", p)?;
+            c.file_exists("device.profile", p, FileKind::Profile)?;
         }
         match (&self.trajectory, self.kind) {
-            (Some(t), _) => c.file_exists("device.trajectory", t)?,
+            (Some(t), _) => c.file_exists("device.trajectory", t, FileKind::Trajectory)?,
             (None, DeviceKind::Replay) => {
                 return Err(c.invalid(
                     "device.trajectory",

@@ -119,6 +119,8 @@ pub(super) fn validate(
     c: &Check,
 ) -> Result<(), SceneError> {
     for (name, spec) in materials {
+        // Material names reach viewers (the x-ray regions): printable only.
+        c.text(&format!("materials.{}", name.escape_debug()), name, 64)?;
         let spec = spec.get_ref();
         let key = |field: &str| format!("materials.{name}.{field}");
         c.positive_at_most(&key("young"), spec.young, MAX_YOUNG)?;

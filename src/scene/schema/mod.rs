@@ -43,14 +43,9 @@ pub const DEFAULT_SCENE: &str = include_str!("../../../scenes/default.toml");
 /// or path at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum SceneError {
-    /// The scene file could not be read.
-    #[error("{file}: {source}")]
-    Io {
-        /// The scene file.
-        file: String,
-        /// Underlying error.
-        source: std::io::Error,
-    },
+    /// The scene file could not be read (the error names it).
+    #[error(transparent)]
+    Read(#[from] crate::files::ReadError),
     /// TOML syntax, an unknown key, or a value of the wrong type (the TOML error names
     /// the line, column and key).
     #[error("{file}: {message}")]
@@ -124,10 +119,7 @@ impl Scene {
     /// Reads and checks a scene file; relative paths in it are resolved against its
     /// directory.
     pub fn load(path: &Path) -> Result<Self, SceneError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
-            file: path.display().to_string(),
-            source,
-        })?;
+        let text = crate::files::read_text(path, crate::files::FileKind::Scene)?;
         let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         Self::parse(&text, &path.display().to_string(), &base)
     }
