@@ -101,7 +101,7 @@ impl AccessPolicy {
         let own = ["http://", "https://"]
             .iter()
             .any(|scheme| origin.strip_prefix(scheme) == Some(host.as_str()));
-        if own || self.origins.iter().any(|o| *o == origin) {
+        if own || self.origins.contains(&origin) {
             Ok(RequestOrigin(Some(origin)))
         } else {
             Err(Refusal::ForeignOrigin(origin))

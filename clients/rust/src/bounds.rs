@@ -123,7 +123,7 @@ pub(crate) fn admit_column(
             column.node, e.vertex
         )));
     }
-    let freed = replaces.map_or(0, |entries| std::mem::size_of_val(entries));
+    let freed = replaces.map_or(0, std::mem::size_of_val);
     let after = held_bytes - freed.min(held_bytes) + column_bytes(column);
     if after > limits.max_held_bytes {
         return Err(refused(format!(
