@@ -91,12 +91,15 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let started = serve.progress(on_progress).start();
     bar.finish_and_clear();
     let mut handle = started?;
+    // The handlers go in before the viewer's address is printed: a Ctrl-C as soon as
+    // it shows must stop cleanly (zero force first), not kill the process.
+    let stop = rt::stop_flag();
     print!("{}", handle.started);
     for request in handle.calibration_requests() {
         super::calibrate::listen_for_calibration(request);
     }
     println!("press Ctrl-C to stop (the force goes to zero first)");
-    handle.run_until(rt::stop_flag());
+    handle.run_until(stop);
     let report = handle.stop();
     eprintln!("stopping: haptic and model threads stopped, force on the device zeroed");
     print_report(report)
