@@ -264,7 +264,7 @@ impl ReducedStatics {
         quadrature: &Quadrature,
         work: &mut Work,
         gradient: &mut [f64],
-        mut tangent: Option<&mut [f64]>,
+        tangent: Option<&mut [f64]>,
         mut energy: Option<&mut f64>,
     ) -> bool {
         let r = self.shapes;
@@ -293,7 +293,7 @@ impl ReducedStatics {
                 }
             }
         }
-        if let Some(t) = tangent.as_deref_mut() {
+        if let Some(t) = tangent {
             for j in 0..r {
                 for k in 0..r {
                     let identity = if j == k { 1.0 } else { 0.0 };

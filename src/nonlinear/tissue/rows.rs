@@ -114,10 +114,10 @@ impl NonlinearTissue {
                 .reduced_loads(&self.nodal_loads)
                 .map_err(solve_error)?;
             rows.offset = vec![0.0; m];
-            for i in 0..m {
+            for (i, support) in supports.iter().enumerate().take(m) {
                 let at = self
                     .point_loads
-                    .displacement_at(self.residual.columns(), &supports[i])?;
+                    .displacement_at(self.residual.columns(), support)?;
                 let basis: f64 = rows.row(i, r).iter().zip(&b).map(|(a, b)| a * b).sum();
                 rows.offset[i] = out.meta[i].direction.dot(&at) - basis;
             }
