@@ -16,7 +16,7 @@ use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::{DeviceRating, HapticDevice};
 use crate::files::write_file_atomic;
 use crate::haptic::review::TickReview;
-use crate::haptic::LockStep;
+use crate::haptic::{LockStep, SafetyState};
 use crate::modal::Progress;
 use crate::recording::session_dir::REPLAY;
 use crate::recording::TickWriter;
@@ -434,16 +434,19 @@ pub fn replay_session(
     } = input;
     let (recording_dir, mut writer) = recording.unzip();
     let replay = replay_with(built, ticks.clone(), setup, writer.as_mut())?;
-    let recorded = recorded.map(|r| r.0);
     let out = options
         .out
         .clone()
-        .unwrap_or_else(|| default_out(&options.input, recorded.as_ref()));
+        .unwrap_or_else(|| default_out(&options.input, recorded.as_ref().map(|r| &r.0)));
     let mut csv = Vec::with_capacity(replay.rows.len() * 96);
     write_csv(&replay.rows, &mut csv).expect("writing into memory");
     write_file_atomic(&out, &csv).map_err(|e| e.to_string())?;
     let difference = match recorded.is_some() || ticks.samples().iter().all(|s| s.force.is_some()) {
-        true => recorded_difference(&ticks, &replay.rows, recorded.as_ref()),
+        true => recorded_difference(
+            &ticks,
+            &replay.rows,
+            recorded.as_ref().map(|(r, i)| (r, *i)),
+        ),
         false => None,
     };
     Ok(ReplayOutcome {
@@ -460,47 +463,67 @@ pub fn replay_session(
     })
 }
 
-/// The recorded forces against the replayed `rows`.
+/// The recorded forces against the replayed `rows`. A session's last row, the zero
+/// force commanded as it stopped (state `stopped`), has no counterpart in the replay and
+/// is left out.
 fn recorded_difference(
     ticks: &Trajectory,
     rows: &[ReplayRow],
-    recorded: Option<&Recorded>,
+    recorded: Option<(&Recorded, usize)>,
 ) -> Option<RecordedDifference> {
-    let all = force_difference(ticks, rows)?;
-    let normal = recorded
-        .filter(|r| !r.manifest.lockstep)
-        .and_then(|r| normal_ticks(&r.ticks_path(0), ticks))
-        .and_then(|(count, normal)| force_difference(&normal, rows).map(|d| (count, d)));
-    let lockstep = recorded
-        .filter(|r| r.manifest.lockstep)
-        .map(|r| r.dir.clone());
+    let states = recorded.and_then(|(r, i)| safety_states(&r.ticks_path(i)));
+    let Some(states) = states else {
+        return Some(RecordedDifference {
+            all: force_difference(ticks, rows)?,
+            normal: None,
+            lockstep: recorded
+                .filter(|(r, _)| r.manifest.lockstep)
+                .map(|(r, _)| r.dir.clone()),
+        });
+    };
+    let (_, running) = ticks_in_states(ticks, &states, |s| s != SafetyState::Stopped.name())?;
+    let all = force_difference(&running, rows)?;
+    let (r, _) = recorded?;
+    let normal = match r.manifest.lockstep {
+        true => None,
+        false => ticks_in_states(ticks, &states, |s| s == SafetyState::Normal.name())
+            .and_then(|(count, normal)| force_difference(&normal, rows).map(|d| (count, d))),
+    };
     Some(RecordedDifference {
         all,
         normal,
-        lockstep,
+        lockstep: r.manifest.lockstep.then(|| r.dir.clone()),
     })
 }
 
-/// The recorded ticks whose safety state was `normal` (read from the `safety` column of
-/// the session's `ticks.csv`), as a trajectory, and how many there are.
-fn normal_ticks(path: &Path, ticks: &Trajectory) -> Option<(usize, Trajectory)> {
+/// The safety state of every row of a session's `ticks.csv` (its `safety` column).
+fn safety_states(path: &Path) -> Option<Vec<String>> {
     let text = crate::files::read_text(path, crate::files::FileKind::Trajectory).ok()?;
     let mut rows = text
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
     let safety = rows.next()?.split(',').position(|c| c.trim() == "safety")?;
-    let normal: Vec<bool> = rows
-        .map(|l| l.split(',').nth(safety).map(str::trim) == Some("normal"))
-        .collect();
+    Some(
+        rows.map(|l| l.split(',').nth(safety).unwrap_or("").trim().to_string())
+            .collect(),
+    )
+}
+
+/// The recorded ticks whose safety state `keep` accepts, as a trajectory, and how many.
+fn ticks_in_states(
+    ticks: &Trajectory,
+    states: &[String],
+    keep: impl Fn(&str) -> bool,
+) -> Option<(usize, Trajectory)> {
     let kept: Vec<_> = ticks
         .samples()
         .iter()
-        .zip(&normal)
-        .filter(|(_, &n)| n)
+        .zip(states)
+        .filter(|(_, s)| keep(s))
         .map(|(s, _)| *s)
         .collect();
     let count = kept.len();
-    Trajectory::new(kept, &path.display().to_string())
+    Trajectory::new(kept, "recorded ticks")
         .ok()
         .map(|t| (count, t))
 }

@@ -67,7 +67,7 @@ impl TickReview {
             SafetyState::StalledModel => self.faded[0] += 1,
             SafetyState::StaleSample => self.faded[1] += 1,
             SafetyState::DeviceFault | SafetyState::NotFinite => self.faded[2] += 1,
-            SafetyState::Normal | SafetyState::Ramping => {}
+            SafetyState::Normal | SafetyState::Ramping | SafetyState::Stopped => {}
         }
         // The start-up ramp: ramping before any fault (a fault ramps in again after).
         let start_up = self.faded == [0; 3];

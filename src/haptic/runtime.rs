@@ -2,6 +2,7 @@
 //! wait-free slots (probe down, local force model up), a drop-on-full telemetry queue,
 //! and a thread that logs tick statistics once a second.
 
+use super::safety::SafetyState;
 use super::stats::TickStats;
 use super::tick::{HapticConfig, HapticLoop, ProbeSample, TickRecord, ZeroForceGuard};
 use super::tick_ring::TickSink;
@@ -308,11 +309,12 @@ fn haptic_thread<D: HapticDevice>(
     if let Err(payload) = run {
         shared.fail("haptic", payload.as_ref());
     }
-    // The guard has zeroed the force: the recording ends on that command.
+    // The guard has zeroed the force: the recording ends on that command, marked so.
     if let (Some(sink), Some(last)) = (ports.recording.as_mut(), last_record) {
         sink.push(TickRecord {
             t: seconds(rt::now_ns() - epoch),
             force: Vec3::zeros(),
+            state: SafetyState::Stopped,
             ..last
         });
     }

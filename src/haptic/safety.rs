@@ -84,6 +84,8 @@ pub enum SafetyState {
     DeviceFault = 4,
     /// NaN or infinity: force zero.
     NotFinite = 5,
+    /// The loop stopped: the zero force commanded at exit (a session's last record).
+    Stopped = 6,
 }
 
 /// The per-tick safety filter (state: gain, last force, observed energy).
@@ -100,7 +102,7 @@ pub struct SafetyFilter {
 
 impl SafetyState {
     /// The state's name in files and messages: `normal`, `ramping`, `stale-sample`,
-    /// `stalled-model`, `device-fault`, `not-finite`.
+    /// `stalled-model`, `device-fault`, `not-finite`, `stopped`.
     pub fn name(self) -> &'static str {
         match self {
             SafetyState::Normal => "normal",
@@ -109,6 +111,7 @@ impl SafetyState {
             SafetyState::StalledModel => "stalled-model",
             SafetyState::DeviceFault => "device-fault",
             SafetyState::NotFinite => "not-finite",
+            SafetyState::Stopped => "stopped",
         }
     }
 }
