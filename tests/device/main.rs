@@ -6,6 +6,7 @@ mod support;
 
 mod check;
 mod check_cli;
+mod delta;
 mod haply;
 mod hid;
 mod kinematic;
