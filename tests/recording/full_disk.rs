@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use palpa::recording::{RowFormat, TickWriter};
 
-use super::support::serve::Served;
-use super::{cache, coarse_scene, palpa_ok, BINARY};
+use super::{coarse_scene, palpa_ok, serve_recording};
 
 /// A small tmpfs, unmounted when dropped.
 struct Tmpfs {
@@ -76,17 +75,7 @@ fn a_full_disk_ends_the_recording_within_a_second_and_serve_exits_non_zero() {
     let filler = vec![0u8; (fs.free() - HEADROOM) as usize];
     std::fs::write(fs.path.join("filler"), filler).unwrap();
     let dir = fs.path.join("rec");
-    let args = [
-        "--scene",
-        scene.to_str().unwrap(),
-        "--device",
-        "sim:circle",
-        "--bind",
-        "127.0.0.1:0",
-        "--record",
-        dir.to_str().unwrap(),
-    ];
-    let mut served = Served::start(BINARY, &args, cache());
+    let mut served = serve_recording(&scene, &dir);
     served.ready(Duration::from_secs(120));
     let deadline = Instant::now() + Duration::from_secs(60);
     let full_at = loop {

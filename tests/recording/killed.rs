@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 use palpa::device::replay::Trajectory;
 use palpa::recording::{check, Recorded};
 
-use super::support::serve::Served;
-use super::{cache, coarse_scene, palpa_ok, BINARY};
+use super::{coarse_scene, palpa_ok, serve_recording};
 
 const KILLS: usize = 24;
 /// The frame period of the stream (s).
@@ -106,17 +105,7 @@ fn a_recording_killed_at_random_moments_reads_back_to_within_100_ms() {
     let (mut torn_rows, mut torn_stream) = (0, 0);
     for k in 0..KILLS {
         let dir = tmp.path().join(format!("rec{k}"));
-        let args = [
-            "--scene",
-            scene.to_str().unwrap(),
-            "--device",
-            "sim:circle",
-            "--bind",
-            "127.0.0.1:0",
-            "--record",
-            dir.to_str().unwrap(),
-        ];
-        let mut served = Served::start(BINARY, &args, cache());
+        let mut served = serve_recording(&scene, &dir);
         // A few kills during start-up (files being created), the rest while recording.
         let wait = if k % 6 == 0 {
             random() * 0.15

@@ -51,3 +51,19 @@ pub fn coarse_scene(dir: &Path) -> PathBuf {
     std::fs::copy(repo().join("tests/data/scenes/coarse_block.toml"), &path).unwrap();
     path
 }
+
+/// `palpa serve` on `scene` with the virtual stylus circling, recording into `dir`
+/// (started, not yet ready).
+pub fn serve_recording(scene: &Path, dir: &Path) -> support::serve::Served {
+    let args = [
+        "--scene",
+        scene.to_str().unwrap(),
+        "--device",
+        "sim:circle",
+        "--bind",
+        "127.0.0.1:0",
+        "--record",
+        dir.to_str().unwrap(),
+    ];
+    support::serve::Served::start(BINARY, &args, cache())
+}
