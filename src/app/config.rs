@@ -174,6 +174,8 @@ mod tests {
         let cache = tempfile::tempdir().unwrap();
         let mut scene = Scene::embedded_default();
         scene.backend.kind = crate::scene::BackendKind::Condensed;
+        // The regions need the mesh only: no surface column is computed ahead.
+        scene.backend.condensed.precompute_cap = 0;
         let built = build(scene, cache.path(), &mut |_| {}).unwrap();
         let regions = stream_regions(&built).unwrap();
         assert_eq!(

@@ -475,12 +475,19 @@ fn every_shipped_scene_builds_its_model_and_reuses_the_cache() {
             built.precompute
         );
         assert!(built.n_modes > 0, "{}", f.display());
-        let again = build(Scene::load(&f).unwrap(), cache.path(), &mut |_| {}).unwrap();
+        // Loaded again through the same cache lookup a rebuild makes (`build` and
+        // `palpa precompute` share it), without building the model a second time.
+        let again = palpa::app::precompute::precompute(
+            &Scene::load(&f).unwrap(),
+            cache.path(),
+            &mut |_| {},
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         assert!(
-            matches!(again.precompute, PrecomputeOutcome::Loaded { .. }),
+            matches!(again.outcome, PrecomputeOutcome::Loaded { .. }),
             "{}: {:?}",
             f.display(),
-            again.precompute
+            again.outcome
         );
     }
 }
