@@ -588,6 +588,8 @@ fn opposes_the_press(f: [f64; 3]) -> bool {
 
 #[test]
 fn a_serve_session_presses_survives_a_disconnect_and_a_bad_message_and_stops_at_zero() {
+    // Commands over the safety filter's 0.5 s ramp at 1 kHz, and a margin.
+    const RAMP_TICKS: usize = 700;
     let dir = tempfile::tempdir().unwrap();
     let scene = dir.path().join("haply.toml");
     std::fs::write(&scene, SCENE).unwrap();
@@ -617,8 +619,12 @@ fn a_serve_session_presses_survives_a_disconnect_and_a_bad_message_and_stops_at_
         "no force in free air"
     );
     service.move_cursor(PRESSED);
-    let c = service.wait_for("force opposing the press", |c| {
-        c[0].iter().any(|k| opposes_the_press(k.force))
+    // Held past the start-up ramp (0.5 s of ticks after the first push): the force is
+    // the tissue's in full, whatever the load made the test thread see first.
+    let c = service.wait_for("the press held past the ramp", |c| {
+        c[0].iter()
+            .position(|k| opposes_the_press(k.force))
+            .is_some_and(|first| c[0].len() - first > RAMP_TICKS)
     });
     let pressed_force = c[0].iter().map(|k| norm(k.force)).fold(0.0, f64::max);
 
