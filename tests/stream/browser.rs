@@ -582,21 +582,16 @@ async fn serve_a_drag_presses_along_the_normal_where_it_began_the_plots_follow_x
         page.mouse("mouseMoved", x, y + 5.0 * step as f64).await;
     }
     page.wait_for("palpaViewer.frame.in_contact && palpaViewer.press && Math.abs(palpaViewer.frame.probe[2] - palpaViewer.press.target[2]) < 1e-9", "the probe at its target").await;
-    // The force ramps in after the contact; a loaded machine may fade it meanwhile
-    // (a stalled model thread), so wait for it rather than a fixed time.
+    // The force ramps in after the contact; a loaded machine may fade it meanwhile or
+    // later (a stalled model thread, said in the frame), so the frame checked is one the
+    // viewer drew with the tissue pushing back, taken when it arrives.
     page.wait_for(
-        "Math.hypot(...palpaViewer.frame.force) > 0.05",
+        "(() => { const f = palpaViewer.frame; if (!(f.in_contact && Math.hypot(...f.force) > 0.05)) return false; window.pressedFrame = JSON.stringify({grab: palpaViewer.press.grab, normal: palpaViewer.press.normal, probe: f.probe, force: f.force, depth: f.depth, contact_normal: f.normal}); return true; })()",
         "the tissue pushing back",
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let pressed: Value = serde_json::from_str(
-        page.evaluate("JSON.stringify({grab: palpaViewer.press.grab, normal: palpaViewer.press.normal, probe: palpaViewer.frame.probe, force: palpaViewer.frame.force, depth: palpaViewer.frame.depth, contact_normal: palpaViewer.frame.normal})")
-            .await
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
+    let pressed: Value =
+        serde_json::from_str(page.evaluate("window.pressedFrame").await.as_str().unwrap()).unwrap();
     let v = |key: &str| -> [f64; 3] { serde_json::from_value(pressed[key].clone()).unwrap() };
     let (grab, normal, probe, force) = (v("grab"), v("normal"), v("probe"), v("force"));
     let (model_depth, contact_normal) = (pressed["depth"].as_f64().unwrap(), v("contact_normal"));
@@ -629,6 +624,12 @@ async fn serve_a_drag_presses_along_the_normal_where_it_began_the_plots_follow_x
         "contact normal {contact_normal:?}"
     );
     assert!(newtons > 0.05, "pressing 6 mm pushes back: {newtons} N");
+    // The strip chart draws the force as frames arrive: wait for the trace to rise.
+    page.wait_for(
+        &format!("({STRIP_FORCE_HEIGHT}) > 0.5"),
+        "the |f| trace rising while pressing",
+    )
+    .await;
     let pressing = page.number(STRIP_FORCE_HEIGHT).await;
     println!(
         "strip chart |f| trace: {at_rest:.2} of its height at rest, {pressing:.2} while pressing"
