@@ -54,6 +54,16 @@ impl NonlinearTissue {
                 Err(e) => e,
             };
         rows.rows.multipliers.copy_from_slice(&warm);
+        if matches!(failure, NonlinearError::NonFinite(_)) && self.retreat_to_finite() {
+            let dynamic = !self.static_only;
+            let retried = self.solve_once(rows, start, h, false, deadline, dynamic);
+            self.health
+                .count(Degradation::Restarted, Some(&failure.to_string()));
+            match retried {
+                Ok(end) => return Ok(Outcome::Solved(end)),
+                Err(_) => rows.rows.multipliers.copy_from_slice(&warm),
+            }
+        }
         if let Some(end) = self.sub_step(rows, deadline) {
             self.health
                 .count(Degradation::SubStepped, Some(&failure.to_string()));
@@ -64,6 +74,28 @@ impl NonlinearTissue {
         self.health
             .count(Degradation::HeldLastState, Some(&failure.to_string()));
         Ok(Outcome::Held)
+    }
+
+    /// Scales the static coordinates of q back (halves, then zero: the rest shape)
+    /// until every energy is finite; false (q unchanged) if none is. Without it a state
+    /// whose elements inverted under laws activated since is held for good.
+    fn retreat_to_finite(&mut self) -> bool {
+        let k = self.dynamics.coordinates();
+        let r = self.reduced.shapes();
+        self.q.resize(r, 0.0);
+        let from = self.q.clone();
+        for s in [0.5, 0.25, 0.125, 0.0] {
+            for j in k..r {
+                self.q[j] = s * from[j];
+            }
+            if let Some(internal) = self.reduced.internal_if_finite(&self.q) {
+                self.internal = internal;
+                self.tangent.at_solution = false;
+                return true;
+            }
+        }
+        self.q = from;
+        false
     }
 
     /// One solve from the last good q; commits q (and the forces there) only on success.
