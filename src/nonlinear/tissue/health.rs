@@ -14,7 +14,8 @@ pub enum Degradation {
     /// A large jump of the probe was solved through intermediate targets.
     SubStepped,
     /// No solve converged: the step kept the last good state and gave the forces its
-    /// tangent predicts for the new targets (the local stiffness, extrapolated).
+    /// tangent predicts for the new targets (the local stiffness, extrapolated); held
+    /// again, that state is first scaled back toward the rest shape.
     HeldLastState,
     /// The last state had left a law's range (an element inverted under a law that
     /// became active since): the step started from that state's static part scaled
