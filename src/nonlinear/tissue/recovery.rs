@@ -93,8 +93,8 @@ impl NonlinearTissue {
         self.q.resize(r, 0.0);
         let before = self.q.clone();
         for s in [0.5, 0.25, 0.125, 0.0] {
-            for j in from..r {
-                self.q[j] = s * before[j];
+            for (q, b) in self.q[from..r].iter_mut().zip(&before[from..r]) {
+                *q = s * b;
             }
             if let Some(internal) = self.reduced.internal_if_finite(&self.q) {
                 self.internal = internal;
