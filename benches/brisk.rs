@@ -74,9 +74,21 @@ fn fresh() -> Vec<[f64; 3]> {
     path
 }
 
+/// A recorded haptic tick: time (s), probe z (m), force along z and its size (N),
+/// whether the model reported contact, and the safety filter's state (`normal`, or why
+/// the force is not the tissue's: `stalled-model` is the watchdog fading a model that
+/// missed its steps).
+struct Tick {
+    z: f64,
+    fz: f64,
+    size: f64,
+    contact: bool,
+    safety: String,
+}
+
 /// One session: serve `scene`, follow `path` with MoveProbe every 2 ms, stop; the
-/// recorded ticks (t, z, fz, |f|).
-fn session(scene: &Path, path: &[[f64; 3]], cache: &Path) -> Vec<[f64; 4]> {
+/// recorded ticks.
+fn session(scene: &Path, path: &[[f64; 3]], cache: &Path) -> Vec<Tick> {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("session");
     let args = [
@@ -113,7 +125,7 @@ fn session(scene: &Path, path: &[[f64; 3]], cache: &Path) -> Vec<[f64; 4]> {
         }
     });
     let stopping = Instant::now();
-    let (status, _, stderr) = served.interrupt(Duration::from_secs(300));
+    let (status, stdout, stderr) = served.interrupt(Duration::from_secs(300));
     assert!(status.success(), "palpa serve failed: {stderr}");
     let count = |what: &str| stderr.lines().filter(|l| l.contains(what)).count();
     println!(
@@ -125,34 +137,37 @@ fn session(scene: &Path, path: &[[f64; 3]], cache: &Path) -> Vec<[f64; 4]> {
         count("frozen tangent"),
         count("inverted")
     );
+    for line in stdout.iter().filter(|l| l.contains("degraded")) {
+        println!("  stop summary: {line}");
+    }
     let text = std::fs::read_to_string(record.join("ticks.csv")).expect("ticks.csv");
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let (t, z, fx, fy, fz) = (col("t"), col("z"), col("fx"), col("fy"), col("fz"));
+    let (z, fx, fy, fz) = (col("z"), col("fx"), col("fy"), col("fz"));
+    let (contact, safety) = (col("contact"), col("safety"));
     lines
         .map(|l| {
-            let v: Vec<f64> = l
-                .split(',')
-                .map(|x| x.parse().unwrap_or(f64::NAN))
-                .collect();
-            [
-                v[t],
-                v[z],
-                v[fz],
-                (v[fx].powi(2) + v[fy].powi(2) + v[fz].powi(2)).sqrt(),
-            ]
+            let fields: Vec<&str> = l.split(',').collect();
+            let v = |i: usize| fields[i].parse::<f64>().unwrap_or(f64::NAN);
+            Tick {
+                z: v(z),
+                fz: v(fz),
+                size: (v(fx).powi(2) + v(fy).powi(2) + v(fz).powi(2)).sqrt(),
+                contact: matches!(fields[contact], "1" | "true"),
+                safety: fields[safety].to_string(),
+            }
         })
         .collect()
 }
 
 /// The mean force along z over the recording's last ticks at the gentle press's depth
 /// (its last 0.5 s held, N).
-fn gentle_force(ticks: &[[f64; 4]]) -> f64 {
+fn gentle_force(ticks: &[Tick]) -> f64 {
     let held: Vec<f64> = ticks
         .iter()
-        .filter(|r| (r[1] + 0.004).abs() < 1e-9)
-        .map(|r| r[2])
+        .filter(|r| (r.z + 0.004).abs() < 1e-9)
+        .map(|r| r.fz)
         .collect();
     let last = &held[held.len().saturating_sub(500)..];
     last.iter().sum::<f64>() / last.len().max(1) as f64
@@ -186,15 +201,27 @@ fn main() {
             ("20 mm jump", f64::INFINITY),
         ] {
             let ticks = session(scene, &brisk(speed), cache.path());
-            let inside: Vec<&[f64; 4]> = ticks.iter().filter(|r| r[1] <= -1e-3).collect();
-            let lost = inside.iter().filter(|r| r[2] <= 0.0).count();
-            let peak = ticks.iter().map(|r| r[3]).fold(0.0, f64::max);
+            let inside: Vec<&Tick> = ticks.iter().filter(|r| r.z <= -1e-3).collect();
+            let lost: Vec<&&Tick> = inside.iter().filter(|r| r.fz <= 0.0).collect();
+            let peak = ticks.iter().map(|r| r.size).fold(0.0, f64::max);
+            // Why: the safety filter's fades (by state), else the model's own answer
+            // (no contact reported, or contact without a pushing force).
+            let mut why = std::collections::BTreeMap::<String, usize>::new();
+            for r in &lost {
+                let key = match (r.safety.as_str(), r.contact) {
+                    ("normal", false) => "model: no contact".to_string(),
+                    ("normal", true) => "model: contact, no push".to_string(),
+                    (state, _) => format!("safety: {state}"),
+                };
+                *why.entry(key).or_default() += 1;
+            }
             let later = gentle_force(&ticks);
             println!(
-                "brisk, {name}, {what}: {} ticks 1 mm or more inside, {lost} without a pushing \
-                 force; peak {peak:.3} N (clamp {CLAMP} N); the later 4 mm press {later:.4} N \
-                 ({:+.2} % of the fresh start's)",
+                "brisk, {name}, {what}: {} ticks 1 mm or more inside, {} without a pushing \
+                 force {why:?}; peak {peak:.3} N (clamp {CLAMP} N); the later 4 mm press \
+                 {later:.4} N ({:+.2} % of the fresh start's)",
                 inside.len(),
+                lost.len(),
                 100.0 * (later / expected - 1.0)
             );
         }

@@ -19,7 +19,7 @@ use crate::Vec3;
 
 use super::hands::Hand;
 use super::stats::{drain_telemetry, haptic_stats};
-use super::summary::Started;
+use super::summary::{model_note, Started};
 use crate::recording::{RecordingDir, RecordingHealth, TickFileSummary};
 
 /// How often [`ServeHandle::run_until`] polls (the statistics go out every 20th poll).
@@ -268,6 +268,7 @@ impl ServeHandle {
             let last_force = haptic.device().last_force();
             // What the device handled without stopping (an SDK's force errors).
             let faults = haptic.device().fault_summary();
+            let degraded = step.as_ref().and_then(|s| model_note(s.scene_model()));
             if let Some(mut step) = step {
                 step.publish_final(last_force);
             }
@@ -282,6 +283,7 @@ impl ServeHandle {
                 review.never_touched_note(),
                 review.clamp_note(),
                 review.fade_note(),
+                degraded,
             ];
             devices.push(DeviceReport {
                 label,

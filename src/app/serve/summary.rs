@@ -89,3 +89,12 @@ pub(super) fn model_summary(
         backend: model.backend_name(),
     }
 }
+
+/// What the served model gave up to keep the force on the hand (the large-strain
+/// backend's degraded steps, counted with their reasons), for the stop summary.
+pub(super) fn model_note(model: &SceneModel) -> Option<String> {
+    match model {
+        SceneModel::Nonlinear(s) => s.model().health().summary(),
+        _ => None,
+    }
+}

@@ -215,6 +215,15 @@ impl ReducedStatics {
         (whole && e.is_finite()).then_some(e)
     }
 
+    /// Uᵀf_int(Uq) (N) if every term's energy is finite at q (no active element
+    /// inverted or past its law's range): a state a solve can start from.
+    pub(in crate::nonlinear) fn internal_if_finite(&self, q: &[f64]) -> Option<Vec<f64>> {
+        let mut work = Work::new(self.shapes, self.nodes());
+        let f = vec![0.0; self.shapes];
+        self.energy_and_gradient(q, &f, &mut work)?;
+        Some(work.trial_gradient)
+    }
+
     /// The reduced internal forces Uᵀf_int(Uq) into `work.gradient`.
     pub(super) fn gradient_only(&self, q: &[f64], work: &mut Work) {
         let mut gradient = std::mem::take(&mut work.gradient);

@@ -14,8 +14,13 @@ pub enum Degradation {
     /// A large jump of the probe was solved through intermediate targets.
     SubStepped,
     /// No solve converged: the step kept the last good state and gave the forces its
-    /// tangent predicts for the new targets (the local stiffness, extrapolated).
+    /// tangent predicts for the new targets (the local stiffness, extrapolated); held
+    /// again, that state is first scaled back toward the rest shape.
     HeldLastState,
+    /// The last state had left a law's range (an element inverted under a law that
+    /// became active since): the step started from that state's static part scaled
+    /// back until every energy was finite.
+    Restarted,
 }
 
 /// Counts of [`Degradation`]s over the model's life.
@@ -27,6 +32,8 @@ pub struct StepHealth {
     pub sub_stepped: u64,
     /// Steps held on the last good state.
     pub held: u64,
+    /// Steps restarted from a state scaled back into the laws' range.
+    pub restarted: u64,
     /// Steps held in a row now.
     pub held_in_a_row: u64,
     /// The last failure a held step recovered from, in words.
@@ -40,6 +47,7 @@ impl StepHealth {
             Degradation::FrozenTangent => &mut self.frozen_tangent,
             Degradation::SubStepped => &mut self.sub_stepped,
             Degradation::HeldLastState => &mut self.held,
+            Degradation::Restarted => &mut self.restarted,
         };
         *counter += 1;
         let n = *counter;
@@ -61,12 +69,57 @@ impl StepHealth {
                     "a large-strain step did not converge; the force follows the last good \
                      state's stiffness until a step does"
                 }
+                Degradation::Restarted => {
+                    "a large-strain state left its laws' range; the step restarted from it \
+                     scaled back"
+                }
             };
             match why {
                 Some(why) => tracing::warn!("{what} ({why}; {n} such steps so far)"),
                 None => tracing::warn!("{what} ({n} such steps so far)"),
             }
         }
+    }
+
+    /// The stop summary's line: each kind's count with its reason, or `None` if every
+    /// step ended on a converged state of its own.
+    pub fn summary(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.frozen_tangent > 0 {
+            parts.push(format!(
+                "{} ended on a frozen tangent (the step would have overrun its period)",
+                self.frozen_tangent
+            ));
+        }
+        if self.sub_stepped > 0 {
+            parts.push(format!(
+                "{} solved a large probe jump through intermediate targets",
+                self.sub_stepped
+            ));
+        }
+        if self.restarted > 0 {
+            parts.push(format!(
+                "{} restarted from a state scaled back into the laws' range (an element \
+                 inverted under a newly active law)",
+                self.restarted
+            ));
+        }
+        if self.held > 0 {
+            let why = self
+                .last_failure
+                .as_deref()
+                .map_or(String::new(), |w| format!("; the last: {w}"));
+            parts.push(format!(
+                "{} held the last good state with its stiffness (no solve converged{why})",
+                self.held
+            ));
+        }
+        (!parts.is_empty()).then(|| {
+            format!(
+                "the large-strain model degraded steps to keep the force: {}",
+                parts.join(", ")
+            )
+        })
     }
 
     /// A step converged on its own (after held ones: the tissue recovered).
@@ -78,5 +131,31 @@ impl StepHealth {
             );
             self.held_in_a_row = 0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The summary names each kind that happened with its count and reason, and
+    /// nothing when every step converged.
+    #[test]
+    fn the_summary_counts_each_degradation_with_its_reason() {
+        let mut health = StepHealth::default();
+        assert_eq!(health.summary(), None);
+        health.count(Degradation::FrozenTangent, None);
+        health.count(Degradation::FrozenTangent, None);
+        health.count(
+            Degradation::HeldLastState,
+            Some("tetrahedron 7 is inverted"),
+        );
+        let line = health.summary().expect("degraded");
+        assert!(line.contains("2 ended on a frozen tangent"), "{line}");
+        assert!(!line.contains("intermediate targets"), "{line}");
+        assert!(
+            line.contains("1 held the last good state") && line.contains("tetrahedron 7"),
+            "{line}"
+        );
     }
 }

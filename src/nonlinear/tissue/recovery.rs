@@ -54,16 +54,56 @@ impl NonlinearTissue {
                 Err(e) => e,
             };
         rows.rows.multipliers.copy_from_slice(&warm);
+        let k = self.dynamics.coordinates();
+        if matches!(failure, NonlinearError::NonFinite(_)) && self.retreat(k) {
+            let dynamic = !self.static_only;
+            let retried = self.solve_once(rows, start, h, false, deadline, dynamic);
+            self.health
+                .count(Degradation::Restarted, Some(&failure.to_string()));
+            match retried {
+                Ok(end) => return Ok(Outcome::Solved(end)),
+                Err(_) => rows.rows.multipliers.copy_from_slice(&warm),
+            }
+        }
         if let Some(end) = self.sub_step(rows, deadline) {
             self.health
                 .count(Degradation::SubStepped, Some(&failure.to_string()));
             return Ok(Outcome::Solved(end));
         }
         rows.rows.multipliers.copy_from_slice(&warm);
+        // A state held the step before is no start either (a press deep into a stiffening
+        // law can leave one no Newton step improves): each step held in a row scales it
+        // back toward the rest shape, from which a solve starts, so the tissue recovers
+        // within a few steps once the probe eases.
+        if self.health.held_in_a_row > 0 {
+            self.retreat(0);
+        }
         self.hold_last_state(rows);
         self.health
             .count(Degradation::HeldLastState, Some(&failure.to_string()));
         Ok(Outcome::Held)
+    }
+
+    /// Scales the coordinates of q from index `from` on back (halves, then zero: the
+    /// rest shape) until every energy is finite; false (q unchanged) if none is.
+    /// Without it a state whose elements inverted under laws activated since is held
+    /// for good.
+    fn retreat(&mut self, from: usize) -> bool {
+        let r = self.reduced.shapes();
+        self.q.resize(r, 0.0);
+        let before = self.q.clone();
+        for s in [0.5, 0.25, 0.125, 0.0] {
+            for (q, b) in self.q[from..r].iter_mut().zip(&before[from..r]) {
+                *q = s * b;
+            }
+            if let Some(internal) = self.reduced.internal_if_finite(&self.q) {
+                self.internal = internal;
+                self.tangent.at_solution = false;
+                return true;
+            }
+        }
+        self.q = before;
+        false
     }
 
     /// One solve from the last good q; commits q (and the forces there) only on success.

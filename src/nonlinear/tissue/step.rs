@@ -98,8 +98,9 @@ impl NonlinearTissue {
         Ok(())
     }
 
-    /// Caches the K⁻¹ columns of the step's points (and the loads'), and in lock-step
-    /// completes columns for `dt` (s) of simulated time.
+    /// Caches the K⁻¹ columns of the step's points (and the loads'), and completes
+    /// columns: in lock-step for `dt` (s) of simulated time, in real time by feeding the
+    /// columns worker (incomplete columns cost every step path products).
     fn prepare_columns(
         &mut self,
         constraints: &[PointConstraint],
@@ -114,9 +115,7 @@ impl NonlinearTissue {
                 .map(|(v, _)| v),
         )?;
         self.point_loads.cache_columns(columns)?;
-        if !columns.completes_in_background() {
-            columns.advance_completion(dt)?;
-        }
+        columns.advance_completion(dt)?;
         Ok(())
     }
 
