@@ -116,6 +116,10 @@ pub struct Simulation<M: TissueModel> {
     /// The last step's near nodes, put back at rest once they leave the near set.
     was_near: Vec<usize>,
     near_displacement: Vec<Vec3>,
+    /// A sphere probe's candidate nodes ([`SphereContact::candidates`]), scratch.
+    candidates: Vec<usize>,
+    /// Nodes of the candidates' triangles beyond the near set, scratch.
+    ring_nodes: Vec<usize>,
     /// Nodes a little beyond the near reach, nearest a probe first: those the contact
     /// may load soon ([`TissueModel::anticipate`]).
     ahead_nodes: Vec<usize>,
@@ -185,6 +189,8 @@ impl<M: TissueModel> Simulation<M> {
             near_nodes: Vec::with_capacity(n),
             was_near: Vec::with_capacity(n),
             near_displacement: vec![Vec3::zeros(); n],
+            candidates: Vec::with_capacity(n),
+            ring_nodes: Vec::with_capacity(n),
             ahead_nodes: Vec::with_capacity(n),
             stamp: vec![0; n],
             steps: 0,
@@ -242,6 +248,17 @@ impl<M: TissueModel> Simulation<M> {
     pub fn with_friction(mut self, friction: Friction) -> Self {
         self.friction = friction;
         self
+    }
+
+    /// Changes the probes' tip radius (m; 0 for a point probe) and friction, and
+    /// forgets their contacts (the tissue keeps its state): another fingertip.
+    pub fn set_probe(&mut self, radius: f64, friction: Friction) {
+        self.sphere = SphereContact::new(radius, &self.bvh, self.model.rest_positions());
+        self.friction = friction;
+        let capacity = self.model.constraint_capacity();
+        for p in &mut self.probes {
+            *p = ProbeState::new(self.sphere.radius(), self.sphere.held_rows(capacity));
+        }
     }
 
     /// Contact patch radius of a point probe (m); 0 for the barycentric point.
@@ -382,6 +399,11 @@ impl<M: TissueModel> Simulation<M> {
         self.constraints.clear();
         let capacity = self.model.constraint_capacity();
         self.sphere.begin_step(capacity);
+        // Near nodes are current; the candidates' other triangle nodes are fetched.
+        self.steps += 1;
+        for &v in &self.near_nodes {
+            self.stamp[v] = self.steps;
+        }
         for i in 0..n {
             let state = &mut self.probes[i];
             let Some(centre) = state.centre else {
@@ -389,17 +411,33 @@ impl<M: TissueModel> Simulation<M> {
                 continue;
             };
             let entry = state.entry;
-            state.rows = if radius > 0.0 {
-                self.sphere.push_rows(
-                    &self.bvh,
-                    &self.positions,
+            let rows = if let (true, Some(c)) = (radius > 0.0, entry) {
+                self.candidates.clear();
+                self.sphere.candidates(
+                    self.model.rest_positions(),
                     &self.near_nodes,
                     centre,
-                    entry.map(|c| c.normal),
-                    &state.held,
+                    c.normal,
+                    &self.probes[i].held,
+                    &mut self.candidates,
+                );
+                self.refresh_rings();
+                self.sphere.push_rows(
+                    &self.bvh,
+                    self.model.rest_positions(),
+                    &self.positions,
+                    &self.candidates,
+                    centre,
+                    c.normal,
                     capacity,
                     &mut self.constraints,
                 )
+            } else if radius > 0.0 {
+                // A sphere off the rest surface (beyond the proxy's margin) has no rows.
+                SphereRows {
+                    first: self.constraints.len(),
+                    count: 0,
+                }
             } else if let (Some(c), true) = (entry, self.constraints.len() < capacity) {
                 let rest = self.model.rest_positions();
                 let n = c.normal;
@@ -412,6 +450,7 @@ impl<M: TissueModel> Simulation<M> {
                     count: 0,
                 }
             };
+            self.probes[i].rows = rows;
         }
         self.loads.clear();
         self.loads
@@ -446,8 +485,8 @@ impl<M: TissueModel> Simulation<M> {
         }
     }
 
-    /// Brings the positions of the nodes within reach of the probes' spheres (and of
-    /// their samples' closest points) up to date, puts the nodes that left that reach
+    /// Brings the positions of the nodes within two reaches of the probes' spheres (the
+    /// candidates of their rows) up to date, puts the nodes that left that reach
     /// back at rest, and inflates the rest-shape boxes by the model's displacement
     /// bound.
     fn refresh_near(&mut self, probes: &[Vec3]) {
@@ -456,7 +495,7 @@ impl<M: TissueModel> Simulation<M> {
         self.steps += 1;
         self.near_triangles.clear();
         let reach =
-            (3.0 * self.sphere.reach()).max(self.patch.radius()) + 2.0 * self.proxy_margin();
+            (2.0 * self.sphere.reach()).max(self.patch.radius()) + 2.0 * self.proxy_margin();
         for (state, _) in self.probes.iter().zip(probes) {
             let points = [state.centre, state.entry.map(|c| c.point)];
             for point in points.iter().flatten() {
@@ -492,6 +531,34 @@ impl<M: TissueModel> Simulation<M> {
         for (&v, u) in self.near_nodes.iter().zip(&self.near_displacement[..m]) {
             self.positions[v] = rest[v] + u;
         }
+    }
+
+    /// Brings the positions of the candidates' triangle nodes that are not near (not
+    /// stamped this step) up to date: a node's row integrates the gap over its
+    /// triangles, which reach one edge beyond it.
+    fn refresh_rings(&mut self) {
+        self.ring_nodes.clear();
+        for &a in &self.candidates {
+            for &t in self.sphere.ring(a) {
+                for v in self.bvh.triangles()[t as usize] {
+                    if self.stamp[v] != self.steps {
+                        self.stamp[v] = self.steps;
+                        self.ring_nodes.push(v);
+                    }
+                }
+            }
+        }
+        let m = self.ring_nodes.len();
+        if m == 0 {
+            return;
+        }
+        self.model
+            .displacements(&self.ring_nodes, &mut self.near_displacement[..m]);
+        let rest = self.model.rest_positions();
+        for (&v, u) in self.ring_nodes.iter().zip(&self.near_displacement[..m]) {
+            self.positions[v] = rest[v] + u;
+        }
+        self.was_near.extend_from_slice(&self.ring_nodes);
     }
 
     /// The rest-shape radius (m) around `point` holding every node whose current
@@ -621,23 +688,29 @@ impl<M: TissueModel> Simulation<M> {
         let mut drag = None;
         if !self.friction.is_none() {
             if let Some(footprint) = self.footprint(&range) {
+                // The surface's tangent plane is the rest surface's where the probe
+                // entered (its normal N): a sphere's force leans as its rows' normals
+                // do, and a tangent plane leaning with it turned a straight press into
+                // slip (0.1 N of friction after a slow 2 mm press).
+                let surface_n = state_entry.map_or(n, |c| c.normal);
                 let c = self
                     .model
                     .compliance_between(&footprint, &footprint)
                     .unwrap_or(Mat3::zeros());
-                let cn = n.dot(&(c * n));
+                let cn = surface_n.dot(&(c * surface_n));
                 // Tangential contact stiffness of the tissue at the footprint: the
                 // inverse of its mean tangential compliance.
                 let k_t = 2.0 / (c.trace() - cn);
                 // Slip is the probe's motion over the surface: the stick point is where
                 // the probe itself touches (the sphere's point along the normal), not
                 // the material there, which the contact's own load moves.
-                let touching = self.probes[i].centre.unwrap_or(probe) - n * self.sphere.radius();
+                let touching =
+                    self.probes[i].centre.unwrap_or(probe) - surface_n * self.sphere.radius();
                 let state = &mut self.probes[i];
                 if let Some(fr) =
                     state
                         .stick
-                        .update(&self.friction, &touching, &n, normal_force.norm(), k_t, cn)
+                        .update(&self.friction, &touching, &surface_n, normal_force.norm(), k_t, cn)
                 {
                     f0 += fr.force;
                     stiffness += fr.stiffness;
