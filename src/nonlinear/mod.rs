@@ -8,7 +8,8 @@
 //! [`ReducedStatics`] solves it in a small basis of static shapes grown to the full
 //! model's accuracy, its forces summed over the strained elements or over a trained
 //! [`Cubature`] of a few of them; [`NonlinearStatics::press_sphere`] presses a rigid
-//! sphere on the full model (an active set of surface nodes); [`NonlinearTissue`] runs the reduced model as the
+//! sphere on the full model (an active set of surface nodes), and
+//! [`NonlinearStatics::press_swept_sphere`] with the runtime's contact rows; [`NonlinearTissue`] runs the reduced model as the
 //! `nonlinear` backend's tissue model (the lowest modes dynamic, the rest static, with
 //! contact; [`ReducedDynamics`]).
 //!
@@ -28,6 +29,7 @@ mod reduced;
 mod sphere;
 mod statics;
 mod surface_bound;
+mod swept_sphere;
 #[cfg(test)]
 mod test_block;
 mod tissue;
@@ -38,6 +40,7 @@ pub use dynamics::ReducedDynamics;
 pub use law::{Hyperelastic, LawKind};
 pub use reduced::{Estimate, ReducedStatics, ACTIVE_NONLINEARITY};
 pub use sphere::{RigidSphere, SphereContactState, SphereRow, MAX_SPHERE_ROUNDS};
+pub use swept_sphere::{SweptPressState, SweptSphere, MAX_SWEPT_ROUNDS};
 pub use statics::{
     LinearConstraint, NewtonOptions, NewtonReport, NonlinearError, NonlinearStatics,
 };
