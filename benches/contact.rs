@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use palpa::model::ModelStep;
+use palpa::pipeline::SceneModel;
 use palpa::scene::{build, BackendKind, Scene};
-use palpa::session::SceneModel;
 use palpa::Vec3;
 
 /// The default scene with a 5 mm sphere on `backend`, pressed 3 mm and settled.

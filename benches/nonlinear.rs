@@ -15,8 +15,8 @@ use palpa::nonlinear::{
     train_cubature, Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearStatics,
     ReducedStatics,
 };
+use palpa::pipeline::SceneModel;
 use palpa::scene::{build, FemInputs, Scene};
-use palpa::session::SceneModel;
 use palpa::Vec3;
 
 /// The default block with every tetrahedron's law made Veronda–Westmann γ = 5.

@@ -20,7 +20,7 @@ use palpa::fem::{ComplianceColumns, Support};
 use palpa::mesh::TetMesh;
 use palpa::modal::{compute_modes, ModalBasis, ModalParams, ModalRuntime, Timings};
 use palpa::model::{ModelStep, PointConstraint, TissueGeometry, TissueModel};
-use palpa::session::Simulation;
+use palpa::pipeline::Simulation;
 use palpa::Vec3;
 
 struct Bunny {

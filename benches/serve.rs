@@ -5,7 +5,7 @@
 //! WebSocket client (hello, scene init, first frame), then stops the server with SIGINT
 //! outside the timed part. See docs/benchmarks.md, "Serve start".
 
-#[path = "../tests/serve_support/mod.rs"]
+#[path = "../tests/support/serve.rs"]
 mod serve_support;
 
 use std::path::Path;

@@ -9,7 +9,7 @@
 
 #[path = "support/cpu.rs"]
 mod cpu;
-#[path = "../tests/stream_support/mod.rs"]
+#[path = "../tests/support/stream.rs"]
 mod stream_support;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,6 +83,7 @@ fn snapshot(scene: &StreamScene, corrections: usize) -> VisualSnapshot {
         in_contact: true,
         depth: 1e-3,
         normal: Vec3::z(),
+        stylus: Default::default(),
         deformation,
     }
 }

@@ -11,7 +11,7 @@
 
 #[path = "support/cpu.rs"]
 mod cpu;
-#[path = "../tests/serve_support/mod.rs"]
+#[path = "../tests/support/serve.rs"]
 mod serve_support;
 
 use std::sync::{Arc, Mutex};

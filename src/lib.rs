@@ -7,19 +7,22 @@
 //! evaluates the local force model the model thread published, and writes the force back.
 //! The [`stream`] sends 30 Hz visual frames to render clients.
 
+pub mod app;
 pub mod cli;
 pub mod condensed;
 pub mod contact;
 pub mod device;
 pub mod fem;
+pub mod files;
 pub mod haptic;
 pub mod mesh;
 pub mod modal;
 pub mod model;
 pub mod nonlinear;
+pub mod pipeline;
+pub mod recording;
 pub mod rt;
 pub mod scene;
-pub mod session;
 pub mod stream;
 
 /// A point or vector in scene space (m, N, m/s …, by context).

@@ -18,11 +18,14 @@ enum Command {
     Devices(palpa::cli::devices::DevicesArgs),
     /// Record a device's trajectory to CSV (Ctrl-C leaves a complete file).
     Record(palpa::cli::record::RecordArgs),
+    /// Check a recording directory: what it holds, and whether it replays as recorded.
+    Recording(palpa::cli::recording::RecordingArgs),
     /// Compute, select and print the vibration modes of a tetrahedral mesh.
     Modes(palpa::cli::modes::ModesArgs),
     /// Precompute a scene's modes and write them to the cache.
     Precompute(palpa::cli::precompute::PrecomputeArgs),
-    /// Replay a trajectory through a scene in lock-step; write forces (and a plot).
+    /// Replay a recording (DIR) or a trajectory through a scene in lock-step; write
+    /// forces (and a plot); print the largest difference from the recorded forces.
     Replay(palpa::cli::replay::ReplayArgs),
     /// Press the scene's probe into the tissue to given depths; print force vs depth.
     Indent(palpa::cli::indent::IndentArgs),
@@ -45,6 +48,7 @@ fn main() -> std::process::ExitCode {
         Command::Serve(args) => exit_code(palpa::cli::serve::run(args)),
         Command::Devices(args) => palpa::cli::devices::run(args),
         Command::Record(args) => palpa::cli::record::run(args),
+        Command::Recording(args) => palpa::cli::recording::run(args),
         Command::Modes(args) => exit_code(palpa::cli::modes::run(args)),
         Command::Precompute(args) => exit_code(palpa::cli::precompute::run(args)),
         Command::Replay(args) => exit_code(palpa::cli::replay::run(args)),

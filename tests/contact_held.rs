@@ -7,7 +7,7 @@
 use palpa::contact::Friction;
 use palpa::model::ModelStep;
 use palpa::scene::{build, BackendKind, Scene};
-use palpa::session::SceneModel;
+use palpa::pipeline::SceneModel;
 use palpa::Vec3;
 
 const DT: f64 = 5e-3;

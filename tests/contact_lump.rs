@@ -6,7 +6,7 @@
 //! reached 3.3 mm under the surface instead of 5 mm: 14 % stiff over it.
 
 use faer::{Mat, Par};
-use palpa::cli::indent::indent;
+use palpa::app::indent::indent;
 use palpa::contact::gap::triangle_rule;
 use palpa::fem::{Factor, Ordering};
 use palpa::scene::{build, BackendKind, FemInputs, Grading, Growth, Scene};

@@ -6,7 +6,7 @@
 // Bulk arrays are typed arrays for speed: Vec<[f32; 3]> becomes a flat Float32Array of
 // 3·n values, Vec<[u32; 3]> a flat Uint32Array, Vec<f32> a Float32Array.
 
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 export const MAX_SERVER_MESSAGE_BYTES = 64 * 1024 * 1024;
 export const MAX_CLIENT_MESSAGE_BYTES = 4096;
 
@@ -138,6 +138,7 @@ function readFrame(r) {
     in_contact: r.bool("in_contact"),
     depth: r.f64("depth"),
     normal: r.vec3f64("normal"),
+    stylus: readStylus(r),
   };
   const kind = r.tag("deformation", ["Superposed", "Positions"]);
   if (kind === "Superposed") {
@@ -160,6 +161,22 @@ function readFrame(r) {
     frame.deformation = { Positions: { positions: r.vecVec3F32("positions") } };
   }
   return frame;
+}
+
+// Option<T>: a 0 or 1 byte, then T when 1.
+function option(r, what, read) {
+  const tag = r.u8v(`${what} option`);
+  if (tag === 0) return null;
+  if (tag !== 1) throw new DecodeError(`${what}: option byte ${tag} at offset ${r.pos - 1}`);
+  return read();
+}
+
+function readStylus(r) {
+  const orientation = option(r, "stylus.orientation",
+    () => [0, 1, 2, 3].map(() => r.f32("stylus.orientation")));
+  const buttons = r.u32("stylus.buttons");
+  const gripper = option(r, "stylus.gripper", () => r.f32("stylus.gripper"));
+  return { orientation, buttons, gripper };
 }
 
 function readColumn(r) {

@@ -2,6 +2,8 @@
 // (protocol.js), rebuilds the surface from modal coordinates, shades it with normals
 // recomputed every frame, and draws the probe, its target, the proxy, the force arrow
 // (logarithmic length), the ground grid and, in x-ray, the regions of other materials.
+// A device that reports the stylus's orientation gets the stylus drawn from the tip along
+// it (tinted while a button is down); buttons and gripper are in the panel.
 // With ?token=… in the URL, a drag presses the virtual probe into the tissue along the
 // surface normal where the drag began; plots.js draws force and depth.
 
@@ -17,6 +19,8 @@ const token = new URLSearchParams(location.search).get("token");
 const DEPTH_PER_PIXEL = 1e-4;
 /** Depth per key press (m). */
 const DEPTH_STEP = 5e-4;
+/** Length of the drawn stylus, as a share of the tissue's size. */
+const STYLUS_LENGTH = 0.35;
 /** Reconnection delays (ms): doubled from the first to the last after each failure. */
 const RETRY_FIRST_MS = 250, RETRY_LAST_MS = 2000;
 
@@ -187,8 +191,33 @@ function arrowMesh(segments = 16) {
   strip(ring(0.75, 0.1, 0.4), ring(1.0, 0.0, 0.4));
   return makeMesh(new Float32Array(p), new Float32Array(n), new Uint32Array(idx), gl.STATIC_DRAW);
 }
+// Unit cylinder along +z (radius 1, z from 0 to 1), for the stylus.
+function cylinderMesh(segments = 16) {
+  const p = [], n = [], idx = [];
+  for (const z of [0, 1]) {
+    for (let j = 0; j <= segments; j++) {
+      const ph = (j / segments) * 2 * Math.PI;
+      p.push(Math.cos(ph), Math.sin(ph), z);
+      n.push(Math.cos(ph), Math.sin(ph), 0);
+    }
+  }
+  for (let j = 0; j < segments; j++) {
+    const a = j, b = j + segments + 1;
+    idx.push(a, a + 1, b, b, a + 1, b + 1);
+  }
+  return makeMesh(new Float32Array(p), new Float32Array(n), new Uint32Array(idx), gl.STATIC_DRAW);
+}
 const sphere = sphereMesh();
 const arrow = arrowMesh();
+const cylinder = cylinderMesh();
+
+// The stylus's axis in the scene: the tool's +x turned by the unit quaternion (x, y, z, w),
+// from the tip towards the hand (CHAI3D's convention, protocol/SPEC.md).
+function stylusAxis(q) {
+  const [x, y, z, w] = q;
+  return [1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)];
+}
+state.stylusAxis = stylusAxis;
 
 // ---------- scene state ----------
 let tissue = null; // { mesh, positions, normals, triangles, rest, center, size, up, e1, e2, grid, regions }
@@ -595,6 +624,9 @@ function updatePanel(now) {
     const c = contactOf(f);
     $("force").textContent = `${norm(f.force).toFixed(3)} N`;
     $("contact").textContent = f.in_contact ? `${(c.depth * 1e3).toFixed(1)} mm, f·n ${c.normal.toFixed(2)} N` : "no";
+    const st = f.stylus;
+    $("buttons").textContent = st ? (st.buttons ? `0b${st.buttons.toString(2)}` : "none") : "–";
+    $("gripper").textContent = st?.gripper == null ? "–" : `${(st.gripper * 180 / Math.PI).toFixed(1)}°`;
     $("lost").textContent = String(state.lost);
   }
 }
@@ -655,6 +687,17 @@ function render(now) {
   drawMesh(tissue.grid, identity, [0.32, 0.36, 0.42], 1, gl.LINES);
   if (f) {
     drawMesh(sphere, at(f.probe, r), [0.35, 0.75, 0.95]);
+    if (f.stylus?.orientation) {
+      // The stylus: a shaft from the tip along its axis, a third of the tissue long,
+      // tinted while a button is down.
+      const axis = stylusAxis(f.stylus.orientation);
+      const length = tissue.size * STYLUS_LENGTH;
+      const color = f.stylus.buttons ? [0.98, 0.8, 0.35] : [0.82, 0.84, 0.9];
+      drawMesh(cylinder, orient(f.probe, scale(axis, length), r * 0.55), color);
+      state.stylusEnd = add(f.probe, scale(axis, length));
+    } else {
+      state.stylusEnd = null;
+    }
     if (f.in_contact) drawMesh(sphere, at(f.proxy, r * 0.8), [0.98, 0.85, 0.3]);
     const magnitude = norm(f.force);
     if (magnitude > 1e-6) {

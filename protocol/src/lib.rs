@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Version of the wire format; a client refuses a [`ServerHello`] with another version.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Largest server → client message a decoder accepts (bytes). A scene init for a
 /// 100k-vertex surface with 40 modes is about 50 MB; anything larger is refused.
@@ -182,8 +182,32 @@ pub struct Frame {
     /// Unit direction of the normal contact force on the probe (out of the tissue); zero
     /// without contact.
     pub normal: [f64; 3],
+    /// The stylus as the device reports it: orientation, buttons, gripper.
+    pub stylus: Stylus,
     /// The deformed surface.
     pub deformation: Deformation,
+}
+
+/// The stylus beyond its tip: what devices with a gimbal, buttons or a gripper report.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stylus {
+    /// The stylus's orientation, a unit quaternion `(x, y, z, w)` turning the tool frame
+    /// into the scene frame; the stylus runs along the tool's +x axis from the tip towards
+    /// the hand (CHAI3D's convention). `None` for devices that sense no orientation.
+    pub orientation: Option<[f32; 4]>,
+    /// Button bit mask (bit 0 the primary button).
+    pub buttons: u32,
+    /// The gripper's opening (rad, 0 closed); `None` without a gripper.
+    pub gripper: Option<f32>,
+}
+
+impl Stylus {
+    /// No orientation, no button pressed, no gripper.
+    pub const NONE: Self = Self {
+        orientation: None,
+        buttons: 0,
+        gripper: None,
+    };
 }
 
 /// How a frame carries the deformed surface.

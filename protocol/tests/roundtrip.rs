@@ -50,10 +50,25 @@ fn frame() -> impl Strategy<Value = Frame> {
         v3f64(),
         v3f64(),
         (any::<bool>(), 0.0f64..0.1, v3f64()),
+        (
+            proptest::option::of([-1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0]),
+            any::<u32>(),
+            proptest::option::of(-4.0f32..4.0),
+        ),
         deformation(),
     )
         .prop_map(
-            |(sequence, t, us, probe, proxy, force, (in_contact, depth, normal), deformation)| {
+            |(
+                sequence,
+                t,
+                us,
+                probe,
+                proxy,
+                force,
+                (in_contact, depth, normal),
+                (orientation, buttons, gripper),
+                deformation,
+            )| {
                 Frame {
                     sequence,
                     scene_time: if t.is_nan() { 0.0 } else { t },
@@ -64,6 +79,11 @@ fn frame() -> impl Strategy<Value = Frame> {
                     in_contact,
                     depth,
                     normal,
+                    stylus: Stylus {
+                        orientation,
+                        buttons,
+                        gripper,
+                    },
                     deformation,
                 }
             },

@@ -76,6 +76,13 @@ fn frame_modal() -> Frame {
         in_contact: true,
         depth: 0.0005,
         normal: [0.0, 0.0, 1.0],
+        // A stylus tilted 90° about z (its tool x along scene +y), button 1 down, the
+        // gripper open 0.25 rad.
+        stylus: Stylus {
+            orientation: Some([0.0, 0.0, 0.707_106_77, 0.707_106_77]),
+            buttons: 1,
+            gripper: Some(0.25),
+        },
         deformation: Deformation::Superposed {
             coordinates: vec![-0.002, 0.000_25],
             loads: vec![NodalLoad {
@@ -136,6 +143,7 @@ fn messages() -> Vec<(&'static str, Message)> {
                 in_contact: false,
                 depth: 0.0,
                 normal: [0.0, 0.0, 0.0],
+                stylus: Stylus::NONE,
                 deformation: Deformation::Positions {
                     positions: vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, -0.0625]],
                 },
@@ -355,11 +363,18 @@ fn reconstruction_matches_hand_computation() {
     );
 }
 
-/// The sizes SPEC.md gives: a frame is 161 + 4k + 16l + 16c bytes, a column
-/// 16 + 40e, a `ForgetColumns` 12 + 4m; and a column's bytes field by field.
+/// The sizes SPEC.md gives: a frame is 167 + 4k + 16l + 16c bytes (20 more with an
+/// orientation and a gripper), a column 16 + 40e, a `ForgetColumns` 12 + 4m; and a
+/// column's bytes field by field.
 #[test]
 fn spec_sizes_of_frames_and_columns() {
     let mut frame = frame_modal();
+    assert_eq!(
+        encode_server(&ServerMessage::Frame(frame.clone())).len(),
+        167 + 20 + 4 * 2 + 16 + 16,
+        "the example frame has an orientation and a gripper"
+    );
+    frame.stylus = Stylus::NONE;
     for (k, l, c) in [(0, 0, 0), (40, 0, 0), (40, 17, 3), (2, 1, 1)] {
         frame.deformation = Deformation::Superposed {
             coordinates: vec![0.5; k],
@@ -381,7 +396,7 @@ fn spec_sizes_of_frames_and_columns() {
         let bytes = encode_server(&ServerMessage::Frame(frame.clone()));
         assert_eq!(
             bytes.len(),
-            161 + 4 * k + 16 * l + 16 * c,
+            167 + 4 * k + 16 * l + 16 * c,
             "k {k} l {l} c {c}"
         );
     }

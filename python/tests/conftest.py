@@ -16,7 +16,7 @@ def data():
 
 @pytest.fixture(scope="session")
 def palpa_bin():
-    """The `palpa` CLI to compare with: $PALPA_BIN (tests/python.rs sets it)."""
+    """The `palpa` CLI to compare with: $PALPA_BIN (tests/python/main.rs sets it)."""
     path = os.environ.get("PALPA_BIN")
     if not path:
         pytest.skip("PALPA_BIN is not set (cargo test --test python sets it)")

@@ -86,9 +86,30 @@ pub struct OpenedDevice {
     /// The TOML of the HID profile that describes the device (a recorded session keeps
     /// a copy); `None` for devices without a profile.
     pub profile_toml: Option<String>,
+    /// The HID profile that describes the device, and where it came from (a file, or a
+    /// shipped profile's name), for `devices check` and its fixes.
+    pub profile: Option<(DeviceProfile, String)>,
 }
 
 impl DeviceChoice {
+    /// The `--device` value that names this choice.
+    pub fn spec(&self) -> String {
+        match self {
+            DeviceChoice::Auto => "auto".into(),
+            DeviceChoice::Hid(None) => "hid".into(),
+            DeviceChoice::Hid(Some(p)) => format!("hid:{}", p.display()),
+            DeviceChoice::Sim(None) => "sim".into(),
+            DeviceChoice::Sim(Some(m)) => format!("sim:{}", format!("{m:?}").to_lowercase()),
+            DeviceChoice::Replay(p) => format!("replay:{}", p.display()),
+            DeviceChoice::Haply(url) if url == DEFAULT_URL => "haply".into(),
+            DeviceChoice::Haply(url) => format!("haply:{url}"),
+            DeviceChoice::OpenHaptics(None) => "openhaptics".into(),
+            DeviceChoice::OpenHaptics(Some(n)) => format!("openhaptics:{n}"),
+            DeviceChoice::Dhd(None) => "dhd".into(),
+            DeviceChoice::Dhd(Some(i)) => format!("dhd:{i}"),
+        }
+    }
+
     /// Parses a `--device` value ([`DEVICE_SPECS`]); an unknown one is named.
     pub fn parse(spec: &str) -> Result<Self, String> {
         let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
@@ -117,11 +138,12 @@ impl DeviceChoice {
     /// Opens the device. `scene_profile` is the profile a scene names for HID devices
     /// (`hid` and `auto` try it before the shipped reference profile).
     pub fn open(&self, scene_profile: Option<&Path>) -> Result<OpenedDevice, String> {
-        let load = |p: &Path| -> Result<(DeviceProfile, String), String> {
+        let load = |p: &Path| -> Result<(DeviceProfile, String, String), String> {
             let profile = DeviceProfile::load(p).map_err(|e| e.to_string())?;
             let toml = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            Ok((profile, toml))
+            Ok((profile, toml, p.display().to_string()))
         };
+        let shipped = |file: &str| format!("the shipped profiles/{file}");
         match self {
             DeviceChoice::Sim(None) => Ok(virtual_stylus("device sim")),
             DeviceChoice::Sim(Some(motion)) => Ok(OpenedDevice {
@@ -130,6 +152,7 @@ impl DeviceChoice {
                 description: format!("virtual stylus, scripted: {motion:?}").to_lowercase(),
                 motion_end: None,
                 profile_toml: None,
+                profile: None,
             }),
             DeviceChoice::Replay(path) => {
                 let trajectory = Trajectory::load(path).map_err(|e| e.to_string())?;
@@ -143,24 +166,33 @@ impl DeviceChoice {
                     ),
                     motion_end: Some(end),
                     profile_toml: None,
+                    profile: None,
                 })
             }
             DeviceChoice::Haply(url) => {
                 let device = HaplyDevice::open(url, OPEN_TIMEOUT).map_err(|e| e.to_string())?;
                 Ok(OpenedDevice {
-                    description: format!("Haply Inverse3 through the Inverse Service at {url}"),
+                    description: format!(
+                        "Haply Inverse3 through the Inverse Service at {url} ({})",
+                        device.setup()
+                    ),
                     device: Box::new(device),
                     stylus: None,
                     motion_end: None,
                     profile_toml: None,
+                    profile: None,
                 })
             }
             DeviceChoice::Hid(path) => {
-                let (profile, toml) = match path.as_deref().or(scene_profile) {
+                let (profile, toml, source) = match path.as_deref().or(scene_profile) {
                     Some(p) => load(p)?,
-                    None => (DeviceProfile::reference(), REFERENCE_PROFILE_TOML.into()),
+                    None => (
+                        DeviceProfile::reference(),
+                        REFERENCE_PROFILE_TOML.into(),
+                        shipped(SHIPPED_PROFILES[0].0),
+                    ),
                 };
-                open_hid(&profile, &toml)
+                open_hid(&profile, &toml, &source)
                     .map_err(|e| format!("HID device with profile `{}`: {e}", profile.name))
             }
             DeviceChoice::OpenHaptics(config) => {
@@ -175,16 +207,21 @@ impl DeviceChoice {
                 Ok(sdk_device(Box::new(device), "polled by the haptic thread"))
             }
             DeviceChoice::Auto => {
-                let mut profiles: Vec<(DeviceProfile, String)> = DeviceProfile::shipped()
+                let mut profiles: Vec<(DeviceProfile, String, String)> = DeviceProfile::shipped()
                     .into_iter()
-                    .zip(SHIPPED_PROFILES.iter().map(|(_, toml)| toml.to_string()))
+                    .zip(
+                        SHIPPED_PROFILES
+                            .iter()
+                            .map(|(file, toml)| (toml.to_string(), shipped(file))),
+                    )
+                    .map(|(p, (toml, source))| (p, toml, source))
                     .collect();
                 if let Some(p) = scene_profile {
                     profiles.insert(0, load(p)?);
                 }
                 let mut misses = Vec::new();
-                for (profile, toml) in &profiles {
-                    match open_hid(profile, toml) {
+                for (profile, toml, source) in &profiles {
+                    match open_hid(profile, toml, source) {
                         Ok(opened) => return Ok(opened),
                         Err(e) => misses.push(format!("{}: {e}", profile.name)),
                     }
@@ -196,7 +233,11 @@ impl DeviceChoice {
     }
 }
 
-fn open_hid(profile: &DeviceProfile, toml: &str) -> Result<OpenedDevice, DeviceError> {
+fn open_hid(
+    profile: &DeviceProfile,
+    toml: &str,
+    source: &str,
+) -> Result<OpenedDevice, DeviceError> {
     let transport = HidapiTransport::open(profile)?;
     let device = HidDevice::new(transport, profile.clone());
     let description = format!("HID device `{}` (profile {})", device.name(), profile.name);
@@ -206,6 +247,7 @@ fn open_hid(profile: &DeviceProfile, toml: &str) -> Result<OpenedDevice, DeviceE
         description,
         motion_end: None,
         profile_toml: Some(toml.into()),
+        profile: Some((profile.clone(), source.to_owned())),
     })
 }
 
@@ -230,6 +272,7 @@ fn sdk_device(device: Box<dyn HapticDevice>, pacing: &str) -> OpenedDevice {
         stylus: None,
         motion_end: None,
         profile_toml: None,
+        profile: None,
     }
 }
 
@@ -241,6 +284,7 @@ fn virtual_stylus(why: &str) -> OpenedDevice {
         description: format!("virtual stylus, moved from the viewer ({why})"),
         motion_end: None,
         profile_toml: None,
+        profile: None,
     }
 }
 
@@ -314,6 +358,32 @@ mod tests {
         ] {
             let e = DeviceChoice::parse(bad).unwrap_err();
             assert!(e.contains(&format!("`{bad}`")), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_choice_s_spec_parses_back_to_the_same_choice() {
+        // `devices check` prints the spec in its advice and records it: it must name the
+        // same device when typed back.
+        for spec in [
+            "auto",
+            "hid",
+            "hid:profiles/woodenhaptics-2017.toml",
+            "sim",
+            "sim:still",
+            "sim:circle",
+            "sim:press",
+            "replay:a.csv",
+            "haply",
+            "haply:ws://127.0.0.1:4321",
+            "openhaptics",
+            "openhaptics:Left Touch",
+            "dhd",
+            "dhd:3",
+        ] {
+            let choice = DeviceChoice::parse(spec).unwrap();
+            assert_eq!(choice.spec(), spec);
+            assert_eq!(DeviceChoice::parse(&choice.spec()), Ok(choice));
         }
     }
 

@@ -1,5 +1,6 @@
 //! A device wrapper that remembers the last force commanded (so the server can show
-//! what the hand got last) and zeroes the force when dropped, so no error path leaves a
+//! what the hand got last) and the newest sample (so viewers see the stylus's pose,
+//! buttons and gripper), and zeroes the force when dropped, so no error path leaves a
 //! force on.
 
 use super::{
@@ -15,6 +16,7 @@ pub struct ForceLog<D: HapticDevice> {
     inner: D,
     last: Vec3,
     published: Option<SlotWriter<Vec3>>,
+    sampled: Option<SlotWriter<DeviceSample>>,
 }
 
 impl<D: HapticDevice> ForceLog<D> {
@@ -24,7 +26,17 @@ impl<D: HapticDevice> ForceLog<D> {
             inner,
             last: Vec3::zeros(),
             published: None,
+            sampled: None,
         }
+    }
+
+    /// A wait-free reader of the newest sample the device gave (as the wrapped device
+    /// reports it: scene frame behind a workspace mapping), for another thread to show
+    /// the stylus's orientation, buttons and gripper.
+    pub fn samples(&mut self) -> SlotReader<DeviceSample> {
+        let (writer, reader) = slot(DeviceSample::ORIGIN);
+        self.sampled = Some(writer);
+        reader
     }
 
     /// The last force commanded (N).
@@ -50,7 +62,11 @@ impl<D: HapticDevice> ForceLog<D> {
 
 impl<D: HapticDevice> HapticDevice for ForceLog<D> {
     fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError> {
-        self.inner.read(now)
+        let sample = self.inner.read(now)?;
+        if let Some(w) = &mut self.sampled {
+            w.write(sample);
+        }
+        Ok(sample)
     }
     fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
         self.log(force);
@@ -72,12 +88,24 @@ impl<D: HapticDevice> HapticDevice for ForceLog<D> {
     fn name(&self) -> &str {
         self.inner.name()
     }
+    fn identity(&self) -> Option<String> {
+        self.inner.identity()
+    }
+    fn joint_angles(&self) -> Option<[f64; 3]> {
+        self.inner.joint_angles()
+    }
+    fn fault_summary(&self) -> Option<String> {
+        self.inner.fault_summary()
+    }
     fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
         self.inner.external_pacer()
     }
 
     fn resident_memory(&self, memory: &mut crate::rt::ResidentSet) {
         if let Some(w) = &self.published {
+            memory.add(w.storage());
+        }
+        if let Some(w) = &self.sampled {
             memory.add(w.storage());
         }
         self.inner.resident_memory(memory);

@@ -6,7 +6,7 @@
 
 pub use super::profile::MAX_REPORT_LEN;
 
-use super::profile::{DeviceProfile, ReportCodec};
+use super::profile::{profile_hash, DeviceProfile, ReportCodec};
 use super::{CalibrationRequest, DeviceError, DeviceRating, DeviceSample, HapticDevice};
 use crate::Vec3;
 use crossbeam::queue::ArrayQueue;
@@ -33,6 +33,10 @@ pub trait ReportTransport: Send {
     fn reopen(&mut self) -> Result<(), TransportError>;
     /// Where the transport is connected (path), for logs.
     fn describe(&self) -> String;
+    /// The device's USB serial number, where it has one.
+    fn serial(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Counters a HID device keeps (read them between ticks, e.g. for telemetry).
@@ -228,6 +232,25 @@ impl<T: ReportTransport> HapticDevice for HidDevice<T> {
     fn name(&self) -> &str {
         &self.name
     }
+
+    /// The profile's name and the hash of its values, and the USB serial number where
+    /// the device has one: a changed profile is a device to check again.
+    fn identity(&self) -> Option<String> {
+        let serial = self
+            .transport
+            .serial()
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| "no-serial".into());
+        Some(format!(
+            "hid:{}:{}:{serial}",
+            self.profile.name,
+            profile_hash(&self.profile)
+        ))
+    }
+
+    fn joint_angles(&self) -> Option<[f64; 3]> {
+        self.codec.joint_angles()
+    }
 }
 
 /// A report on the in-memory link.
@@ -354,6 +377,7 @@ pub struct HidapiTransport {
     profile: DeviceProfile,
     device: Option<hidapi::HidDevice>,
     path: String,
+    serial: Option<String>,
 }
 
 impl HidapiTransport {
@@ -365,6 +389,7 @@ impl HidapiTransport {
             profile: profile.clone(),
             device: None,
             path: String::new(),
+            serial: None,
         };
         t.reopen().map_err(|e| DeviceError::Open(e.0))?;
         Ok(t)
@@ -410,8 +435,8 @@ impl ReportTransport for HidapiTransport {
                     &d.path().to_string_lossy(),
                 )
             })
-            .map(|d| d.path().to_owned());
-        let path: CString = found.ok_or_else(|| {
+            .map(|d| (d.path().to_owned(), d.serial_number().map(str::to_owned)));
+        let (path, serial): (CString, Option<String>) = found.ok_or_else(|| {
             TransportError(format!(
                 "no HID device matches profile `{}`",
                 self.profile.name
@@ -424,11 +449,16 @@ impl ReportTransport for HidapiTransport {
         dev.set_blocking_mode(false)
             .map_err(|e| TransportError(e.to_string()))?;
         self.path = path.to_string_lossy().into_owned();
+        self.serial = serial;
         self.device = Some(dev);
         Ok(())
     }
 
     fn describe(&self) -> String {
         self.path.clone()
+    }
+
+    fn serial(&self) -> Option<String> {
+        self.serial.clone()
     }
 }

@@ -4,7 +4,7 @@
 
 use super::{
     CalibrationRequest, DeviceError, DeviceRating, DeviceSample, DeviceWorkspace, ExternalPacer,
-    HapticDevice,
+    HapticDevice, Orientation,
 };
 use crate::{Mat3, Vec3};
 
@@ -72,6 +72,11 @@ impl Workspace {
         self.rotation.transpose() * (p - self.offset) / self.scale
     }
 
+    /// The mapping's rotation as a quaternion (device → scene), for orientations.
+    pub fn orientation(&self) -> Orientation {
+        Orientation::from_rotation_matrix(&nalgebra::Rotation3::from_matrix(&self.rotation))
+    }
+
     /// Scene force (N) → device force (N). Forces are not scaled: the user feels the
     /// tissue's force, only turned into the device's axes.
     pub fn force_to_device(&self, f: &Vec3) -> Vec3 {
@@ -84,12 +89,18 @@ impl Workspace {
 pub struct MappedDevice<D: HapticDevice> {
     inner: D,
     map: Workspace,
+    /// `map.rotation` as a quaternion, once (the tick only multiplies).
+    turn: Orientation,
 }
 
 impl<D: HapticDevice> MappedDevice<D> {
     /// Wraps `inner` with `map`.
     pub fn new(inner: D, map: Workspace) -> Self {
-        Self { inner, map }
+        Self {
+            inner,
+            turn: map.orientation(),
+            map,
+        }
     }
 
     /// The wrapped device.
@@ -102,6 +113,7 @@ impl<D: HapticDevice> HapticDevice for MappedDevice<D> {
     fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError> {
         let mut s = self.inner.read(now)?;
         s.position = self.map.to_scene(&s.position);
+        s.orientation = s.orientation.map(|q| self.turn * q);
         Ok(s)
     }
 
@@ -127,6 +139,18 @@ impl<D: HapticDevice> HapticDevice for MappedDevice<D> {
 
     fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    fn identity(&self) -> Option<String> {
+        self.inner.identity()
+    }
+
+    fn joint_angles(&self) -> Option<[f64; 3]> {
+        self.inner.joint_angles()
+    }
+
+    fn fault_summary(&self) -> Option<String> {
+        self.inner.fault_summary()
     }
 
     fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
@@ -159,6 +183,15 @@ mod tests {
         let lhs = f_scene.dot(&v_scene);
         let rhs = w.scale * w.force_to_device(&f_scene).dot(&v_dev);
         assert!((lhs - rhs).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_orientation_turns_with_the_workspace() {
+        // 90° about z: the stylus along device +x lies along scene +y.
+        let w = Workspace::new(1.0, Vec3::zeros(), [0.0, 0.0, 90.0]);
+        let stylus = w.orientation() * Orientation::identity() * Vec3::x();
+        assert!((stylus - Vec3::y()).norm() < 1e-12, "{stylus}");
+        assert!((w.orientation().to_rotation_matrix().matrix() - w.rotation).norm() < 1e-12);
     }
 
     #[test]

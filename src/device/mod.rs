@@ -5,13 +5,15 @@
 //! * [`haply`] — a Haply Inverse3 through Haply's local Inverse Service (WebSocket);
 //! * [`sim`] — a virtual stylus following a scripted motion or external input;
 //! * [`replay`] — a recorded trajectory CSV;
-//! * [`record`] — wraps any device and writes the trajectory it sees;
+//! * (`palpa record` writes what a device does: the `recording` module);
 //! * [`mapped`] and [`force_log`] — decorators: the workspace mapping into the scene,
 //!   and remembering (and zeroing on drop) the commanded force;
 //! * [`backends`] — which backends this machine can use;
 //! * [`choice`] — the one `--device` parser, and opening what it names;
 //! * [`kinematics`] — joint encoders to tip position and tip force to motor currents
 //!   for capstan (WoodenHaptics) and delta arms;
+//! * [`check`] — `palpa devices check`: the guided first-power-on test, and the record
+//!   of which devices passed it;
 //! * [`sdk`] — vendor SDKs loaded at run time: OpenHaptics HDAPI (whose scheduler paces
 //!   the haptic loop, see [`ExternalPacer`]) and the Force Dimension SDK.
 //!
@@ -19,6 +21,7 @@
 //! mapping; the haptic loop maps the device frame to the scene.
 
 pub mod backends;
+pub mod check;
 pub mod choice;
 pub mod force_log;
 pub mod haply;
@@ -26,7 +29,6 @@ pub mod hid;
 pub mod kinematics;
 pub mod mapped;
 pub mod profile;
-pub mod record;
 pub mod replay;
 pub mod sdk;
 pub mod sim;
@@ -35,6 +37,12 @@ use crate::rt::ResidentSet;
 use crate::Vec3;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+/// A rotation: the stylus's orientation, from the tool frame to the device frame.
+///
+/// The tool frame is CHAI3D's: the stylus runs along the tool's +x axis, from the tip
+/// towards the hand; +z is the tool's up when the stylus lies pointing away from the user.
+pub type Orientation = nalgebra::UnitQuaternion<f64>;
 
 /// The newest state the device reported.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -47,6 +55,11 @@ pub struct DeviceSample {
     pub device_time: f64,
     /// Sample sequence number; unchanged between two reads means no new sample.
     pub sequence: u64,
+    /// The stylus's orientation ([`Orientation`], device frame); `None` for a device
+    /// that senses only the tip's position.
+    pub orientation: Option<Orientation>,
+    /// The gripper's opening (rad, 0 closed); `None` for a device without a gripper.
+    pub gripper: Option<f64>,
 }
 
 impl DeviceSample {
@@ -56,6 +69,8 @@ impl DeviceSample {
         buttons: 0,
         device_time: 0.0,
         sequence: 0,
+        orientation: None,
+        gripper: None,
     };
 }
 
@@ -105,6 +120,11 @@ pub enum DeviceError {
     /// The device is gone (unplugged, closed, or the transport failed); force is off.
     #[error("device disconnected: {0}")]
     Disconnected(String),
+    /// The device refused this one command and stays usable (an SDK's force or velocity
+    /// error): the force is zero for this tick and ramps in again. No allocation: the
+    /// reason is static.
+    #[error("device fault: {0}")]
+    Transient(&'static str),
     /// The device could not be opened or found.
     #[error("cannot open device: {0}")]
     Open(String),
@@ -145,6 +165,26 @@ pub trait HapticDevice: Send {
 
     /// Human-readable name for logs.
     fn name(&self) -> &str;
+
+    /// Who this physical device is, for the record of first-power-on checks
+    /// (`palpa devices check`): a serial number where the device reports one, else what
+    /// identifies its configuration (a profile's hash); `None` for virtual devices.
+    fn identity(&self) -> Option<String> {
+        None
+    }
+
+    /// Joint angles of an arm whose encoders palpa reads (rad, as the profile's
+    /// kinematics counts them); `None` for devices that report a tip position.
+    fn joint_angles(&self) -> Option<[f64; 3]> {
+        None
+    }
+
+    /// What went wrong but was handled while running (e.g. SDK errors that zeroed one
+    /// frame's force), for the stop summary; `None` when nothing did. Called between
+    /// ticks.
+    fn fault_summary(&self) -> Option<String> {
+        None
+    }
 
     /// The device's own servo clock, when its SDK owns the loop (a scheduler that calls
     /// back once per device tick) instead of being polled at palpa's pace. Called once
@@ -188,6 +228,15 @@ impl<D: HapticDevice + ?Sized> HapticDevice for Box<D> {
     }
     fn name(&self) -> &str {
         (**self).name()
+    }
+    fn identity(&self) -> Option<String> {
+        (**self).identity()
+    }
+    fn joint_angles(&self) -> Option<[f64; 3]> {
+        (**self).joint_angles()
+    }
+    fn fault_summary(&self) -> Option<String> {
+        (**self).fault_summary()
     }
     fn external_pacer(&mut self) -> Option<Box<dyn ExternalPacer>> {
         (**self).external_pacer()

@@ -1,5 +1,5 @@
 //! Trajectory files (CSV `t,x,y,z,buttons` in s and m, optional `fx,fy,fz` in N, or a
-//! session's per-tick CSV `t,x,y,z,fx,fy,fz,depth,contact[,safety]`; blank lines and lines
+//! session's per-tick CSV `t,x,y,z,fx,fy,fz,depth,contact[,safety[,buttons,gripper,qx,qy,qz,qw]]`; blank lines and lines
 //! starting with `#` are skipped) and the `replay` device that plays one back. Times run from 0 to at most [`MAX_TRAJECTORY_TIME`].
 
 use super::{DeviceError, DeviceRating, DeviceSample, HapticDevice};
@@ -15,9 +15,14 @@ pub const HEADER_WITH_FORCE: &str = "t,x,y,z,buttons,fx,fy,fz";
 /// `ticks.csv`), which reads as a trajectory with forces and no buttons: t (s), probe
 /// x,y,z (m), force fx,fy,fz (N), depth (m), contact (0/1).
 pub const TICKS_HEADER: &str = "t,x,y,z,fx,fy,fz,depth,contact";
-/// Header of a recorded session's `ticks.csv`: [`TICKS_HEADER`] and the safety state
-/// of each tick (a name: `normal`, `ramping`, …), also read as a trajectory.
-pub const SESSION_TICKS_HEADER: &str = "t,x,y,z,fx,fy,fz,depth,contact,safety";
+/// Header of a recorded session's `ticks.csv`: [`TICKS_HEADER`], the safety state of
+/// each tick (a name: `normal`, `ramping`, …), the device's buttons (bit mask), the
+/// gripper's opening (rad) and the stylus's orientation (a unit quaternion, scene frame;
+/// gripper and orientation empty for devices without them); also read as a trajectory.
+pub const SESSION_TICKS_HEADER: &str =
+    "t,x,y,z,fx,fy,fz,depth,contact,safety,buttons,gripper,qx,qy,qz,qw";
+/// The header recordings had before the buttons, gripper and orientation, still read.
+pub const SESSION_TICKS_HEADER_V1: &str = "t,x,y,z,fx,fy,fz,depth,contact,safety";
 
 /// Which column of a trajectory file holds what (the others are checked as numbers:
 /// a session CSV's depth and contact; its safety state is a name, not checked).
@@ -26,6 +31,8 @@ struct Columns {
     buttons: Option<usize>,
     force: Option<usize>,
     name: Option<usize>,
+    /// Columns from here on may be empty (a device without a gripper or orientation).
+    optional_from: usize,
 }
 
 impl Columns {
@@ -36,24 +43,35 @@ impl Columns {
                 buttons: Some(4),
                 force: None,
                 name: None,
+                optional_from: 5,
             },
             HEADER_WITH_FORCE => Self {
                 count: 8,
                 buttons: Some(4),
                 force: Some(5),
                 name: None,
+                optional_from: 8,
             },
             TICKS_HEADER => Self {
                 count: 9,
                 buttons: None,
                 force: Some(4),
                 name: None,
+                optional_from: 9,
             },
-            SESSION_TICKS_HEADER => Self {
+            SESSION_TICKS_HEADER_V1 => Self {
                 count: 10,
                 buttons: None,
                 force: Some(4),
                 name: Some(9),
+                optional_from: 10,
+            },
+            SESSION_TICKS_HEADER => Self {
+                count: 16,
+                buttons: Some(10),
+                force: Some(4),
+                name: Some(9),
+                optional_from: 11,
             },
             _ => return None,
         })
@@ -152,8 +170,53 @@ impl Trajectory {
     }
 
     /// Parses CSV text; `source` (the file name) appears in errors with the line, counted
-    /// in the file (blank lines and `#` comment lines, which are skipped, count too).
+    /// in the file (blank lines and `#` comment lines, which are skipped, count too). A
+    /// torn last row is dropped ([`Trajectory::parse_noting`]) with a warning in the log.
     pub fn parse(text: &str, source: &str) -> Result<Self, TrajectoryError> {
+        let (t, note) = Self::parse_noting(text, source)?;
+        if let Some(note) = note {
+            tracing::warn!("{note}");
+        }
+        Ok(t)
+    }
+
+    /// [`Trajectory::parse`], and the note about a torn last row if one was dropped. A
+    /// last line without its end of line is a row cut short by a crash or a full disk
+    /// when palpa wrote the file (a session's header, or a `# palpa` comment first), or
+    /// when it does not parse; it is dropped, never read as a shorter number.
+    pub fn parse_noting(
+        text: &str,
+        source: &str,
+    ) -> Result<(Self, Option<String>), TrajectoryError> {
+        let Some(cut) = text.rfind('\n').map(|i| i + 1).filter(|&i| i < text.len()) else {
+            return Ok((Self::parse_rows(text, source)?, None));
+        };
+        let (whole, torn) = text.split_at(cut);
+        let note = || {
+            Some(format!(
+                "{source}: the last line ({} bytes, no end of line) is a row cut short, as a \
+                 recording stopped by a crash or a full disk leaves it; ignored",
+                torn.len()
+            ))
+        };
+        let first = text.lines().map(str::trim).find(|l| !l.is_empty());
+        let palpa_written = first.is_some_and(|l| {
+            l.starts_with("# palpa") || l.replace(' ', "") == SESSION_TICKS_HEADER
+        });
+        if palpa_written || torn.trim().is_empty() {
+            let note = if torn.trim().is_empty() { None } else { note() };
+            return Ok((Self::parse_rows(whole, source)?, note));
+        }
+        match Self::parse_rows(text, source) {
+            Ok(t) => Ok((t, None)),
+            Err(e) if e.line == whole.lines().count() + 1 => {
+                Ok((Self::parse_rows(whole, source)?, note()))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn parse_rows(text: &str, source: &str) -> Result<Self, TrajectoryError> {
         let err = |line: usize, message: String| TrajectoryError {
             file: source.to_string(),
             line,
@@ -173,7 +236,7 @@ impl Trajectory {
                 header_line,
                 format!(
                     "header `{header}`, expected `{HEADER}`, `{HEADER_WITH_FORCE}`, \
-                     `{TICKS_HEADER}` or `{SESSION_TICKS_HEADER}`"
+                     `{TICKS_HEADER}`, `{SESSION_TICKS_HEADER}` or `{SESSION_TICKS_HEADER_V1}`"
                 ),
             )
         })?;
@@ -188,9 +251,12 @@ impl Trajectory {
                 ));
             }
             // Numbers left to right, then the button mask: the first bad field is named.
-            let mut v = [0.0; 10];
+            let mut v = [0.0; 16];
             for (j, f) in fields.iter().enumerate() {
-                if Some(j) == columns.buttons || Some(j) == columns.name {
+                if Some(j) == columns.buttons
+                    || Some(j) == columns.name
+                    || (j >= columns.optional_from && f.is_empty())
+                {
                     continue;
                 }
                 v[j] = f
@@ -232,12 +298,22 @@ impl Trajectory {
 
     /// Reads a trajectory file.
     pub fn load(path: &Path) -> Result<Self, TrajectoryError> {
+        let (t, note) = Self::load_noting(path)?;
+        if let Some(note) = note {
+            tracing::warn!("{note}");
+        }
+        Ok(t)
+    }
+
+    /// Reads a trajectory file, with the note about a torn last row if one was dropped
+    /// ([`Trajectory::parse_noting`]).
+    pub fn load_noting(path: &Path) -> Result<(Self, Option<String>), TrajectoryError> {
         let text = std::fs::read_to_string(path).map_err(|e| TrajectoryError {
             file: path.display().to_string(),
             line: 0,
             message: e.to_string(),
         })?;
-        Self::parse(&text, &path.display().to_string())
+        Self::parse_noting(&text, &path.display().to_string())
     }
 
     /// Writes the trajectory as CSV (forces included if every sample has one).
@@ -340,6 +416,15 @@ impl ReplayDevice {
         }
     }
 
+    /// Plays `trajectory` as a device rated `rating` (the device a recording was made
+    /// with).
+    pub fn with_rating(trajectory: Trajectory, rating: DeviceRating) -> Self {
+        Self {
+            rating,
+            ..Self::new(trajectory)
+        }
+    }
+
     /// The trajectory being played.
     pub fn trajectory(&self) -> &Trajectory {
         &self.trajectory
@@ -360,6 +445,8 @@ impl HapticDevice for ReplayDevice {
             buttons,
             device_time: now,
             sequence: self.sequence,
+            orientation: None,
+            gripper: None,
         })
     }
 
@@ -374,5 +461,35 @@ impl HapticDevice for ReplayDevice {
 
     fn name(&self) -> &str {
         "replay"
+    }
+}
+
+#[cfg(test)]
+mod torn_rows {
+    use super::*;
+
+    #[test]
+    fn a_torn_last_row_of_a_recording_is_dropped_with_a_note_never_read_short() {
+        // Cut inside the last number: "0.0021" would parse as 0.002.
+        let text =
+            format!("{SESSION_TICKS_HEADER}\n0.001,0,0,0.001,0,0,1,0,1,normal\n0.002,0,0,0.0021");
+        let (t, note) = Trajectory::parse_noting(&text, "ticks.csv").unwrap();
+        assert_eq!(t.samples().len(), 1);
+        assert!(note.unwrap().contains("row cut short"));
+        // A palpa record file (its `# palpa` comment first): the same.
+        let text = "# palpa record: …\nt,x,y,z,buttons,fx,fy,fz\n0,0,0,0,0,0,0,0\n0.001,0,0,0.00";
+        let (t, note) = Trajectory::parse_noting(text, "rec.csv").unwrap();
+        assert_eq!((t.samples().len(), note.is_some()), (1, true));
+        // A hand-written file whose last line lacks its end of line but is whole: kept.
+        let text = "t,x,y,z,buttons\n0,0,0,0,0\n0.001,0,0,0.5,0";
+        let (t, note) = Trajectory::parse_noting(text, "hand.csv").unwrap();
+        assert_eq!((t.samples().len(), note), (2, None));
+        // Whose last line is cut so it no longer parses: dropped with the note.
+        let text = "t,x,y,z,buttons\n0,0,0,0,0\n0.001,0,0";
+        let (t, note) = Trajectory::parse_noting(text, "hand.csv").unwrap();
+        assert_eq!((t.samples().len(), note.is_some()), (1, true));
+        // A bad row before the last is still an error naming its line.
+        let e = Trajectory::parse_noting("t,x,y,z,buttons\n0,0,0\n0.1,0,0,0,0\n", "b.csv");
+        assert_eq!(e.unwrap_err().line, 2);
     }
 }

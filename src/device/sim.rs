@@ -101,6 +101,8 @@ impl HapticDevice for SimDevice {
             buttons,
             device_time: now,
             sequence: self.sequence,
+            orientation: None,
+            gripper: None,
         })
     }
 

@@ -18,6 +18,7 @@ pub mod runtime;
 pub mod safety;
 pub mod stats;
 pub mod tick;
+pub mod tick_csv;
 pub mod tick_ring;
 
 pub use extrapolate::ForceStrategy;

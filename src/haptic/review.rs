@@ -191,6 +191,8 @@ mod tests {
             t,
             probe: Vec3::zeros(),
             buttons: 0,
+            orientation: None,
+            gripper: None,
             desired: Vec3::new(0.0, 0.0, desired),
             force: Vec3::new(0.0, 0.0, force),
             state,

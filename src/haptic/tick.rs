@@ -4,7 +4,7 @@
 
 use super::extrapolate::{cap_stiffness, force_at, ForceStrategy};
 use super::safety::{Health, SafetyFilter, SafetyLimits, SafetyState};
-use crate::device::{DeviceSample, HapticDevice};
+use crate::device::{DeviceError, DeviceSample, HapticDevice, Orientation};
 use crate::model::LocalForceModel;
 use crate::{Mat3, Vec3};
 
@@ -60,6 +60,10 @@ pub struct TickRecord {
     pub probe: Vec3,
     /// Button mask.
     pub buttons: u32,
+    /// The stylus's orientation (scene frame), for devices that sense it.
+    pub orientation: Option<Orientation>,
+    /// The gripper's opening (rad), for devices with a gripper.
+    pub gripper: Option<f64>,
     /// Force the strategy asked for (N), before safety.
     pub desired: Vec3,
     /// Force commanded to the device (N).
@@ -239,18 +243,34 @@ impl<D: HapticDevice> HapticLoop<D> {
             },
         };
         let mut force = self.safety.apply(dt, desired, velocity, health);
-        if self.device_ok && self.device.write_force(force).is_err() {
-            self.device_ok = false;
-            force = Vec3::zeros();
-            self.safety.reset();
+        let mut state = self.safety.state();
+        if self.device_ok {
+            match self.device.write_force(force) {
+                Ok(()) => {}
+                // The device refused this command but stays usable (an SDK's force or
+                // velocity error): zero now, ramp in again, as the SDKs' examples do.
+                Err(DeviceError::Transient(_)) => {
+                    force = Vec3::zeros();
+                    self.safety.reset();
+                    state = SafetyState::DeviceFault;
+                }
+                Err(_) => {
+                    self.device_ok = false;
+                    force = Vec3::zeros();
+                    self.safety.reset();
+                    state = self.safety.state();
+                }
+            }
         }
         TickRecord {
             t,
             probe: self.probe,
             buttons: self.sample.buttons,
+            orientation: self.sample.orientation,
+            gripper: self.sample.gripper,
             desired,
             force,
-            state: self.safety.state(),
+            state,
             model_in_contact: self.model.in_contact,
             depth: self.model.entry.map_or(0.0, |e| e.depth(&self.probe)),
             sample_age: health.sample_age,

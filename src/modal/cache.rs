@@ -18,7 +18,7 @@
 //! path is refused rather than blocking.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -280,28 +280,16 @@ impl ModalCache {
         })
     }
 
-    /// Writes the cache to `path` (via a temporary file and rename, so a crash never
-    /// leaves a half-written cache under the final name).
+    /// Writes the cache to `path`: a new temporary with an unpredictable name beside
+    /// it, synced and renamed over it (`files::write_file_atomic`), so a crash never
+    /// leaves a half-written cache under the final name, a link or FIFO planted at either
+    /// name is never written through, and a failed write (a full disk) leaves no
+    /// temporary behind.
     pub fn save(&self, path: &Path) -> Result<(), CacheError> {
-        let io = |source| CacheError::Io {
-            path: path.display().to_string(),
-            source,
-        };
-        if let Ok(meta) = std::fs::metadata(path) {
-            regular(path, &meta)?;
-        }
-        let tmp = path.with_extension("tmp");
-        let tmp_io = |source| CacheError::Io {
-            path: tmp.display().to_string(),
-            source,
-        };
-        let mut file = open_regular(
-            &tmp,
-            OpenOptions::new().write(true).create(true).truncate(true),
-        )?;
-        file.write_all(&self.encode()).map_err(tmp_io)?;
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(io)
+        crate::files::write_file_atomic(path, &self.encode()).map_err(|e| CacheError::Io {
+            path: e.path.display().to_string(),
+            source: e.source,
+        })
     }
 
     /// Reads and checks the cache at `path` against `expected_hash`.

@@ -22,6 +22,7 @@ mod scene;
 mod server;
 mod snapshot;
 mod state;
+mod visual;
 
 pub use columns::{
     column_link, ColumnExporter, ColumnFeed, SurfaceColumn, CLIENT_CAPACITY, STORE_CAPACITY,
@@ -36,5 +37,6 @@ pub use scene::{unix_now_us, MeshSurface, StreamRegion, StreamScene, SurfaceModa
 pub use server::StreamServer;
 pub use snapshot::{
     control_channel, snapshot_slot, ControlReceiver, ControlSender, ProbeControl,
-    SnapshotDeformation, SnapshotReader, SnapshotWriter, VisualSnapshot,
+    SnapshotDeformation, SnapshotReader, SnapshotStylus, SnapshotWriter, VisualSnapshot,
 };
+pub use visual::SceneVisual;

@@ -64,6 +64,7 @@ impl FrameEncoder {
                 in_contact: false,
                 depth: 0.0,
                 normal: [0.0; 3],
+                stylus: wire::Stylus::NONE,
                 deformation: wire::Deformation::Positions {
                     positions: Vec::new(),
                 },
@@ -221,6 +222,15 @@ fn fill_header(frame: &mut wire::Frame, sequence: u64, snapshot: &VisualSnapshot
     frame.in_contact = snapshot.in_contact;
     frame.depth = snapshot.depth;
     frame.normal = f64x3(&snapshot.normal);
+    let stylus = &snapshot.stylus;
+    frame.stylus = wire::Stylus {
+        orientation: stylus.orientation.map(|q| {
+            let c = q.coords;
+            [c.x as f32, c.y as f32, c.z as f32, c.w as f32]
+        }),
+        buttons: stylus.buttons,
+        gripper: stylus.gripper.map(|g| g as f32),
+    };
 }
 
 /// Runs the publisher until `shutdown` turns true: every `period` it encodes the newest

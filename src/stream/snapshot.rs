@@ -20,8 +20,23 @@ pub struct VisualSnapshot {
     pub depth: f64,
     /// Unit direction of the normal contact force on the probe; zero without contact.
     pub normal: Vec3,
+    /// The stylus beyond its tip (scene frame).
+    pub stylus: SnapshotStylus,
     /// The deformed surface.
     pub deformation: SnapshotDeformation,
+}
+
+/// The stylus as the device reports it, beyond its tip.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SnapshotStylus {
+    /// The stylus's orientation: a unit quaternion turning the tool frame into the
+    /// scene frame (the stylus along the tool's +x, from the tip towards the hand);
+    /// `None` for devices that sense no orientation.
+    pub orientation: Option<nalgebra::UnitQuaternion<f64>>,
+    /// Button bit mask.
+    pub buttons: u32,
+    /// The gripper's opening (rad); `None` without a gripper.
+    pub gripper: Option<f64>,
 }
 
 /// The deformed surface, in the form the scene streams it.
@@ -62,6 +77,7 @@ impl VisualSnapshot {
             in_contact: false,
             depth: 0.0,
             normal: Vec3::zeros(),
+            stylus: SnapshotStylus::default(),
             deformation: SnapshotDeformation::Superposed {
                 coordinates: vec![0.0; mode_count],
                 loads: Vec::new(),

@@ -10,7 +10,6 @@
 //! # Ok(()) }
 //! ```
 
-use std::io::Write;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::{SinkExt, StreamExt};
@@ -21,7 +20,12 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 pub use palpa_protocol;
 
+pub mod recording;
 pub mod watch;
+
+pub use recording::{
+    read_recording, Recorder, RecorderSummary, StreamRecording, TornTail, RECORDING_MAGIC,
+};
 
 /// Why the client stopped.
 #[derive(Debug, thiserror::Error)]
@@ -198,6 +202,12 @@ impl Client {
                 frame.sequence
             ))
         })
+    }
+
+    /// Takes the recorder out of the client (to finish it: [`Recorder::finish`]); the
+    /// client records nothing after.
+    pub fn take_recorder(&mut self) -> Option<Recorder> {
+        self.recorder.take()
     }
 
     /// Closes the connection politely.
@@ -431,64 +441,4 @@ pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
     sorted.sort_by(f64::total_cmp);
     let rank = ((q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     Some(sorted[rank - 1])
-}
-
-/// Writes a stream recording: the 8 bytes `PALPAREC`, a `u32` LE format version (1),
-/// then per received message a `u64` LE receive time (µs since the Unix epoch), a `u32`
-/// LE length, and the message bytes exactly as received (decode them with
-/// `palpa_protocol::decode_server`).
-pub struct Recorder {
-    out: std::io::BufWriter<std::fs::File>,
-}
-
-/// First bytes of a recording file.
-pub const RECORDING_MAGIC: &[u8; 8] = b"PALPAREC";
-
-impl Recorder {
-    /// Creates (truncates) `path` and writes the header.
-    pub fn create(path: &std::path::Path) -> std::io::Result<Self> {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-        out.write_all(RECORDING_MAGIC)?;
-        out.write_all(&1u32.to_le_bytes())?;
-        Ok(Self { out })
-    }
-
-    fn write(&mut self, message: &[u8]) -> std::io::Result<()> {
-        self.out.write_all(&unix_now_us().to_le_bytes())?;
-        self.out.write_all(&(message.len() as u32).to_le_bytes())?;
-        self.out.write_all(message)
-    }
-
-    /// Flushes buffered records to the file.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
-    }
-}
-
-/// Reads a recording written by [`Recorder`]: (receive time µs, message) pairs.
-pub fn read_recording(bytes: &[u8]) -> Result<Vec<(u64, wire::ServerMessage)>, String> {
-    let rest = bytes
-        .strip_prefix(RECORDING_MAGIC.as_slice())
-        .ok_or("not a palpa recording (missing PALPAREC header)")?;
-    let (version, mut rest) = rest.split_at_checked(4).ok_or("truncated header")?;
-    if version != 1u32.to_le_bytes() {
-        return Err(format!("unsupported recording version {version:?}"));
-    }
-    let mut out = Vec::new();
-    while !rest.is_empty() {
-        let offset = bytes.len() - rest.len();
-        let (head, tail) = rest
-            .split_at_checked(12)
-            .ok_or(format!("truncated record at byte {offset}"))?;
-        let t = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
-        let n = u32::from_le_bytes(head[8..].try_into().expect("4 bytes")) as usize;
-        let (message, tail) = tail
-            .split_at_checked(n)
-            .ok_or(format!("truncated record at byte {offset}"))?;
-        let decoded =
-            wire::decode_server(message).map_err(|e| format!("record at byte {offset}: {e}"))?;
-        out.push((t, decoded));
-        rest = tail;
-    }
-    Ok(out)
 }

@@ -1,7 +1,7 @@
 //! `palpa-watch` against a real server: exit status, summary, and a recording that
 //! decodes back to the stream.
 
-#[path = "../../../tests/stream_support/mod.rs"]
+#[path = "../../../tests/support/stream.rs"]
 mod stream_support;
 
 use std::process::Command;

@@ -1,6 +1,8 @@
 //! `palpa devices`: the device profiles and backends palpa knows and the HID devices
 //! connected; tools for profile and firmware authors as subcommands.
 
+mod check;
+mod configurations;
 mod import;
 mod reports;
 
@@ -30,6 +32,9 @@ pub enum DevicesTool {
     Encode(reports::EncodeArgs),
     /// Write a profile from a WoodenHaptics / haptikfabriken configuration JSON.
     ImportWoodenhaptics(import::ImportArgs),
+    /// The guided first-power-on test of a device: directions, workspace, calibration
+    /// pose, small forces (at most 0.5 N); records a device that passes.
+    Check(check::CheckArgs),
 }
 
 /// A profile named on the command line: a TOML file, else a shipped profile's name.
@@ -78,6 +83,7 @@ pub fn run(args: &DevicesArgs) -> ExitCode {
         Some(DevicesTool::Decode(a)) => reports::decode(a).map(Some),
         Some(DevicesTool::Encode(a)) => reports::encode(a).map(Some),
         Some(DevicesTool::ImportWoodenhaptics(a)) => import::run(a),
+        Some(DevicesTool::Check(a)) => check::run(a),
     };
     match printed {
         Ok(text) => {

@@ -8,19 +8,25 @@
 //! — ends the thread after it publishes [`Phase::Closed`]; the haptic thread sees it on
 //! its next read. A link asked to stop sends a zero force as its last command.
 //!
+//! The force goes out as `set_cursor_force.vector` or `.values` ([`ForceFormat`]). Where
+//! the service's version did not settle which, the link learns it from the replies: a
+//! service that reports `current_cursor_force` yet shows none of [`LEARN_AFTER`]
+//! commanded forces in a row gets the other format (once), and the switch is logged.
+//!
 //! Blocking `tungstenite` (the library under the async `tokio-tungstenite`) is used
 //! because the thread does nothing but wait on this one socket.
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tungstenite::client::IntoClientRequest;
 use tungstenite::{Message, WebSocket};
 
-use super::message::{self, Reading};
+use super::message::{self, ForceFormat, Inventory, Reading};
+use crate::device::Orientation;
 use crate::rt::{slot, SlotReader, SlotWriter};
 use crate::Vec3;
 
@@ -28,6 +34,13 @@ use crate::Vec3;
 pub const REPLY_TIMEOUT: Duration = Duration::from_millis(100);
 /// Longest part of a malformed message quoted in the log (characters).
 const QUOTE_LEN: usize = 120;
+/// Commanded forces of at least [`LEARN_FORCE`] in a row that the service reports as
+/// not applied before the link tries the other format.
+pub const LEARN_AFTER: u32 = 50;
+/// Smallest commanded force (N) that the learning judges by.
+const LEARN_FORCE: f64 = 0.2;
+/// A reported force below this fraction of the commanded one counts as not applied.
+const NOT_APPLIED: f64 = 0.05;
 
 /// Where the link is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,12 +60,42 @@ pub struct LinkState {
     pub phase: Phase,
     /// Cursor position (m, Haply frame = palpa's device frame).
     pub position: Vec3,
-    /// Bit 0: the Verse Grip's button.
+    /// The grip's buttons (bits 0–2: a, b, c).
     pub buttons: u32,
+    /// The grip's orientation (palpa's tool convention, Haply frame).
+    pub orientation: Option<Orientation>,
     /// Number of states with a cursor position received on this link (1 = inventory).
     pub sequence: u64,
     /// When the newest state arrived (s since the link started).
     pub received: f64,
+    /// The force format in use.
+    pub format: ForceFormat,
+    /// Whether the replies showed the format applies forces.
+    pub format_confirmed: bool,
+}
+
+impl LinkState {
+    fn new(format: ForceFormat) -> Self {
+        Self {
+            phase: Phase::Connecting,
+            position: Vec3::zeros(),
+            buttons: 0,
+            orientation: None,
+            sequence: 0,
+            received: 0.0,
+            format,
+            format_confirmed: false,
+        }
+    }
+}
+
+/// How the link chooses the force format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FormatChoice {
+    /// The format to start with.
+    pub format: ForceFormat,
+    /// Whether to switch (once) when the replies show no force applied.
+    pub learn: bool,
 }
 
 /// A running link thread and its two slots.
@@ -61,36 +104,33 @@ pub struct Link {
     force: SlotWriter<Vec3>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<String>>,
+    inventory: Arc<OnceLock<Inventory>>,
 }
 
 impl Link {
     /// Starts a thread that connects to `url` (a `ws://` address; connecting and the
     /// handshake time out after `connect_timeout`) and then exchanges one command per
-    /// `period`.
-    pub fn start(url: &str, connect_timeout: Duration, period: Duration) -> std::io::Result<Self> {
-        let (writer, state) = slot(LinkState {
-            phase: Phase::Connecting,
-            position: Vec3::zeros(),
-            buttons: 0,
-            sequence: 0,
-            received: 0.0,
-        });
+    /// `period`, forces in the format `choice` gives.
+    pub fn start(
+        url: &str,
+        connect_timeout: Duration,
+        period: Duration,
+        choice: FormatChoice,
+    ) -> std::io::Result<Self> {
+        let (writer, state) = slot(LinkState::new(choice.format));
         let (force, forces) = slot(Vec3::zeros());
         let stop = Arc::new(AtomicBool::new(false));
+        let inventory = Arc::new(OnceLock::new());
         let mut client = Client {
+            inventory: inventory.clone(),
             url: url.to_owned(),
             period,
             stop: stop.clone(),
             forces,
             writer,
-            last: LinkState {
-                phase: Phase::Connecting,
-                position: Vec3::zeros(),
-                buttons: 0,
-                sequence: 0,
-                received: 0.0,
-            },
+            last: LinkState::new(choice.format),
             epoch: Instant::now(),
+            learning: choice.learn.then_some(Learning::default()),
         };
         let thread = std::thread::Builder::new()
             .name("palpa-haply".into())
@@ -104,7 +144,13 @@ impl Link {
             force,
             stop,
             thread: Some(thread),
+            inventory,
         })
+    }
+
+    /// What the inventory said about the device (its `config`), once connected.
+    pub fn inventory(&self) -> Option<&Inventory> {
+        self.inventory.get()
     }
 
     /// The newest published state (wait-free).
@@ -150,6 +196,19 @@ struct Client {
     writer: SlotWriter<LinkState>,
     last: LinkState,
     epoch: Instant,
+    /// While the format is being learned from the replies.
+    learning: Option<Learning>,
+    /// The inventory's `config`, for the device.
+    inventory: Arc<OnceLock<Inventory>>,
+}
+
+/// The replies seen while learning the force format.
+#[derive(Clone, Copy, Debug, Default)]
+struct Learning {
+    /// Commanded forces in a row the service reported as not applied.
+    unapplied: u32,
+    /// Whether the other format was tried already.
+    switched: bool,
 }
 
 impl Client {
@@ -162,8 +221,59 @@ impl Client {
         }
         if let Some(r) = reading {
             self.last.buttons = r.buttons;
+            self.last.orientation = r.orientation;
         }
         self.writer.write(self.last);
+    }
+
+    /// Judges the format by a reply to a command of `commanded` (N): a service that
+    /// applies the force reports it; one that ignores the key reports none.
+    fn learn(&mut self, commanded: Vec3, reading: &Reading) {
+        let (Some(learning), Some(applied)) = (self.learning.as_mut(), reading.applied_force)
+        else {
+            return;
+        };
+        let wanted = commanded.norm();
+        if wanted < LEARN_FORCE {
+            return;
+        }
+        if applied.norm() >= NOT_APPLIED * wanted {
+            self.last.format_confirmed = true;
+            tracing::info!(
+                "Haply Inverse Service at {}: set_cursor_force.{} applies forces",
+                self.url,
+                self.last.format.key()
+            );
+            self.learning = None;
+            return;
+        }
+        learning.unapplied += 1;
+        if learning.unapplied < LEARN_AFTER {
+            return;
+        }
+        if learning.switched {
+            tracing::warn!(
+                "Haply Inverse Service at {}: it reports no force applied for \
+                 set_cursor_force.vector nor .values; keeping .{}",
+                self.url,
+                self.last.format.key()
+            );
+            self.learning = None;
+            return;
+        }
+        let from = self.last.format;
+        self.last.format = from.other();
+        *learning = Learning {
+            unapplied: 0,
+            switched: true,
+        };
+        tracing::warn!(
+            "Haply Inverse Service at {}: {LEARN_AFTER} forces sent as set_cursor_force.{} \
+             were reported as not applied; sending set_cursor_force.{} from now on",
+            self.url,
+            from.key(),
+            self.last.format.key()
+        );
     }
 
     /// Connects and exchanges commands until something fails or palpa stops; returns
@@ -173,8 +283,14 @@ impl Client {
             Ok(s) => s,
             Err(why) => return why,
         };
-        let inventory = match self.receive(&mut socket, None) {
-            Ok(r) => r,
+        let inventory = match self
+            .receive_text(&mut socket)
+            .and_then(|text| self.decode(&text, None))
+        {
+            Ok((r, config)) => {
+                let _ = self.inventory.set(config);
+                r
+            }
             Err(why) => return why,
         };
         let id = inventory.device_id.clone();
@@ -192,19 +308,25 @@ impl Client {
             } else {
                 self.forces.read().0
             };
-            let command = message::force_command(&id, &force, handshake);
+            let command = message::force_command(&id, &force, self.last.format, handshake);
             handshake = false;
             if let Err(e) = socket.send(Message::text(command)) {
                 return format!("cannot send to {}: {e}", self.url);
             }
-            let reading = self.receive(&mut socket, Some(&id));
+            let reading = self
+                .receive_text(&mut socket)
+                .and_then(|text| self.decode(&text, Some(&id)))
+                .map(|(r, _)| r);
             if stopping {
                 let _ = socket.close(None);
                 let _ = socket.flush();
                 return "stopped by palpa after a zero-force command".into();
             }
             match reading {
-                Ok(r) => self.publish(Phase::Connected, Some(&r)),
+                Ok(r) => {
+                    self.learn(force, &r);
+                    self.publish(Phase::Connected, Some(&r));
+                }
                 Err(why) => return why,
             }
             next += self.period;
@@ -216,24 +338,20 @@ impl Client {
         }
     }
 
-    /// Reads the service's next message (pings and pongs are answered by tungstenite);
-    /// a close, a timeout or a message palpa cannot read is logged and returned.
-    fn receive(
-        &mut self,
-        socket: &mut WebSocket<TcpStream>,
-        id: Option<&str>,
-    ) -> Result<Reading, String> {
+    /// Reads the service's next text message (pings and pongs are answered by
+    /// tungstenite); a close, a timeout or a binary message is logged and returned.
+    fn receive_text(&mut self, socket: &mut WebSocket<TcpStream>) -> Result<String, String> {
         loop {
-            let text = match socket.read() {
-                Ok(Message::Text(t)) => t,
+            return match socket.read() {
+                Ok(Message::Text(t)) => Ok(t.as_str().to_owned()),
                 Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
                 Ok(Message::Binary(_)) => {
-                    return Err(self.log_bad("a binary message (the service speaks JSON text)"))
+                    Err(self.log_bad("a binary message (the service speaks JSON text)"))
                 }
                 Ok(Message::Close(_)) => {
                     let why = format!("the Inverse Service at {} closed the connection", self.url);
                     tracing::warn!("{why}; force is off, palpa reconnects when it is back");
-                    return Err(why);
+                    Err(why)
                 }
                 Err(tungstenite::Error::Io(e))
                     if matches!(
@@ -247,7 +365,7 @@ impl Client {
                         REPLY_TIMEOUT.as_millis()
                     );
                     tracing::warn!("{why}; force is off, palpa reconnects");
-                    return Err(why);
+                    Err(why)
                 }
                 Err(e) => {
                     let why = format!(
@@ -255,14 +373,19 @@ impl Client {
                         self.url
                     );
                     tracing::warn!("{why}; force is off, palpa reconnects when it is back");
-                    return Err(why);
+                    Err(why)
                 }
             };
-            return message::decode(&text, id).map_err(|e| {
-                let quoted: String = text.chars().take(QUOTE_LEN).collect();
-                self.log_bad(&format!("a message palpa cannot use: {e}: `{quoted}`"))
-            });
         }
+    }
+
+    /// Reads one message of the service (the entry of `id`, or the first Inverse3); one
+    /// palpa cannot use is logged, quoted.
+    fn decode(&self, text: &str, id: Option<&str>) -> Result<(Reading, Inventory), String> {
+        message::decode_with_inventory(text, id).map_err(|e| {
+            let quoted: String = text.chars().take(QUOTE_LEN).collect();
+            self.log_bad(&format!("a message palpa cannot use: {e}: `{quoted}`"))
+        })
     }
 
     fn log_bad(&self, what: &str) -> String {

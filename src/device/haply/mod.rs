@@ -13,13 +13,20 @@
 //! Sequence numbers: a sample's `sequence` counts the states received, across
 //! reconnections, so a link that stops delivering leaves it unchanged and the haptic
 //! loop fades the force as for any stale device.
+//!
+//! The force key (`vector` or `values`, [`message::ForceFormat`]) follows the service's
+//! version ([`version`]); a service whose version is unknown gets the documented
+//! `vector` and the link learns from its replies. A Verse Grip's buttons and orientation
+//! become the sample's buttons and orientation.
 
 pub mod link;
 pub mod message;
+pub mod version;
 
 use std::time::{Duration, Instant};
 
-use self::link::{Link, LinkState, Phase};
+use self::link::{FormatChoice, Link, LinkState, Phase};
+use self::message::{ForceFormat, Inventory};
 use super::{DeviceError, DeviceRating, DeviceSample, DeviceWorkspace, HapticDevice};
 use crate::Vec3;
 
@@ -32,6 +39,10 @@ const RECONNECT_TIMEOUT: Duration = Duration::from_millis(200);
 /// Shortest time between two commands: the haptic loop's 1 kHz (the service answers
 /// each command with one state, so sending faster would only repeat forces).
 const PERIOD: Duration = Duration::from_millis(1);
+/// How long opening waits for the service's `GET /version`.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(1);
+/// The workspace box's centre assumes Haply's default workspace.
+const ASSUMED_PRESET: &str = "defaults";
 
 /// The Inverse3's rating. Figures from Haply's published Inverse3 specification (as
 /// reproduced on a reseller's product page; Haply's own page was not reachable from
@@ -53,6 +64,9 @@ pub const INVERSE3_RATING: DeviceRating = DeviceRating {
 pub struct HaplyDevice {
     url: String,
     name: String,
+    /// What was learned at opening: the version, the format and why, preset and mount.
+    setup: String,
+    identity: String,
     link: Link,
     /// A connection being made by [`HapticDevice::reconnect`].
     pending: Option<Link>,
@@ -65,7 +79,8 @@ pub struct HaplyDevice {
 
 impl HaplyDevice {
     /// Connects to the service at `url` and waits (up to `timeout`) for its inventory
-    /// to list an Inverse3; the error says what was tried.
+    /// to list an Inverse3; the error says what was tried. The service's version
+    /// decides the force format ([`version::format_for`]).
     pub fn open(url: &str, timeout: Duration) -> Result<Self, DeviceError> {
         let fail = |why: String| {
             DeviceError::Open(format!(
@@ -73,8 +88,22 @@ impl HaplyDevice {
                  haply-inverse-service running?)"
             ))
         };
-        let mut link =
-            Link::start(url, timeout, PERIOD).map_err(|e| fail(format!("no thread: {e}")))?;
+        let version = version::query(url, VERSION_TIMEOUT);
+        let (choice, how) = match &version {
+            Ok(v) => match version::format_for(v) {
+                Some(format) => (
+                    FormatChoice {
+                        format,
+                        learn: false,
+                    },
+                    format!("service {v}: forces as set_cursor_force.{}", format.key()),
+                ),
+                None => unknown_version(&format!("service version `{v}` not understood")),
+            },
+            Err(why) => unknown_version(&format!("no version ({why})")),
+        };
+        let mut link = Link::start(url, timeout, PERIOD, choice)
+            .map_err(|e| fail(format!("no thread: {e}")))?;
         let start = Instant::now();
         loop {
             match link.state().phase {
@@ -87,10 +116,17 @@ impl HaplyDevice {
                 Phase::Connecting => std::thread::sleep(Duration::from_millis(1)),
             }
         }
+        let inventory = link.inventory().cloned().unwrap_or_default();
         let last = link.state();
+        let identity = format!(
+            "haply:{}",
+            inventory.uuid.clone().unwrap_or_else(|| "no-uuid".into())
+        );
         Ok(Self {
             url: url.to_owned(),
             name: format!("haply:{url}"),
+            setup: format!("{how}; {}", workspace_note(&inventory)),
+            identity,
             link,
             pending: None,
             earlier_states: 0,
@@ -99,12 +135,79 @@ impl HaplyDevice {
         })
     }
 
+    /// What opening learned: the service's version and the force format (and why), and
+    /// the preset and mount the workspace box assumes, for the console.
+    pub fn setup(&self) -> &str {
+        &self.setup
+    }
+
+    /// The force format in use now (the link may have learned another since opening).
+    pub fn format(&mut self) -> ForceFormat {
+        self.link.state().format
+    }
+
     fn sample(&self, s: &LinkState) -> DeviceSample {
         DeviceSample {
             position: s.position,
             buttons: s.buttons,
             device_time: s.received,
             sequence: self.earlier_states + s.sequence,
+            orientation: s.orientation,
+            gripper: None,
+        }
+    }
+}
+
+/// The documented `vector`, learned from the replies, when the version does not say.
+fn unknown_version(why: &str) -> (FormatChoice, String) {
+    (
+        FormatChoice {
+            format: ForceFormat::Vector,
+            learn: true,
+        },
+        format!(
+            "{why}: forces as set_cursor_force.vector (the 3.5 documentation), switching to \
+             .values if the service reports them not applied"
+        ),
+    )
+}
+
+/// The preset and mount the service reports, or the assumption palpa makes.
+fn workspace_note(inventory: &Inventory) -> String {
+    let box_note = "the workspace box is centred where the default workspace puts the cursor";
+    match (&inventory.preset, &inventory.mount) {
+        (None, None) => format!(
+            "the service reports no preset or mount (before 3.5): palpa assumes the \
+             `{ASSUMED_PRESET}` preset and no mount; {box_note}"
+        ),
+        (preset, mount) => {
+            let preset = preset.as_deref().unwrap_or("not reported");
+            let mount_text = match mount {
+                None => "not reported".to_owned(),
+                Some(m) if m.is_identity() => "none".to_owned(),
+                Some(m) => format!(
+                    "at ({}, {}, {}) m, rotated (w {}), scaled ({}, {}, {})",
+                    m.position.x,
+                    m.position.y,
+                    m.position.z,
+                    m.rotation.w,
+                    m.scale.x,
+                    m.scale.y,
+                    m.scale.z
+                ),
+            };
+            let assumed = preset == ASSUMED_PRESET && mount.is_none_or(|m| m.is_identity());
+            format!(
+                "preset `{preset}`, mount {mount_text}; {}",
+                if assumed {
+                    box_note.to_owned()
+                } else {
+                    format!(
+                        "warning: palpa's workspace box assumes the `{ASSUMED_PRESET}` preset \
+                         and no mount: give the scene a [device.workspace]"
+                    )
+                }
+            )
         }
     }
 }
@@ -145,8 +248,13 @@ impl HapticDevice for HaplyDevice {
     /// inventory; the new link's first command is zero force (fresh slots).
     fn reconnect(&mut self) -> Result<bool, DeviceError> {
         let Some(pending) = self.pending.as_mut() else {
+            // The format the last link used (and learned, if it did).
+            let choice = FormatChoice {
+                format: self.last.format,
+                learn: !self.last.format_confirmed,
+            };
             self.pending = Some(
-                Link::start(&self.url, RECONNECT_TIMEOUT, PERIOD)
+                Link::start(&self.url, RECONNECT_TIMEOUT, PERIOD, choice)
                     .map_err(|e| DeviceError::Open(format!("no link thread: {e}")))?,
             );
             return Ok(false);
@@ -176,6 +284,10 @@ impl HapticDevice for HaplyDevice {
 
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn identity(&self) -> Option<String> {
+        Some(self.identity.clone())
     }
 }
 

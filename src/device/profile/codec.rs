@@ -1,10 +1,17 @@
 //! Decoding input reports and encoding force reports for one profile, allocation-free
 //! (it runs in the haptic tick). A kinematic profile's codec keeps the arm's pose from
-//! the newest input report: forces become motor currents at that pose.
+//! the newest input report: forces become motor currents at that pose. A board that
+//! calibrates its counters on the host's command gets that command in place of one
+//! force report, and the codec counts from the zero angles once the board's counts
+//! show it took it.
 
 use super::linkage::{Calibration, Linkage};
-use super::{Axes, DeviceProfile, Field, InputReport, OutputReport};
+use super::{Axes, CalibrationCommand, DeviceProfile, Field, InputReport, OutputReport};
 use crate::Vec3;
+
+/// Reports a board may take to show the new counts after a calibration command, before
+/// the command is sent again.
+const CALIBRATION_RESEND_REPORTS: u32 = 50;
 
 /// The parsed axis mapping: device-frame axis i = `sign[i]` × raw axis `source[i]`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -99,6 +106,19 @@ struct Arm {
     /// Button mask that recalibrates, and whether it was held in the previous report.
     calibrate_button: Option<u32>,
     button_held: bool,
+    /// The board's own calibration (`calibration = "firmware"`).
+    firmware: Option<FirmwareCalibration>,
+}
+
+/// Where a board that calibrates on command is.
+#[derive(Clone, Copy, Debug)]
+struct FirmwareCalibration {
+    /// The counts (after the field scales) the command sets: the calibration counts.
+    target: [f64; 3],
+    /// Send the command with the next output report.
+    pending: bool,
+    /// Sent, with the counts the board reported just before, and the reports since.
+    sent: Option<([f64; 3], u32)>,
 }
 
 /// Decodes input reports and encodes output reports for one profile.
@@ -116,7 +136,7 @@ impl ReportCodec {
     pub fn new(profile: &DeviceProfile) -> Self {
         let arm = profile.kinematics.as_ref().map(|k| {
             let reference = match k.calibration() {
-                Calibration::PowerOn => [0.0; 3],
+                Calibration::PowerOn | Calibration::Firmware => [0.0; 3],
                 Calibration::Absolute => k.calibration_counts(),
             };
             Arm {
@@ -126,6 +146,11 @@ impl ReportCodec {
                 angles: k.linkage().joint_angles([0.0; 3]),
                 calibrate_button: k.calibrate_button(),
                 button_held: false,
+                firmware: (k.calibration() == Calibration::Firmware).then(|| FirmwareCalibration {
+                    target: k.calibration_counts(),
+                    pending: false,
+                    sent: None,
+                }),
             }
         });
         Self {
@@ -138,12 +163,33 @@ impl ReportCodec {
 
     /// Makes the pose of the newest report the calibration pose (the calibration step:
     /// hold the arm there, then call this) and returns the tip position there (m,
-    /// device frame). `None` (and no effect) for a Cartesian profile.
+    /// device frame). `None` for a Cartesian profile (no effect), and for a board that
+    /// calibrates itself: it gets its calibration command with the next output report,
+    /// and the position follows once its counts show it took it.
     pub fn calibrate(&mut self) -> Option<Vec3> {
         let arm = self.arm.as_mut()?;
+        if let Some(firmware) = arm.firmware.as_mut() {
+            firmware.pending = true;
+            return None;
+        }
         arm.reference = arm.counts;
         let tip = arm.pose();
         Some(self.axes.to_device([tip.x, tip.y, tip.z]))
+    }
+
+    /// The arm's joint angles at the newest report (rad); `None` for a Cartesian
+    /// profile.
+    pub fn joint_angles(&self) -> Option<[f64; 3]> {
+        self.arm.as_ref().map(|a| a.angles)
+    }
+
+    /// Whether a board that calibrates itself has a calibration command pending or
+    /// unconfirmed.
+    pub fn calibrating(&self) -> bool {
+        self.arm
+            .as_ref()
+            .and_then(|a| a.firmware)
+            .is_some_and(|f| f.pending || f.sent.is_some())
     }
 
     /// Decodes an input report buffer (its length already checked against the profile);
@@ -151,9 +197,11 @@ impl ReportCodec {
     pub fn decode_input(&mut self, buf: &[u8]) -> DecodedInput {
         let counter = |f: &Option<Field>| f.map(|f| f.read_counter(buf));
         let buttons = counter(&self.input.buttons).unwrap_or(0) as u32;
+        let asks = counter(&self.input.calibration_request).is_some_and(|v| v != 0);
         let position = match (&mut self.arm, &self.input.position, &self.input.joints) {
             (Some(arm), _, Some(joints)) => {
                 arm.counts = joints.fields().map(|f| f.read(buf));
+                arm.follow_firmware(asks);
                 if let Some(mask) = arm.calibrate_button {
                     let held = buttons & mask == mask;
                     if held && !arm.button_held {
@@ -218,11 +266,21 @@ impl ReportCodec {
 
     /// Encodes a force (N, device frame) into an output report (motor currents at the
     /// newest pose for a kinematic profile); the heartbeat counter goes in its field.
-    /// Returns the report length and whether any value saturated its field.
-    pub fn encode_output(&self, buf: &mut [u8], force: Vec3, heartbeat: u64) -> (usize, bool) {
+    /// Returns the report length and whether any value saturated its field. A pending
+    /// calibration command goes out in place of the force (no current flows).
+    pub fn encode_output(&mut self, buf: &mut [u8], force: Vec3, heartbeat: u64) -> (usize, bool) {
         let len = self.output.length;
         buf[..len].fill(0);
         buf[0] = self.output.report_id;
+        if let (Some(command), Some(arm)) = (&self.output.calibration, &mut self.arm) {
+            if arm.firmware.is_some_and(|f| f.pending) {
+                let saturated = arm.encode_calibration(command, &self.input, buf);
+                if let Some(h) = &self.output.heartbeat {
+                    h.write_counter(buf, heartbeat);
+                }
+                return (len, saturated);
+            }
+        }
         let raw = self.axes.to_raw(force);
         let mut saturated = false;
         if let Some(f) = &self.output.force {
@@ -259,6 +317,64 @@ impl ReportCodec {
 }
 
 impl Arm {
+    /// A board that calibrates itself: asks for its command (`asks`), and takes it once
+    /// its counts are nearer the calibration counts than to where they were (then they
+    /// count from the zero angles); a command not taken within
+    /// [`CALIBRATION_RESEND_REPORTS`] reports is sent again.
+    fn follow_firmware(&mut self, asks: bool) {
+        let Some(f) = self.firmware.as_mut() else {
+            return;
+        };
+        match f.sent {
+            Some((before, reports)) => {
+                let distance = |a: &[f64; 3], b: &[f64; 3]| -> f64 {
+                    a.iter().zip(b).map(|(a, b)| (a - b).abs()).sum()
+                };
+                if distance(&self.counts, &f.target) <= distance(&self.counts, &before) {
+                    self.reference = f.target;
+                    f.sent = None;
+                } else if reports + 1 >= CALIBRATION_RESEND_REPORTS {
+                    f.sent = None;
+                    f.pending = true;
+                } else {
+                    f.sent = Some((before, reports + 1));
+                }
+            }
+            None => f.pending |= asks,
+        }
+    }
+
+    /// Writes the calibration command into `buf` and marks it sent; returns whether a
+    /// count saturated its field.
+    fn encode_calibration(
+        &mut self,
+        command: &CalibrationCommand,
+        input: &InputReport,
+        buf: &mut [u8],
+    ) -> bool {
+        let Some(f) = self.firmware.as_mut() else {
+            return false;
+        };
+        command.command.write_counter(buf, command.code);
+        let mut saturated = false;
+        // The board's raw counts: palpa's counts undo the input fields' scales.
+        let input_scales = input
+            .joints
+            .map_or([1.0; 3], |j| j.fields().map(|f| f.scale));
+        for ((field, target), scale) in command
+            .counts
+            .fields()
+            .into_iter()
+            .zip(f.target)
+            .zip(input_scales)
+        {
+            saturated |= field.write(buf, target / scale);
+        }
+        f.pending = false;
+        f.sent = Some((self.counts, 0));
+        saturated
+    }
+
     /// Takes the newest counts relative to the reference as the pose (the angles forces
     /// are encoded at) and returns the tip position there (m, arm base frame). A delta
     /// pose whose forearms cannot close (a miscounted encoder) puts the tip at the

@@ -14,9 +14,15 @@ pub enum Calibration {
     /// counters reset) while held there (WoodenHaptics 1.5).
     #[default]
     PowerOn,
-    /// The counters already count from the zero angles: the firmware calibrated them
-    /// (the haptikfabriken boards set their counters to the calibration counts).
+    /// The counters already count from the zero angles: the firmware calibrated them.
     Absolute,
+    /// The counters read 0 at power-on (as [`Calibration::PowerOn`]) until the host
+    /// sends the board its calibration report (`[output.calibration]`, the haptikfabriken
+    /// v2 firmware's command 1), which sets them to the calibration counts: from then on
+    /// they count from the zero angles. palpa sends it when the board asks
+    /// (`input.calibration_request`, the firmware's calibration button) and on the
+    /// calibration step (Enter).
+    Firmware,
 }
 
 /// An arm, as given in a profile.
@@ -132,6 +138,15 @@ impl Linkage {
         match self {
             Linkage::Capstan(arm) => Some(arm.position(angles)),
             Linkage::Delta(drive) => drive.position(angles),
+        }
+    }
+
+    /// `∂p/∂θ` (m/rad, arm base frame) at joint angles `angles`; `None` where a delta's
+    /// forearms cannot close or the pose is singular.
+    pub fn jacobian(&self, angles: [f64; 3]) -> Option<crate::Mat3> {
+        match self {
+            Linkage::Capstan(arm) => Some(arm.jacobian(angles)),
+            Linkage::Delta(drive) => drive.arm.jacobian(angles),
         }
     }
 

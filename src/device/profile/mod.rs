@@ -18,18 +18,27 @@ pub use codec::{AxisMap, DecodedInput, ReportCodec};
 pub use field::{Endian, Field, FieldType};
 pub use linkage::{Calibration, CapstanSpec, DeltaSpec, KinematicsSpec, Linkage};
 
+/// A profile's identity for the record of checked devices: its name and a hash of its
+/// values (comments and formatting do not count; any changed value does).
+pub fn profile_hash(profile: &DeviceProfile) -> String {
+    let digest = blake3::hash(format!("{profile:?}").as_bytes());
+    digest.to_hex()[..16].to_owned()
+}
+
 use super::{DeviceRating, DeviceWorkspace};
 use crate::Vec3;
 use serde::Deserialize;
 use std::path::Path;
 
-/// Largest report palpa handles (bytes); full-speed USB HID reports are at most 64. A
-/// profile's report lengths must not exceed it.
-pub const MAX_REPORT_LEN: usize = 64;
+/// Largest report palpa handles (bytes): a full-speed USB HID report's 64, and the
+/// report-id byte hidapi puts before an output report of a device without numbered
+/// reports (the Teensy boards' 64-byte raw HID reports are written as 65). A profile's
+/// report lengths must not exceed it.
+pub const MAX_REPORT_LEN: usize = 65;
 
 /// The profiles shipped with palpa, as `(file name, TOML)`; the first is the reference
 /// profile (palpa's own reference report).
-pub const SHIPPED_PROFILES: [(&str, &str); 3] = [
+pub const SHIPPED_PROFILES: [(&str, &str); 5] = [
     (
         "palpa-reference.toml",
         include_str!("../../../profiles/palpa-reference.toml"),
@@ -39,8 +48,16 @@ pub const SHIPPED_PROFILES: [(&str, &str); 3] = [
         include_str!("../../../profiles/woodenhaptics.toml"),
     ),
     (
+        "woodenhaptics-2017.toml",
+        include_str!("../../../profiles/woodenhaptics-2017.toml"),
+    ),
+    (
         "haptikfabriken-v2.toml",
         include_str!("../../../profiles/haptikfabriken-v2.toml"),
+    ),
+    (
+        "haptikfabriken-v2019.toml",
+        include_str!("../../../profiles/haptikfabriken-v2019.toml"),
     ),
 ];
 
@@ -131,6 +148,9 @@ pub struct InputReport {
     /// Sample counter incremented by one per report (wraps with its integer type);
     /// used to detect lost and repeated reports.
     pub sequence: Option<Field>,
+    /// Non-zero while the board asks the host for its calibration report
+    /// (`calibration = "firmware"` profiles; haptikfabriken v2's `info`).
+    pub calibration_request: Option<Field>,
 }
 
 /// The output report layout.
@@ -148,6 +168,23 @@ pub struct OutputReport {
     /// Host heartbeat counter, incremented on every write; firmware zeroes its motors
     /// when it stops changing.
     pub heartbeat: Option<Field>,
+    /// The report that sets the board's encoder counters to the calibration counts
+    /// (`calibration = "firmware"` profiles).
+    pub calibration: Option<CalibrationCommand>,
+}
+
+/// The output report that calibrates a board's counters: `command` holds `code`, and
+/// `counts` the counts each joint's counter is set to (the profile's
+/// `kinematics.calibration_counts`, in the board's raw counts); no motor current flows.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationCommand {
+    /// The command field.
+    pub command: Field,
+    /// The command's code (haptikfabriken v2: 1).
+    pub code: u64,
+    /// Where each joint's count goes.
+    pub counts: Joints,
 }
 
 /// One field per raw axis.
@@ -402,6 +439,7 @@ impl DeviceProfile {
             ("input.buttons", &input.buttons),
             ("input.time", &input.time),
             ("input.sequence", &input.sequence),
+            ("input.calibration_request", &input.calibration_request),
         ] {
             if let Some(f) = f {
                 input_fields.push((key.to_string(), *f));
@@ -419,6 +457,14 @@ impl DeviceProfile {
         }
         if let Some(f) = &out.heartbeat {
             output_fields.push(("output.heartbeat".to_string(), *f));
+        }
+        if let Some(c) = &out.calibration {
+            output_fields.push(("output.calibration.command".to_string(), c.command));
+            output_fields.extend(named(
+                "output.calibration.counts",
+                ["a", "b", "c"],
+                c.counts.fields(),
+            ));
         }
         for (key, f) in output_fields {
             add(key, f, out.length, 1);
@@ -446,12 +492,36 @@ impl DeviceProfile {
         for (key, f) in [
             ("input.sequence", &input.sequence),
             ("input.buttons", &input.buttons),
+            ("input.calibration_request", &input.calibration_request),
             ("output.heartbeat", &out.heartbeat),
+            (
+                "output.calibration.command",
+                &out.calibration.map(|c| c.command),
+            ),
         ] {
             if f.is_some_and(|f| f.ty == FieldType::F32) {
                 return Err(format!("{key}.type: must be an integer type"));
             }
         }
-        Ok(())
+        self.validate_firmware_calibration()
+    }
+
+    /// A `calibration = "firmware"` arm needs the report that calibrates its board.
+    fn validate_firmware_calibration(&self) -> Result<(), String> {
+        let firmware = self
+            .kinematics
+            .as_ref()
+            .is_some_and(|k| k.calibration() == Calibration::Firmware);
+        match (firmware, &self.output.calibration) {
+            (true, None) => Err(
+                "kinematics.calibration: \"firmware\" needs an [output.calibration] report \
+                 (command, code, counts)"
+                    .into(),
+            ),
+            (false, Some(_)) => {
+                Err("output.calibration: only a `calibration = \"firmware\"` arm sends it".into())
+            }
+            _ => Ok(()),
+        }
     }
 }

@@ -2,14 +2,19 @@
 //! used as its programmer's guide prescribes for a servo loop: `hdInitDevice`,
 //! `hdEnable(HD_FORCE_OUTPUT)`, then an asynchronous scheduler callback that brackets
 //! each servo tick in `hdBeginFrame`/`hdEndFrame`. Here that callback runs palpa's
-//! haptic tick (see [`ExternalPacer`]): the tick's `read` takes `HD_CURRENT_POSITION`
-//! (mm → m) and `HD_CURRENT_BUTTONS`, its `write_force` sets `HD_CURRENT_FORCE` (N).
-//! After each frame `hdGetError` is checked; an error stops the ticks with zero force
-//! and is reported with `hdGetErrorString`. Stop: zero force in a last frame,
-//! `hdStopScheduler`, `hdUnschedule`; dropping the device calls `hdDisableDevice`.
+//! haptic tick (see [`ExternalPacer`]): the tick's `read` takes `HD_CURRENT_TRANSFORM`
+//! (the stylus's position, mm → m, and orientation) and `HD_CURRENT_BUTTONS`, its
+//! `write_force` sets `HD_CURRENT_FORCE` (N). After each frame `hdGetError` is drained:
+//! a scheduler error stops the ticks with zero force and is reported with
+//! `hdGetErrorString`; any other error is counted, the next frame's force is zero and
+//! the loop goes on ([`hd_error`](super::hd_error), as the SDK's examples do). Stop: zero
+//! force in a last frame, `hdStopScheduler`, `hdUnschedule`; dropping the device calls
+//! `hdDisableDevice`.
 //!
 //! Device frame: HDAPI's turned a quarter about x so z is up like every other backend's
-//! (x right, y away from the user, z up), in metres; forces go back the same way.
+//! (x right, y away from the user, z up), in metres; forces go back the same way. The
+//! stylus's orientation is CHAI3D's reading of the transform (its `hdPhantom` driver):
+//! the stylus runs along the end effector's z axis, which becomes the tool's x axis.
 //! Constants and signatures: OpenHaptics 3.x `hdDefines.h` and `hdScheduler.h`.
 
 use std::any::Any;
@@ -18,8 +23,9 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use super::hd_error::{self, FaultCounts};
 use super::library::LibrarySearch;
-use super::{c_text, sdk_functions};
+use super::{c_text, orientation_from_axes, sdk_functions};
 use crate::device::{
     DeviceError, DeviceRating, DeviceSample, DeviceWorkspace, ExternalPacer, HapticDevice,
 };
@@ -61,8 +67,9 @@ struct HdErrorInfo {
 const HD_SUCCESS: c_uint = 0x0000;
 const HD_INVALID_HANDLE: Hhd = 0xFFFF_FFFF;
 const HD_CURRENT_BUTTONS: HdEnum = 0x2000;
-const HD_CURRENT_POSITION: HdEnum = 0x2050;
+const HD_CURRENT_TRANSFORM: HdEnum = 0x2052;
 const HD_DEVICE_MODEL_TYPE: HdEnum = 0x2501;
+const HD_DEVICE_SERIAL_NUMBER: HdEnum = 0x2504;
 const HD_USABLE_WORKSPACE_DIMENSIONS: HdEnum = 0x2551;
 const HD_NOMINAL_MAX_STIFFNESS: HdEnum = 0x2602;
 const HD_NOMINAL_MAX_CONTINUOUS_FORCE: HdEnum = 0x2604;
@@ -78,34 +85,6 @@ const M_PER_MM: f64 = 1e-3;
 /// HDAPI's frame (x right, y up, z toward the user) → palpa's device frame (x right,
 /// y away from the user, z up): a quarter turn about x.
 const HD_TO_DEVICE: Mat3 = Mat3::new(1.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 1.0, 0.0);
-
-/// The error codes of `hdDefines.h` by name.
-fn error_name(code: c_uint) -> &'static str {
-    match code {
-        0x0100 => "HD_INVALID_ENUM",
-        0x0101 => "HD_INVALID_VALUE",
-        0x0102 => "HD_INVALID_OPERATION",
-        0x0103 => "HD_INVALID_INPUT_TYPE",
-        0x0104 => "HD_BAD_HANDLE",
-        0x0200 => "HD_WARM_MOTORS",
-        0x0201 => "HD_EXCEEDED_MAX_FORCE",
-        0x0202 => "HD_EXCEEDED_MAX_FORCE_IMPULSE",
-        0x0203 => "HD_EXCEEDED_MAX_VELOCITY",
-        0x0204 => "HD_FORCE_ERROR",
-        0x0300 => "HD_DEVICE_FAULT",
-        0x0301 => "HD_DEVICE_ALREADY_INITIATED",
-        0x0302 => "HD_COMM_ERROR",
-        0x0303 => "HD_COMM_CONFIG_ERROR",
-        0x0304 => "HD_TIMER_ERROR",
-        0x0400 => "HD_ILLEGAL_BEGIN",
-        0x0401 => "HD_ILLEGAL_END",
-        0x0402 => "HD_FRAME_ERROR",
-        0x0500 => "HD_INVALID_PRIORITY",
-        0x0501 => "HD_SCHEDULER_FULL",
-        0x0600 => "HD_INVALID_LICENSE",
-        _ => "unknown HDAPI error",
-    }
-}
 
 sdk_functions! {
     /// The HDAPI functions palpa calls.
@@ -131,6 +110,9 @@ sdk_functions! {
     }
 }
 
+/// Most errors taken off HDAPI's error stack after one frame (it is bounded).
+const MAX_ERRORS_PER_FRAME: usize = 16;
+
 /// An initialised HDAPI device; dropping it disables the device.
 struct HdSession {
     api: HdApi,
@@ -138,6 +120,10 @@ struct HdSession {
     /// Set by the servo callback between `hdBeginFrame` and `hdEndFrame`: device state
     /// is read and forces are set only inside a frame.
     in_frame: AtomicBool,
+    /// A non-scheduler error ended the last frame: this frame's force is zero.
+    fault_pending: AtomicBool,
+    /// The non-scheduler errors seen, per code.
+    faults: FaultCounts,
 }
 
 impl HdApi {
@@ -154,7 +140,7 @@ impl HdApi {
         let text = unsafe { c_text((self.get_error_string)(e.error_code), "") };
         format!(
             "{} (0x{:04x}, device error {}){}{}",
-            error_name(e.error_code),
+            hd_error::name(e.error_code),
             e.error_code,
             e.internal_error_code,
             if text.is_empty() { "" } else { ": " },
@@ -234,6 +220,7 @@ impl Drop for HdSession {
 pub struct OpenHapticsDevice {
     session: Arc<HdSession>,
     name: String,
+    identity: String,
     rating: DeviceRating,
     sample: DeviceSample,
 }
@@ -269,6 +256,8 @@ impl OpenHapticsDevice {
             api,
             handle,
             in_frame: AtomicBool::new(false),
+            fault_pending: AtomicBool::new(false),
+            faults: FaultCounts::default(),
         };
         // SAFETY: a valid handle; HD_FORCE_OUTPUT is a capability hdEnable accepts.
         unsafe {
@@ -278,15 +267,26 @@ impl OpenHapticsDevice {
         session.check("hdEnable(HD_FORCE_OUTPUT)")?;
         let rating = session.rating()?;
         // SAFETY: hdGetString returns a string owned by HDAPI, or null.
-        let model = unsafe {
-            c_text(
-                (session.api.get_string)(HD_DEVICE_MODEL_TYPE),
-                "unknown model",
+        let (model, serial) = unsafe {
+            (
+                c_text(
+                    (session.api.get_string)(HD_DEVICE_MODEL_TYPE),
+                    "unknown model",
+                ),
+                c_text((session.api.get_string)(HD_DEVICE_SERIAL_NUMBER), ""),
             )
+        };
+        // A device without a serial number is known by its configuration name.
+        let _ = session.api.pending_error();
+        let serial = if serial.is_empty() {
+            format!("configuration {shown}")
+        } else {
+            serial
         };
         Ok(Self {
             session: Arc::new(session),
             name: format!("OpenHaptics {model} ({shown})"),
+            identity: format!("openhaptics:{model}:{serial}"),
             rating,
             sample: DeviceSample::ORIGIN,
         })
@@ -294,34 +294,63 @@ impl OpenHapticsDevice {
 }
 
 impl HapticDevice for OpenHapticsDevice {
-    /// Inside a servo frame: the current position and buttons. Outside one (before the
-    /// scheduler runs): the last sample.
+    /// Inside a servo frame: the stylus's transform and the buttons. Outside one (before
+    /// the scheduler runs): the last sample.
     fn read(&mut self, now: f64) -> Result<DeviceSample, DeviceError> {
         if self.session.in_frame.load(Ordering::Relaxed) {
-            let p = self.session.get_doubles::<3>(HD_CURRENT_POSITION);
+            // Column-major 4×4: the end effector's axes, then its position (mm).
+            let m = self.session.get_doubles::<16>(HD_CURRENT_TRANSFORM);
+            let column = |c: usize| HD_TO_DEVICE * Vec3::new(m[4 * c], m[4 * c + 1], m[4 * c + 2]);
             let mut buttons: c_int = 0;
             // SAFETY: HD_CURRENT_BUTTONS writes one int.
             unsafe { (self.session.api.get_integerv)(HD_CURRENT_BUTTONS, &mut buttons) };
             self.sample = DeviceSample {
-                position: HD_TO_DEVICE * Vec3::from(p) * M_PER_MM,
+                position: column(3) * M_PER_MM,
                 buttons: buttons as u32,
                 device_time: now,
                 sequence: self.sample.sequence + 1,
+                // The stylus runs along the end effector's z (CHAI3D's tool x), with its
+                // x as the tool's y.
+                orientation: orientation_from_axes(column(2), column(0)),
+                gripper: None,
             };
         }
         Ok(self.sample)
     }
 
-    /// Inside a servo frame: sets `HD_CURRENT_FORCE`. Outside one nothing reaches the
-    /// device (the servo zeroes the force in its last frame).
+    /// Inside a servo frame: sets `HD_CURRENT_FORCE`, or zero force (and a
+    /// [`DeviceError::Transient`]) in the frame after a non-scheduler error. Outside a
+    /// frame nothing reaches the device (the servo zeroes the force in its last frame).
     fn write_force(&mut self, force: Vec3) -> Result<(), DeviceError> {
-        if self.session.in_frame.load(Ordering::Relaxed) {
-            let f = HD_TO_DEVICE.tr_mul(&force);
-            let f = [f.x, f.y, f.z];
-            // SAFETY: HD_CURRENT_FORCE reads three doubles.
-            unsafe { (self.session.api.set_doublev)(HD_CURRENT_FORCE, f.as_ptr()) };
+        if !self.session.in_frame.load(Ordering::Relaxed) {
+            return Ok(());
         }
-        Ok(())
+        let faulted = self.session.fault_pending.swap(false, Ordering::Relaxed);
+        let f = if faulted {
+            Vec3::zeros()
+        } else {
+            HD_TO_DEVICE.tr_mul(&force)
+        };
+        let f = [f.x, f.y, f.z];
+        // SAFETY: HD_CURRENT_FORCE reads three doubles.
+        unsafe { (self.session.api.set_doublev)(HD_CURRENT_FORCE, f.as_ptr()) };
+        if faulted {
+            Err(DeviceError::Transient(
+                "HDAPI reported an error: this frame's force is zero",
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn identity(&self) -> Option<String> {
+        Some(self.identity.clone())
+    }
+
+    fn fault_summary(&self) -> Option<String> {
+        self.session.faults.summary().map(|counts| {
+            format!("HDAPI errors handled by zeroing one frame's force and going on: {counts}")
+        })
     }
 
     fn rating(&self) -> DeviceRating {
@@ -355,9 +384,10 @@ struct ServoFrame<'a> {
 }
 
 impl ServoFrame<'_> {
-    /// One servo frame: the tick inside `hdBeginFrame`/`hdEndFrame`, then `hdGetError`.
-    /// Once the tick says stop (or failed), the frame commands zero force and the
-    /// callback ends; after an HDAPI error one more frame commands zero force.
+    /// One servo frame: the tick inside `hdBeginFrame`/`hdEndFrame`, then HDAPI's error
+    /// stack. Once the tick says stop (or failed), the frame commands zero force and the
+    /// callback ends; after a scheduler error one more frame commands zero force and
+    /// then the callback ends; any other error zeroes the next frame's force only.
     fn run_once(&mut self) -> c_uint {
         let s = self.session;
         // SAFETY: a valid handle, on HDAPI's scheduler thread.
@@ -371,7 +401,8 @@ impl ServoFrame<'_> {
                     false
                 }
             };
-        if !go_on {
+        // A tick that did not write (or a fault the write did not see) still gets zero.
+        if !go_on || s.fault_pending.swap(false, Ordering::Relaxed) {
             let zero = [0.0f64; 3];
             // SAFETY: HD_CURRENT_FORCE reads three doubles; we are inside the frame.
             unsafe { (s.api.set_doublev)(HD_CURRENT_FORCE, zero.as_ptr()) };
@@ -379,14 +410,18 @@ impl ServoFrame<'_> {
         s.in_frame.store(false, Ordering::Relaxed);
         // SAFETY: closes the frame opened above.
         unsafe { (s.api.end_frame)(s.handle) };
-        if let Some(e) = s.api.pending_error() {
-            if self.error.is_none() {
-                self.error = Some(e);
-                if go_on {
-                    return HD_CALLBACK_CONTINUE;
-                }
+        for _ in 0..MAX_ERRORS_PER_FRAME {
+            let Some(e) = s.api.pending_error() else {
+                break;
+            };
+            if hd_error::is_scheduler_error(e.error_code) {
+                self.error.get_or_insert(e);
+            } else {
+                s.faults.add(e.error_code);
+                s.fault_pending.store(true, Ordering::Relaxed);
             }
         }
+        // A scheduler error seen now ends the callback after one more (zero) frame.
         if go_on {
             HD_CALLBACK_CONTINUE
         } else {

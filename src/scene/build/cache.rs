@@ -136,8 +136,8 @@ pub fn modal_precompute(
     if data.basis.n_modes() == 0 {
         return Err(no_modes_kept(scene, &data.reports));
     }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| stage(scene, "precompute cache", format!("{}: {e}", dir.display())))?;
+    // Created here, or checked to be a directory and not a link to one.
+    crate::files::OutputDir::create(dir).map_err(|e| stage(scene, "precompute cache", e))?;
     let cache = ModalCache {
         input_hash: hash,
         data,

@@ -6,7 +6,6 @@
 mod cache;
 mod fem;
 mod mesh;
-mod patch;
 mod regions;
 
 use std::path::Path;
@@ -29,8 +28,8 @@ use crate::mesh::TetMesh;
 use crate::modal::{ModalBasis, ModalParams, ModalRuntime, Progress};
 use crate::model::{TissueGeometry, TissueModel};
 use crate::nonlinear::{NonlinearParams, NonlinearTissue, TissueModes};
+use crate::pipeline::{patch, SceneModel, Simulation};
 use crate::scene::{BackendKind, NonlinearSpec, Scene, SceneError};
-use crate::session::{SceneModel, Simulation};
 use crate::Vec3;
 
 /// Constraint rows the model is sized for: the contact rows of all probes in one step (a

@@ -1,0 +1,12 @@
+//! The `palpa` binary as a user runs it: its messages, `plot`, `replay` and `precompute`,
+//! `serve` (smoke, real-time threads, recorded sessions).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod messages;
+mod plot;
+mod replay;
+mod serve;
+mod serve_realtime;
+mod serve_record;
