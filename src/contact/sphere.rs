@@ -82,8 +82,6 @@ struct TriangleSums {
     gap: [f64; 3],
     /// ∫ ψ_i N_i ∇g dA (m²) per corner i.
     normal: [Vec3; 3],
-    sgap: [f64; 3],
-    snormal: [Vec3; 3],
 }
 
 /// Builds the contact rows of spheres of one radius over one surface: the rest
@@ -274,11 +272,9 @@ impl SphereContact {
     /// `centre` (m) pressed in along −`entry`, linearised about the current positions
     /// `positions` (m; current for every node of the candidates' triangles), at most
     /// `capacity` rows in all. Allocation-free when `out` has room.
-    #[allow(clippy::too_many_arguments)]
     pub fn push_rows(
         &mut self,
         bvh: &SurfaceBvh,
-        rest: &[Vec3],
         positions: &[Vec3],
         candidates: &[usize],
         centre: Vec3,
@@ -294,10 +290,6 @@ impl SphereContact {
                 break;
             }
             let (mut weighted, mut jacobian) = (0.0, Vec3::zeros());
-            let theta: f64 = std::env::var("PALPA_STD_MORTAR").map_or(1.0, |v| v.parse().unwrap());
-            let standard = theta < 1.0;
-            let mut pairs: [(usize, f64); 48] = [(0, 0.0); 48];
-            let mut np = 0usize;
             for k in self.first[a]..self.first[a + 1] {
                 let t = self.node_triangles[k] as usize;
                 if self.triangle_normal[t].dot(&entry) <= 0.0 {
@@ -308,18 +300,8 @@ impl SphereContact {
                     self.integrate(t, tri, positions, centre, entry);
                 }
                 let i = tri.iter().position(|&v| v == a).expect("a ring triangle");
-                if standard {
-                    weighted += (1.0 - theta) * self.sums[t].sgap[i] + theta * self.sums[t].gap[i];
-                    jacobian += self.sums[t].snormal[i] * (1.0 - theta) + self.sums[t].normal[i] * theta;
-                    let area = self.triangle_area[t];
-                    for (j, &b) in tri.iter().enumerate() {
-                        let m = (1.0 - theta) * if i == j { area / 6.0 } else { area / 12.0 } + if i == j { theta * area / 3.0 } else { 0.0 };
-                        if let Some(p) = pairs[..np].iter_mut().find(|p| p.0 == b) { p.1 += m; } else if np < 48 { pairs[np] = (b, m); np += 1; }
-                    }
-                } else {
                 weighted += self.sums[t].gap[i];
                 jacobian += self.sums[t].normal[i];
-                }
             }
             let len = jacobian.norm();
             if !(len > 0.0 && weighted.is_finite()) {
@@ -330,18 +312,6 @@ impl SphereContact {
             let n = jacobian / len;
             let gap = weighted / len;
             self.origins.push(a);
-            if standard {
-                let total: f64 = pairs[..np].iter().map(|p| p.1).sum();
-                let gap = weighted / len;
-                let pl: Vec3 = pairs[..np].iter().map(|&(b, w)| positions[b] * (w / total)).sum();
-                let rest_pt = Vec3::zeros();
-                let _ = rest_pt;
-                let origin: Vec3 = pairs[..np].iter().map(|&(b, w)| rest[b] * (w / total)).sum();
-                let sup = Support::patch(pairs[..np].iter().copied(), origin).unwrap();
-                // origin: rest point of the patch
-                out.push(PointConstraint::contact_on(sup, -n, pl - n * gap));
-                continue;
-            }
             out.push(PointConstraint::contact_on(
                 Support::node(a),
                 -n,
@@ -377,8 +347,6 @@ impl SphereContact {
                 let psi = 4.0 * l[i] - 1.0;
                 sums.gap[i] += wa * psi * gap;
                 sums.normal[i] += n * (wa * psi * l[i]);
-                sums.sgap[i] += wa * l[i] * gap;
-                sums.snormal[i] += n * (wa * l[i]);
             }
         }
         self.sums[t] = sums;
@@ -435,17 +403,28 @@ mod tests {
         let centre = Vec3::new(0.0, 0.0, radius - 2e-4);
         let mut nodes = Vec::new();
         let all: Vec<usize> = (0..rest.len()).collect();
-        contact.candidates(&rest, &all, centre, Vec3::z(), &HeldRows::default(), &mut nodes);
+        contact.candidates(
+            &rest,
+            &all,
+            centre,
+            Vec3::z(),
+            &HeldRows::default(),
+            &mut nodes,
+        );
         assert_eq!(nodes.len(), 9);
         let mut rows = Vec::new();
-        contact.push_rows(&bvh, &rest, &rest, &nodes, centre, Vec3::z(), 64, &mut rows);
+        contact.push_rows(&bvh, &rest, &nodes, centre, Vec3::z(), 64, &mut rows);
         for (row, &v) in rows.iter().zip(&nodes) {
             let d = row.direction(0);
             // The node must end at most 0.2 mm lower, less the sphere's sag there.
             let sag = radius - (radius * radius - rest[v].xy().norm_squared()).sqrt();
             let want = -2e-4 + sag;
             assert!((d - Vec3::z()).norm() < 1e-6, "{d:?}");
-            assert!((row.target.z - want).abs() < 1e-9, "{} {want}", row.target.z);
+            assert!(
+                (row.target.z - want).abs() < 1e-9,
+                "{} {want}",
+                row.target.z
+            );
         }
     }
 }

@@ -94,7 +94,6 @@ impl NonlinearStatics {
             press.contact.begin_step(candidates.len());
             press.contact.push_rows(
                 press.bvh,
-                &self.rest,
                 &positions,
                 &candidates,
                 press.centre,
