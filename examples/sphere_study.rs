@@ -8,8 +8,8 @@
 //! `cargo run --release --example sphere_study [-- quick]` (quick: R 5 mm, 2 mm only).
 
 use palpa::model::ModelStep;
-use palpa::scene::{build, BackendKind, Scene};
 use palpa::pipeline::SceneModel;
+use palpa::scene::{build, BackendKind, Scene};
 use palpa::Vec3;
 
 const DT: f64 = 5e-3;
@@ -116,7 +116,9 @@ fn main() {
                             d * 1e3,
                             h.mean,
                             100.0 * h.p2p / h.mean.abs(),
-                            h.tangential_step.max(s.tangential_step).max(b.tangential_step),
+                            h.tangential_step
+                                .max(s.tangential_step)
+                                .max(b.tangential_step),
                             100.0 * (s.mean / h.mean - 1.0),
                             100.0 * (b.mean / h.mean - 1.0),
                         );

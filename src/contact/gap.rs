@@ -43,8 +43,16 @@ pub fn swept_sphere_gap(x: Vec3, centre: Vec3, radius: f64, up: Vec3) -> (f64, V
 /// triangle, so its weighted integral needs more than one low-order rule.
 pub fn triangle_rule() -> Vec<([f64; 3], f64)> {
     // Dunavant's 7-point degree-5 rule on the reference triangle.
-    let (a1, b1, w1) = (0.059_715_871_789_770, 0.470_142_064_105_115, 0.132_394_152_788_506);
-    let (a2, b2, w2) = (0.797_426_985_353_087, 0.101_286_507_323_456, 0.125_939_180_544_827);
+    let (a1, b1, w1) = (
+        0.059_715_871_789_770,
+        0.470_142_064_105_115,
+        0.132_394_152_788_506,
+    );
+    let (a2, b2, w2) = (
+        0.797_426_985_353_087,
+        0.101_286_507_323_456,
+        0.125_939_180_544_827,
+    );
     let mut base = vec![([1.0 / 3.0; 3], 0.225)];
     for (a, b, w) in [(a1, b1, w1), (a2, b2, w2)] {
         base.push(([a, b, b], w));
@@ -95,7 +103,10 @@ mod tests {
             for d in [Vec3::x(), Vec3::y(), Vec3::z(), Vec3::new(0.3, -0.5, 0.8)] {
                 let (g0, n0) = swept_sphere_gap(x - d * 1e-9, c, r, up);
                 let (g1, n1) = swept_sphere_gap(x + d * 1e-9, c, r, up);
-                assert!((g0 - g1).abs() < 1e-8 && (n0 - n1).norm() < 1e-5, "{x:?} {d:?}");
+                assert!(
+                    (g0 - g1).abs() < 1e-8 && (n0 - n1).norm() < 1e-5,
+                    "{x:?} {d:?}"
+                );
             }
         }
     }

@@ -80,9 +80,9 @@ pub fn conform(mesh: &mut TetMesh, levels: &[(&dyn Fn(&Vec3) -> f64, f64)]) -> C
             let old = mesh.nodes[v];
             let s = crossing(level, &old, &mesh.nodes[w]);
             mesh.nodes[v] = old + (mesh.nodes[w] - old) * s;
-            let kept = incident[v].iter().all(|&e| {
-                volume(&mesh.nodes, &mesh.tets[e]) >= MIN_VOLUME_KEPT * original[e]
-            });
+            let kept = incident[v]
+                .iter()
+                .all(|&e| volume(&mesh.nodes, &mesh.tets[e]) >= MIN_VOLUME_KEPT * original[e]);
             if kept {
                 phi[v] = 0.0;
                 result.moved += 1;
@@ -93,9 +93,7 @@ pub fn conform(mesh: &mut TetMesh, levels: &[(&dyn Fn(&Vec3) -> f64, f64)]) -> C
         result.crossed += mesh
             .tets
             .iter()
-            .filter(|t| {
-                t.iter().any(|&v| phi[v] < -tol) && t.iter().any(|&v| phi[v] > tol)
-            })
+            .filter(|t| t.iter().any(|&v| phi[v] < -tol) && t.iter().any(|&v| phi[v] > tol))
             .count();
     }
     result

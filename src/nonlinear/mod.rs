@@ -40,8 +40,8 @@ pub use dynamics::ReducedDynamics;
 pub use law::{Hyperelastic, LawKind};
 pub use reduced::{Estimate, ReducedStatics, ACTIVE_NONLINEARITY};
 pub use sphere::{RigidSphere, SphereContactState, SphereRow, MAX_SPHERE_ROUNDS};
-pub use swept_sphere::{SweptPressState, SweptSphere, MAX_SWEPT_ROUNDS};
 pub use statics::{
     LinearConstraint, NewtonOptions, NewtonReport, NonlinearError, NonlinearStatics,
 };
+pub use swept_sphere::{SweptPressState, SweptSphere, MAX_SWEPT_ROUNDS};
 pub use tissue::{NonlinearParams, NonlinearTissue, TissueModes};

@@ -6,8 +6,8 @@
 
 use palpa::contact::Friction;
 use palpa::model::ModelStep;
-use palpa::scene::{build, BackendKind, Scene};
 use palpa::pipeline::SceneModel;
+use palpa::scene::{build, BackendKind, Scene};
 use palpa::Vec3;
 
 const DT: f64 = 5e-3;
@@ -121,11 +121,7 @@ fn a_held_sphere_is_a_fixed_point(backend: BackendKind) {
                             40,
                             Some(depth + 1e-3),
                         );
-                        line += &format!(
-                            "; {:+.2e}, {:+.2e}",
-                            s / mean - 1.0,
-                            b / mean - 1.0
-                        );
+                        line += &format!("; {:+.2e}, {:+.2e}", s / mean - 1.0, b / mean - 1.0);
                         assert!((s / mean - 1.0).abs() <= 5e-3, "{line}");
                         assert!((b / mean - 1.0).abs() <= 5e-3, "{line}");
                     }

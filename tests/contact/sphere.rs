@@ -318,5 +318,8 @@ fn friction_drags_the_surface_by_the_compliance_of_its_load() {
         "the drag moves the footprint {:.3} mm along x",
         (footprint.x - footprint0.x) * 1e3
     );
-    assert!(footprint.x - footprint0.x > 0.0, "{footprint:?} {footprint0:?}");
+    assert!(
+        footprint.x - footprint0.x > 0.0,
+        "{footprint:?} {footprint0:?}"
+    );
 }
