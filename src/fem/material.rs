@@ -89,8 +89,7 @@ impl Material {
 }
 
 /// A geometric region for material overrides (e.g. a stiff inclusion); a tetrahedron
-/// belongs to it when its centroid does, or, when the mesh follows the region's surface
-/// (its vertices on it, [`crate::mesh::conform`]), when its other vertices lie inside.
+/// belongs to it when its centroid does.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Shape {
     /// Ball with centre and radius (m).
@@ -115,37 +114,6 @@ impl Shape {
         match self {
             Shape::Sphere { center, radius } => (p - center).norm() <= *radius,
             Shape::Box { min, max } => (0..3).all(|i| p[i] >= min[i] && p[i] <= max[i]),
-        }
-    }
-
-    /// A level set of the region (m): negative inside, zero on its surface, positive
-    /// outside (the distance for a ball, the largest face distance for a box).
-    pub fn level(&self, p: &Vec3) -> f64 {
-        match self {
-            Shape::Sphere { center, radius } => (p - center).norm() - radius,
-            Shape::Box { min, max } => (0..3)
-                .map(|i| (min[i] - p[i]).max(p[i] - max[i]))
-                .fold(f64::NEG_INFINITY, f64::max),
-        }
-    }
-
-    /// Whether the tetrahedron with `vertices` (m) belongs to the region: by the side
-    /// of its vertices off the region's surface when none crosses it (a mesh that
-    /// follows the surface: a tetrahedron hugging a ball from outside may have its
-    /// centroid inside the chord), else by its centroid.
-    pub fn holds(&self, vertices: &[Vec3; 4]) -> bool {
-        let size = match self {
-            Shape::Sphere { radius, .. } => *radius,
-            Shape::Box { min, max } => (max - min).max(),
-        };
-        let tol = 1e-9 * size.abs();
-        let levels = vertices.map(|v| self.level(&v));
-        let inside = levels.iter().any(|&l| l < -tol);
-        let outside = levels.iter().any(|&l| l > tol);
-        match (inside, outside) {
-            (true, false) => true,
-            (false, true) => false,
-            _ => self.contains(&(vertices.iter().sum::<Vec3>() / 4.0)),
         }
     }
 }
@@ -216,17 +184,17 @@ impl MaterialMap {
     }
 
     /// Which entry of the map gives each tetrahedron of `mesh` its material (the last
-    /// override holding it ([`Shape::holds`]), else its region's, else the default), so that
+    /// override containing its centroid, else its region's, else the default), so that
     /// callers holding more per entry (e.g. a strain-energy law) resolve it alike.
     pub fn sources(&self, mesh: &TetMesh) -> Vec<MaterialSource> {
         mesh.tets
             .iter()
             .zip(&mesh.regions)
             .map(|(tet, region)| {
-                let vertices = tet.map(|n| mesh.nodes[n]);
+                let centroid = tet.iter().map(|&n| mesh.nodes[n]).sum::<Vec3>() / 4.0;
                 self.overrides
                     .iter()
-                    .rposition(|(shape, _)| shape.holds(&vertices))
+                    .rposition(|(shape, _)| shape.contains(&centroid))
                     .map(MaterialSource::Override)
                     .or_else(|| {
                         self.regions

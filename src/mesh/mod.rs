@@ -12,7 +12,6 @@
 //! nodes no tetrahedron uses are errors naming the element or node; inverted tetrahedra
 //! are reoriented and reported in [`TetMesh::notes`].
 
-pub mod conform;
 pub mod embed;
 pub mod generate;
 mod gmsh;

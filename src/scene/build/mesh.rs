@@ -1,8 +1,6 @@
 //! Scene → mesh: load, fill or generate the tetrahedral mesh, scale it, and embed the
 //! render surface.
 
-use crate::fem::Shape;
-use crate::mesh::conform::conform;
 use crate::mesh::embed::Embedding;
 use crate::mesh::generate::{box_mesh_split, grid_mesh};
 use crate::mesh::lattice::{fill_surface, LatticeOptions};
@@ -72,9 +70,6 @@ pub fn build_mesh(scene: &Scene) -> Result<SceneMesh, SceneError> {
             *p += origin;
         }
         m.scale(spec.scale);
-        if b.conform {
-            follow_inclusions(scene, &mut m);
-        }
         m
     };
     for note in &mesh.notes {
@@ -108,66 +103,6 @@ pub fn build_mesh(scene: &Scene) -> Result<SceneMesh, SceneError> {
         }
     };
     Ok(SceneMesh { mesh, render })
-}
-
-/// Moves nodes of a generated box onto the surfaces of the scene's `sphere` and `box`
-/// materials ([`conform`]), and says how many moved.
-fn follow_inclusions(scene: &Scene, mesh: &mut TetMesh) {
-    let shapes: Vec<(String, Shape)> = scene
-        .materials_in_order()
-        .into_iter()
-        .filter_map(|(name, spec)| {
-            let shape = match (&spec.sphere, &spec.box_) {
-                (Some(s), _) => Shape::Sphere {
-                    center: Vec3::from(s.center),
-                    radius: s.radius,
-                },
-                (None, Some(b)) => Shape::Box {
-                    min: Vec3::from(b.min),
-                    max: Vec3::from(b.max),
-                },
-                (None, None) => return None,
-            };
-            Some((name.to_string(), shape))
-        })
-        .collect();
-    if shapes.is_empty() {
-        return;
-    }
-    let levels: Vec<Box<dyn Fn(&Vec3) -> f64>> = shapes
-        .iter()
-        .map(|(_, shape)| {
-            let shape = *shape;
-            Box::new(move |p: &Vec3| shape.level(p)) as Box<dyn Fn(&Vec3) -> f64>
-        })
-        .collect();
-    let sized: Vec<(&dyn Fn(&Vec3) -> f64, f64)> = levels
-        .iter()
-        .zip(&shapes)
-        .map(|(l, (_, shape))| {
-            let size = match shape {
-                Shape::Sphere { radius, .. } => *radius,
-                Shape::Box { min, max } => (max - min).max(),
-            };
-            (l.as_ref(), size)
-        })
-        .collect();
-    let done = conform(mesh, &sized);
-    let names: Vec<&str> = shapes.iter().map(|(n, _)| n.as_str()).collect();
-    tracing::info!(
-        "{}: mesh: {} nodes moved onto the surfaces of materials {}{}",
-        scene.source,
-        done.moved,
-        names.join(", "),
-        if done.crossed > 0 {
-            format!(
-                "; {} tetrahedra still cross them and take their material by centroid",
-                done.crossed
-            )
-        } else {
-            String::new()
-        }
-    );
 }
 
 /// A render surface must overlap the tetrahedral mesh at about its size: one in other

@@ -41,11 +41,11 @@ impl BuiltScene {
         }
         let mut tets_of: Vec<Vec<usize>> = vec![Vec::new(); materials.len()];
         for (t, (tet, region)) in mesh.tets.iter().zip(&mesh.regions).enumerate() {
-            let vertices = tet.map(|n| mesh.nodes[n]);
+            let centroid = tet.iter().map(|&n| mesh.nodes[n]).sum::<Vec3>() / 4.0;
             let material = by_shape
                 .iter()
                 .rev()
-                .find(|(shape, _)| shape.holds(&vertices))
+                .find(|(shape, _)| shape.contains(&centroid))
                 .map(|(_, i)| *i)
                 .or_else(|| {
                     by_region

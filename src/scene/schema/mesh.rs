@@ -80,10 +80,6 @@ pub struct BoxSpec {
     pub graded: Option<Grading>,
     /// Cell split.
     pub split: Split,
-    /// Move nodes near the surface of each `sphere` or `box` material onto it, so the
-    /// mesh follows the material interface instead of a staircase of whole cells
-    /// (default: yes).
-    pub conform: bool,
 }
 
 /// Cells per axis of a `[mesh.box]` that gives neither `cells` nor `graded`: 5 mm cells.
@@ -153,7 +149,6 @@ impl Default for BoxSpec {
             cells: None,
             graded: None,
             split: Split::Six,
-            conform: true,
         }
     }
 }
