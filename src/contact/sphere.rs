@@ -419,7 +419,8 @@ mod tests {
             // The node must end at most 0.2 mm lower, less the sphere's sag there.
             let sag = radius - (radius * radius - rest[v].xy().norm_squared()).sqrt();
             let want = -2e-4 + sag;
-            assert!((d - Vec3::z()).norm() < 1e-6, "{d:?}");
+            // The sphere's own normal tilts by |x| / R ≤ 1.4e-6 over the plate.
+            assert!((d - Vec3::z()).norm() < 1e-5, "{d:?}");
             assert!(
                 (row.target.z - want).abs() < 1e-9,
                 "{} {want}",
