@@ -7,9 +7,9 @@
 //!
 //! `cargo run --release --example sphere_study [-- quick]` (quick: R 5 mm, 2 mm only).
 
-use palpa::model::ModelStep;
 use palpa::pipeline::SceneModel;
 use palpa::scene::{build, BackendKind, Scene};
+use palpa::tissue::ModelStep;
 use palpa::Vec3;
 
 const DT: f64 = 5e-3;

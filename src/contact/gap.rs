@@ -97,9 +97,7 @@ mod tests {
         // Continuous where the branches meet below the equator. (On the cylinder's
         // wall, at and above the equator, the gap is continuous but its slope is not:
         // inside it falls as the cap's √(R² − ρ²), a known defect (issue 38 report).)
-        for x in [
-            c + Vec3::new(0.6 * r, 0.0, -0.8 * r),
-        ] {
+        for x in [c + Vec3::new(0.6 * r, 0.0, -0.8 * r)] {
             for d in [Vec3::x(), Vec3::y(), Vec3::z(), Vec3::new(0.3, -0.5, 0.8)] {
                 let (g0, n0) = swept_sphere_gap(x - d * 1e-9, c, r, up);
                 let (g1, n1) = swept_sphere_gap(x + d * 1e-9, c, r, up);

@@ -33,7 +33,7 @@
 //! A point probe (R = 0) has one row: its tip against the surface point under it.
 
 use crate::fem::Support;
-use crate::model::PointConstraint;
+use crate::tissue::PointConstraint;
 use crate::Vec3;
 
 use super::bvh::SurfaceBvh;

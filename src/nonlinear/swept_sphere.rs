@@ -10,7 +10,7 @@
 //! contact, as each runtime step for a held probe is).
 
 use crate::contact::{SphereContact, SurfaceBvh};
-use crate::model::PointConstraint;
+use crate::tissue::PointConstraint;
 use crate::Vec3;
 
 use super::statics::{LinearConstraint, NewtonOptions, NonlinearError, NonlinearStatics};

@@ -5,9 +5,9 @@
 //! sliding, its force changes smoothly.
 
 use palpa::contact::Friction;
-use palpa::model::ModelStep;
 use palpa::pipeline::SceneModel;
 use palpa::scene::{build, BackendKind, Scene};
+use palpa::tissue::ModelStep;
 use palpa::Vec3;
 
 const DT: f64 = 5e-3;

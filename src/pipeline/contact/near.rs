@@ -2,11 +2,11 @@
 //! (and of their sphere rows' triangles) brought up to date, the others put back at
 //! rest, and the nodes just beyond announced to the model.
 
-use super::Simulation;
-use crate::model::TissueModel;
+use super::ContactPipeline;
+use crate::tissue::TissueModel;
 use crate::Vec3;
 
-impl<M: TissueModel> Simulation<M> {
+impl<M: TissueModel> ContactPipeline<M> {
     /// Brings the positions of the nodes within two reaches of the probes' spheres (the
     /// candidates of their rows) up to date, puts the nodes that left that reach
     /// back at rest, and inflates the rest-shape boxes by the model's displacement
@@ -102,7 +102,7 @@ impl<M: TissueModel> Simulation<M> {
         let reach = reach + 0.5 * self.patch.radius();
         self.near_triangles.clear();
         self.ahead_nodes.clear();
-        let mut centres = [None; crate::model::MAX_PROBES];
+        let mut centres = [None; crate::tissue::MAX_PROBES];
         for (c, state) in centres.iter_mut().zip(&self.probes) {
             *c = state.centre.or(state.entry.map(|e| e.point));
             if let Some(c) = c {
