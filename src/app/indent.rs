@@ -569,7 +569,8 @@ struct SweptPress<'a> {
     normal: Vec3,
     radius: f64,
     contact: SphereContact,
-    bvh: SurfaceBvh,
+    /// The rest-surface point pressed (a triangle's nodes, barycentric weights).
+    pole: Option<([usize; 3], [f64; 3])>,
     nodes: Vec<usize>,
     loads: Vec<Vec3>,
     u: Vec<Vec3>,
@@ -588,7 +589,9 @@ impl<'a> SweptPress<'a> {
             normal,
             radius: press.radius,
             contact: SphereContact::new(press.radius, &bvh, rest),
-            bvh,
+            pole: bvh
+                .closest_point(&surface, f64::INFINITY, rest)
+                .map(|c| (bvh.triangles()[c.triangle], c.bary)),
             nodes: press.model.surface_nodes().to_vec(),
             loads: vec![Vec3::zeros(); rest.len()],
             u: vec![Vec3::zeros(); rest.len()],
@@ -604,10 +607,10 @@ impl FullPress for SweptPress<'_> {
         let mut state = self.state.clone();
         let sphere = SweptSphere {
             contact: &mut self.contact,
-            bvh: &self.bvh,
             nodes: &self.nodes,
             centre: probe_centre(self.surface, self.normal, self.radius, depth),
             entry: self.normal,
+            pole: self.pole,
         };
         self.statics
             .press_swept_sphere(&mut trial, &self.loads, sphere, &mut state, &FULL_NEWTON)

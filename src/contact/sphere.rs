@@ -1,30 +1,24 @@
-//! The contact rows of a rigid spherical probe tip on the tissue surface: the gap
-//! integrated over the surface triangles (dual mortar), one unilateral row per surface
-//! node.
+//! The contact rows of a rigid spherical probe tip on the tissue surface: one
+//! unilateral row per surface node near the sphere.
 //!
-//! The sphere's obstacle is the ball swept back along the entry normal N
-//! ([`super::gap::swept_sphere_gap`]): its gap g(x) is a continuous function of where a
-//! material point is, not of which triangle happens to be nearest. Each surface node a
-//! near the sphere gets one row, its **weighted gap**
+//! The sphere is a height field over the plane across the entry normal N
+//! ([`super::gap::swept_sphere_gap`]): a node's gap g(x_a) is how far it lies under the
+//! sphere along N, a continuous function of where it is with a finite slope, and its
+//! row pushes it along −N only, linearised about the current positions:
+//! Nᵀ(x_a − x_a,now) ≤ g(x_a,now). The rows' directions are all N, so the contact never
+//! pushes the tissue sideways (pushed along the sphere's normal, the tissue under a
+//! sphere narrower than two cells slid aside around it once it was deeper than its
+//! radius, and the force fell), and the force grows with depth. The faces between
+//! contacting nodes sag into the sphere by up to their chord sag (ℓ²/8R for an edge ℓ):
+//! the corners of the face under the sphere's lowest point (the god-object's rest point,
+//! fixed for a held probe) are lowered as far as that point needs, so a sphere between
+//! the nodes of a coarse mesh still presses them. (Integrating the
+//! gap over the faces with dual-mortar weights, the earlier rows, made nodes next to a
+//! strongly curved gap overshoot: their weights are negative away from the node.)
 //!
-//!   ḡ_a = ∫ ψ_a g(x(ξ)) dA / ∫ N_a dA  ≥ 0,
-//!
-//! over the rest triangles around it (ξ a material point of the rest surface, x(ξ) its
-//! current position, N_a the node's linear shape function and ψ_a = 4N_a − 1 its dual,
-//! ∫ψ_a N_b = δ_ab ∫N_a: Wohlmuth's biorthogonal basis, as in Popp's dual mortar
-//! contact). For a gap linear over the triangles ḡ_a is g at the node; for the curved
-//! sphere it is the node's value of the gap's projection on the mesh, so the faces
-//! between contacting nodes neither sag into the sphere (node rows alone) nor are held
-//! flat against it (points of the sphere on every face). Being a projection, it
-//! converges to the continuum as the mesh is refined, and it varies smoothly as the
-//! sphere slides.
-//!
-//! The rows are linearised about the current positions: the row of node a holds it
-//! along the gap's mean normal n̄_a (the dual-weighted normals over its triangles) so
-//! that n̄_aᵀ(x_a − x_a,now) ≥ −ḡ_a / |J_a| (J_a the weighted gap's derivative in x_a).
 //! Which nodes are candidates depends only on the rest shape and the probe (a node
-//! whose rest position lies within its longest edge plus a margin of the swept
-//! sphere), and rows that pushed at the last step stay candidates; so for a probe
+//! whose rest position lies within its longest edge plus a margin of the sphere's
+//! height field), and rows that pushed at the last step stay candidates; so for a probe
 //! that does not move every step solves the same problem linearised about the last
 //! step's answer (a Newton step for the static backends), and the contact converges
 //! to a fixed point instead of re-choosing its rows from the surface the last step left
@@ -37,7 +31,7 @@ use crate::tissue::PointConstraint;
 use crate::Vec3;
 
 use super::bvh::SurfaceBvh;
-use super::gap::{swept_sphere_gap, triangle_rule};
+use super::gap::swept_sphere_gap;
 
 /// A node is a candidate while its rest position is within its longest edge plus this
 /// fraction of the radius of the swept sphere: room for the surface to bulge toward it.
@@ -74,16 +68,6 @@ impl HeldRows {
 /// No node: a point probe's row.
 const POINT_ROW: usize = usize::MAX;
 
-/// The dual-weighted gap and normal of one triangle's three nodes at this step.
-#[derive(Clone, Copy, Debug, Default)]
-struct TriangleSums {
-    stamp: u64,
-    /// ∫ ψ_i g dA (m³) per corner i.
-    gap: [f64; 3],
-    /// ∫ ψ_i N_i ∇g dA (m²) per corner i.
-    normal: [Vec3; 3],
-}
-
 /// Builds the contact rows of spheres of one radius over one surface: the rest
 /// normals, areas and node-to-triangle lists, computed once.
 #[derive(Clone, Debug)]
@@ -93,9 +77,6 @@ pub struct SphereContact {
     margin: f64,
     /// Unit rest vertex normals (area weighted), zero off the surface.
     normals: Vec<Vec3>,
-    /// Unit rest normal and area (m²) of each surface triangle.
-    triangle_normal: Vec<Vec3>,
-    triangle_area: Vec<f64>,
     /// Surface triangles around each node: `node_triangles[first[v]..first[v + 1]]`.
     first: Vec<usize>,
     node_triangles: Vec<u32>,
@@ -103,9 +84,6 @@ pub struct SphereContact {
     longest_edge: Vec<f64>,
     /// Mean rest surface edge (m).
     mean_edge: f64,
-    rule: Vec<([f64; 3], f64)>,
-    stamp: u64,
-    sums: Vec<TriangleSums>,
     /// Node of each row of the step, by constraint index ([`POINT_ROW`] for a point).
     origins: Vec<usize>,
 }
@@ -122,21 +100,12 @@ impl SphereContact {
         let n = rest.len();
         let triangles = bvh.triangles();
         let mut normals = vec![Vec3::zeros(); n];
-        let mut triangle_normal = Vec::with_capacity(triangles.len());
-        let mut triangle_area = Vec::with_capacity(triangles.len());
         let mut count = vec![0usize; n + 1];
         let mut longest_edge = vec![0.0f64; n];
         let (mut edges, mut edge_sum) = (0usize, 0.0);
         for tri in triangles {
             let [a, b, c] = tri.map(|v| rest[v]);
             let area_normal = (b - a).cross(&(c - a));
-            let len = area_normal.norm();
-            triangle_normal.push(if len > 0.0 {
-                area_normal / len
-            } else {
-                Vec3::zeros()
-            });
-            triangle_area.push(0.5 * len);
             for (k, &v) in tri.iter().enumerate() {
                 normals[v] += area_normal;
                 count[v + 1] += 1;
@@ -167,8 +136,6 @@ impl SphereContact {
             radius,
             margin: MARGIN * radius,
             normals,
-            triangle_normal,
-            triangle_area,
             first,
             node_triangles,
             longest_edge,
@@ -177,13 +144,6 @@ impl SphereContact {
             } else {
                 0.0
             },
-            rule: if radius > 0.0 {
-                triangle_rule()
-            } else {
-                Vec::new()
-            },
-            stamp: 0,
-            sums: vec![TriangleSums::default(); triangles.len()],
             origins: Vec::new(),
         }
     }
@@ -270,13 +230,16 @@ impl SphereContact {
 
     /// Appends the rows of `candidates` ([`Self::candidates`]) for the sphere centred at
     /// `centre` (m) pressed in along −`entry`, linearised about the current positions
-    /// `positions` (m; current for every node of the candidates' triangles), at most
-    /// `capacity` rows in all. Allocation-free when `out` has room.
+    /// `positions` (m), at most `capacity` rows in all; `pole` (a surface triangle's
+    /// nodes and barycentric weights) is the rest-surface point under the centre, which
+    /// the rows of its corners keep under the sphere too. Allocation-free when `out`
+    /// has room.
+    #[allow(clippy::too_many_arguments)]
     pub fn push_rows(
         &mut self,
-        bvh: &SurfaceBvh,
         positions: &[Vec3],
         candidates: &[usize],
+        pole: Option<([usize; 3], [f64; 3])>,
         centre: Vec3,
         entry: Vec3,
         capacity: usize,
@@ -284,72 +247,42 @@ impl SphereContact {
     ) -> SphereRows {
         let first = out.len();
         self.origins.resize(first, POINT_ROW);
-        self.stamp += 1;
+        // How far along −N each corner of the pole's triangle must go beyond its own
+        // limit so that the pole is under the sphere with the corners at their limits:
+        // δ w_k / Σ w², the least such lowering, which fades with a corner's weight.
+        let mut lower = [(usize::MAX, 0.0); 3];
+        if let Some((tri, w)) = pole {
+            let limit = |x: Vec3| entry.dot(&x) + swept_sphere_gap(x, centre, self.radius, entry).0;
+            let x: Vec3 = (0..3).map(|k| positions[tri[k]] * w[k]).sum();
+            let delta = (0..3).map(|k| w[k] * limit(positions[tri[k]])).sum::<f64>() - limit(x);
+            let norm = w.iter().map(|w| w * w).sum::<f64>();
+            if delta > 0.0 && norm > 0.0 {
+                lower = std::array::from_fn(|k| (tri[k], delta * w[k] / norm));
+            }
+        }
         for &a in candidates {
             if out.len() >= capacity {
                 break;
             }
-            let (mut weighted, mut jacobian) = (0.0, Vec3::zeros());
-            for k in self.first[a]..self.first[a + 1] {
-                let t = self.node_triangles[k] as usize;
-                if self.triangle_normal[t].dot(&entry) <= 0.0 {
-                    continue;
-                }
-                let tri = bvh.triangles()[t];
-                if self.sums[t].stamp != self.stamp {
-                    self.integrate(t, tri, positions, centre, entry);
-                }
-                let i = tri.iter().position(|&v| v == a).expect("a ring triangle");
-                weighted += self.sums[t].gap[i];
-                jacobian += self.sums[t].normal[i];
-            }
-            let len = jacobian.norm();
-            if !(len > 0.0 && weighted.is_finite()) {
+            // The node's own gap: its row pushes it along −N until it is under the
+            // sphere (and under the pole's limit, for the pole's corners).
+            let x = positions[a];
+            let (gap, n) = swept_sphere_gap(x, centre, self.radius, entry);
+            let gap = gap - lower.iter().filter(|l| l.0 == a).map(|l| l.1).sum::<f64>();
+            if !gap.is_finite() {
                 continue;
             }
-            // n̄ points from the sphere into the tissue; the row's direction is the
-            // tissue's outward normal there, and the gap scaled by |J| is the node's.
-            let n = jacobian / len;
-            let gap = weighted / len;
             self.origins.push(a);
             out.push(PointConstraint::contact_on(
                 Support::node(a),
                 -n,
-                positions[a] - n * gap,
+                x - n * gap,
             ));
         }
         SphereRows {
             first,
             count: out.len() - first,
         }
-    }
-
-    /// The dual-weighted gap and normal sums of triangle `t` (nodes `tri`) at this step.
-    fn integrate(
-        &mut self,
-        t: usize,
-        tri: [usize; 3],
-        positions: &[Vec3],
-        centre: Vec3,
-        entry: Vec3,
-    ) {
-        let x = tri.map(|v| positions[v]);
-        let area = self.triangle_area[t];
-        let mut sums = TriangleSums {
-            stamp: self.stamp,
-            ..TriangleSums::default()
-        };
-        for (l, w) in &self.rule {
-            let p = x[0] * l[0] + x[1] * l[1] + x[2] * l[2];
-            let (gap, n) = swept_sphere_gap(p, centre, self.radius, entry);
-            let wa = w * area;
-            for i in 0..3 {
-                let psi = 4.0 * l[i] - 1.0;
-                sums.gap[i] += wa * psi * gap;
-                sums.normal[i] += n * (wa * psi * l[i]);
-            }
-        }
-        self.sums[t] = sums;
     }
 
     /// Appends the row of a point probe at `tip` (m) pressed into the material point
@@ -413,7 +346,7 @@ mod tests {
         );
         assert_eq!(nodes.len(), 9);
         let mut rows = Vec::new();
-        contact.push_rows(&bvh, &rest, &nodes, centre, Vec3::z(), 64, &mut rows);
+        contact.push_rows(&rest, &nodes, None, centre, Vec3::z(), 64, &mut rows);
         for (row, &v) in rows.iter().zip(&nodes) {
             let d = row.direction(0);
             // The node must end at most 0.2 mm lower, less the sphere's sag there.

@@ -9,7 +9,7 @@
 //! linearised again, until the displacement no longer moves (a Newton iteration on the
 //! contact, as each runtime step for a held probe is).
 
-use crate::contact::{SphereContact, SurfaceBvh};
+use crate::contact::SphereContact;
 use crate::tissue::PointConstraint;
 use crate::Vec3;
 
@@ -35,14 +35,15 @@ pub struct SweptPressState {
 pub struct SweptSphere<'a> {
     /// The rows' builder over the model's surface.
     pub contact: &'a mut SphereContact,
-    /// The surface's BVH (its triangles).
-    pub bvh: &'a SurfaceBvh,
     /// Surface nodes the sphere may touch.
     pub nodes: &'a [usize],
     /// Centre of the sphere (m).
     pub centre: Vec3,
     /// Unit outward normal the sphere entered along (the rest surface's).
     pub entry: Vec3,
+    /// The rest-surface point under the centre: a triangle's nodes and barycentric
+    /// weights ([`SphereContact::push_rows`]).
+    pub pole: Option<([usize; 3], [f64; 3])>,
 }
 
 impl NonlinearStatics {
@@ -93,9 +94,9 @@ impl NonlinearStatics {
             rows.clear();
             press.contact.begin_step(candidates.len());
             press.contact.push_rows(
-                press.bvh,
                 &positions,
                 &candidates,
+                press.pole,
                 press.centre,
                 press.entry,
                 usize::MAX,

@@ -425,9 +425,9 @@ impl<M: TissueModel> ContactPipeline<M> {
                 );
                 self.refresh_rings();
                 self.sphere.push_rows(
-                    &self.bvh,
                     &self.positions,
                     &self.candidates,
+                    Some((self.bvh.triangles()[c.triangle], c.bary)),
                     centre,
                     c.normal,
                     capacity,
