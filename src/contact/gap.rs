@@ -16,6 +16,7 @@
 //!   leaned them further), until the sphere lost its grip and the force fell to zero at
 //!   4 mm; a held probe's force is along N, and what leans is friction's;
 //! * tissue pushed in stays under the sphere, whatever the depth.
+//!
 //! The cone is wider than the sphere near its equator, so a press deeper than about
 //! 0.7 R pushes a little more tissue than the sphere would.
 
