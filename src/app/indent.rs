@@ -10,9 +10,10 @@
 //! out of). No device, force clamp or safety filter takes part.
 
 use crate::contact::geometry::plane_barycentric;
-use crate::contact::SurfaceBvh;
+use crate::contact::{SphereContact, SurfaceBvh};
 use crate::nonlinear::{
     LinearConstraint, NewtonOptions, NonlinearStatics, RigidSphere, SphereContactState,
+    SweptPressState, SweptSphere,
 };
 use crate::pipeline::SceneModel;
 use crate::scene::plausible;
@@ -342,7 +343,11 @@ fn full_press(
         ));
     }
     let dofs = 3 * inputs.fixed.iter().filter(|&&f| !f).count();
-    let (forces, iterations) = if press.radius > 0.0 {
+    let (forces, iterations) = if press.radius > 0.0 && !inputs.is_nonlinear() {
+        let mut sphere = SweptPress::new(press, statics, surface, normal);
+        let forces = press_each_depth(&mut sphere, depths, on_depth)?;
+        (forces, sphere.iterations)
+    } else if press.radius > 0.0 {
         let mut sphere = SpherePress::new(press, statics, surface, normal);
         let forces = press_each_depth(&mut sphere, depths, on_depth)?;
         (forces, sphere.iterations)
@@ -551,5 +556,72 @@ impl FullPress for SpherePress<'_> {
     /// turns a −0 into 0).
     fn force(&self) -> f64 {
         -self.state.force_on_tissue().dot(&self.normal) + 0.0
+    }
+}
+
+/// A sphere probe on the full FEM of linear materials with the runtime's contact
+/// formulation ([`NonlinearStatics::press_swept_sphere`]): the swept sphere's gap
+/// integrated over the surface triangles, one row per node, so `--full` and the runtime
+/// differ only in how they solve the tissue.
+struct SweptPress<'a> {
+    statics: &'a NonlinearStatics,
+    surface: Vec3,
+    normal: Vec3,
+    radius: f64,
+    contact: SphereContact,
+    /// The rest-surface point pressed (a triangle's nodes, barycentric weights).
+    pole: Option<([usize; 3], [f64; 3])>,
+    nodes: Vec<usize>,
+    loads: Vec<Vec3>,
+    u: Vec<Vec3>,
+    state: SweptPressState,
+    /// Newton iterations so far.
+    iterations: usize,
+}
+
+impl<'a> SweptPress<'a> {
+    fn new(press: &Press, statics: &'a NonlinearStatics, surface: Vec3, normal: Vec3) -> Self {
+        let rest = press.model.rest_positions();
+        let bvh = SurfaceBvh::build(press.model.surface_triangles().to_vec(), rest);
+        Self {
+            statics,
+            surface,
+            normal,
+            radius: press.radius,
+            contact: SphereContact::new(press.radius, &bvh, rest),
+            pole: bvh
+                .closest_point(&surface, f64::INFINITY, rest)
+                .map(|c| (bvh.triangles()[c.triangle], c.bary)),
+            nodes: press.model.surface_nodes().to_vec(),
+            loads: vec![Vec3::zeros(); rest.len()],
+            u: vec![Vec3::zeros(); rest.len()],
+            state: SweptPressState::default(),
+            iterations: 0,
+        }
+    }
+}
+
+impl FullPress for SweptPress<'_> {
+    fn solve(&mut self, depth: f64) -> Result<(), String> {
+        let mut trial = self.u.clone();
+        let mut state = self.state.clone();
+        let sphere = SweptSphere {
+            contact: &mut self.contact,
+            nodes: &self.nodes,
+            centre: probe_centre(self.surface, self.normal, self.radius, depth),
+            entry: self.normal,
+            pole: self.pole,
+        };
+        self.statics
+            .press_swept_sphere(&mut trial, &self.loads, sphere, &mut state, &FULL_NEWTON)
+            .map_err(|e| e.to_string())?;
+        self.iterations += state.iterations;
+        (self.u, self.state) = (trial, state);
+        Ok(())
+    }
+
+    /// The tissue pushes the sphere back with the opposite of the force on it.
+    fn force(&self) -> f64 {
+        -self.state.force.dot(&self.normal) + 0.0
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod bvh;
 pub mod friction;
+pub mod gap;
 pub mod geometry;
 pub mod patch;
 pub mod proxy;

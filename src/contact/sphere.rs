@@ -1,40 +1,43 @@
-//! The contact rows of a rigid spherical probe tip on the tissue surface.
+//! The contact rows of a rigid spherical probe tip on the tissue surface: one
+//! unilateral row per surface node near the sphere.
 //!
-//! A sphere of radius R centred at c must not overlap the (piecewise linear) deformed
-//! surface. Two families of unilateral rows express that, both necessary conditions of
-//! the exact non-overlap, so together they never conflict:
+//! The sphere is a height field over the plane across the entry normal N
+//! ([`super::gap::swept_sphere_gap`]): a node's gap g(x_a) is how far it lies under the
+//! sphere along N, a continuous function of where it is with a finite slope, and its
+//! row pushes it along −N only, linearised about the current positions:
+//! Nᵀ(x_a − x_a,now) ≤ g(x_a,now). The rows' directions are all N, so the contact never
+//! pushes the tissue sideways (pushed along the sphere's normal, the tissue under a
+//! sphere narrower than two cells slid aside around it once it was deeper than its
+//! radius, and the force fell), and the force grows with depth. The faces between
+//! contacting nodes sag into the sphere by up to their chord sag (ℓ²/8R for an edge ℓ):
+//! the corners of the face under the sphere's lowest point (the god-object's rest point,
+//! fixed for a held probe) are lowered as far as that point needs, so a sphere between
+//! the nodes of a coarse mesh still presses them. (Integrating the
+//! gap over the faces with dual-mortar weights, the earlier rows, made nodes next to a
+//! strongly curved gap overshoot: their weights are negative away from the node.)
 //!
-//! * **node rows**: every surface node closer to c than R (plus a small margin, so the
-//!   contact set grows continuously) must end outside the sphere: along the sphere's
-//!   normal at the node, d = (c − p)/|c − p|, its position must not pass the sphere
-//!   surface c − R d. On a mesh finer than the contact radius these carry the load, and
-//!   the contact set grows node by node from zero force: F ∝ d^1.5 (Hertz).
-//! * **sample rows**: a fixed set of points on the sphere (latitude rings, about R/3
-//!   apart, mirror symmetric about the coordinate planes) must end outside the tissue:
-//!   each sample behind the current surface, or less than the margin in front of it,
-//!   holds the surface point closest to it (a barycentric point of one triangle)
-//!   behind the sample along the entry normal (the surface normal where the probe
-//!   entered: one direction for all samples, so the rows of one flat triangle agree). On a mesh coarser than the contact
-//!   radius the sphere would otherwise slip between nodes.
+//! Which nodes are candidates depends only on the rest shape and the probe (a node
+//! whose rest position lies within its longest edge plus a margin of the sphere's
+//! height field), and rows that pushed at the last step stay candidates; so for a probe
+//! that does not move every step solves the same problem linearised about the last
+//! step's answer (a Newton step for the static backends), and the contact converges
+//! to a fixed point instead of re-choosing its rows from the surface the last step left
+//! (which made a held sphere cycle with a 100 Hz square wave).
 //!
-//! Candidates within the margin outside keep a surface the last step left conforming
-//! to the sphere held; the backend's complementarity solve decides which rows push.
 //! A point probe (R = 0) has one row: its tip against the surface point under it.
-//! Which side of the surface the probe is on comes from the rest-surface god-object
-//! ([`super::Proxy`]): its contact normal N keeps rows to the surface the probe entered
-//! through (a probe pressed deep never catches the far side of the body).
 
 use crate::fem::Support;
 use crate::tissue::PointConstraint;
 use crate::Vec3;
 
 use super::bvh::SurfaceBvh;
-use super::geometry::at_barycentric;
+use super::gap::swept_sphere_gap;
 
-/// Latitude rings of sample points on the sphere: about 0.31 R apart.
-const RINGS: usize = 10;
+/// A node is a candidate while its rest position is within its longest edge plus this
+/// fraction of the radius of the swept sphere: room for the surface to bulge toward it.
+const MARGIN: f64 = 0.1;
 
-/// Where one probe's rows were put and how deep its sphere sits.
+/// Where one probe's rows were put.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SphereRows {
     /// First row (constraint index) of this probe in the step's constraint list.
@@ -43,53 +46,46 @@ pub struct SphereRows {
     pub count: usize,
 }
 
-/// The rows that pushed at a probe's last step: they stay candidates at the next step
-/// whatever the surface positions say (a surface the tissue model reports only
-/// approximately, e.g. while a node's K⁻¹ columns are completed, must not drop a held
-/// contact for a step).
+/// The nodes whose rows pushed at a probe's last step: they stay candidates at the
+/// next step whatever the rest shape says.
 #[derive(Clone, Debug, Default)]
 pub struct HeldRows {
     nodes: Vec<usize>,
-    samples: Vec<bool>,
 }
 
 impl HeldRows {
     /// Forgets the held rows (lift-off).
     pub fn clear(&mut self) {
         self.nodes.clear();
-        self.samples.fill(false);
+    }
+
+    /// Holds the row of surface node `node`.
+    pub fn push(&mut self, node: usize) {
+        self.nodes.push(node);
     }
 }
 
-/// Where a row came from.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum RowOrigin {
-    Node(usize),
-    Sample(usize),
-    Point,
-}
+/// No node: a point probe's row.
+const POINT_ROW: usize = usize::MAX;
 
-/// Builds the contact rows of spheres of one radius over one surface: the rest vertex
-/// normals and the sample directions, computed once.
+/// Builds the contact rows of spheres of one radius over one surface: the rest
+/// normals, areas and node-to-triangle lists, computed once.
 #[derive(Clone, Debug)]
 pub struct SphereContact {
     radius: f64,
-    /// Distance (m) outside the sphere within which a node is a candidate row.
+    /// Distance (m) beyond a node's longest edge within which it is a candidate.
     margin: f64,
     /// Unit rest vertex normals (area weighted), zero off the surface.
     normals: Vec<Vec3>,
-    /// Unit directions of the sample points (empty for a point probe).
-    samples: Vec<Vec3>,
-    /// Step stamp per node with a node row, to skip samples that land on one.
-    node_row: Vec<u64>,
-    stamp: u64,
-    /// Origin of each row of the step, by constraint index.
-    origins: Vec<RowOrigin>,
-    /// Per surface triangle: the step stamp and constraint index of its sample row.
-    triangle_row: Vec<(u64, usize)>,
-    /// Penetration of each sample row's sample along its direction (m), by constraint
-    /// index.
-    sample_depth: Vec<f64>,
+    /// Surface triangles around each node: `node_triangles[first[v]..first[v + 1]]`.
+    first: Vec<usize>,
+    node_triangles: Vec<u32>,
+    /// Longest rest edge (m) at each surface node.
+    longest_edge: Vec<f64>,
+    /// Mean rest surface edge (m).
+    mean_edge: f64,
+    /// Node of each row of the step, by constraint index ([`POINT_ROW`] for a point).
+    origins: Vec<usize>,
 }
 
 impl SphereContact {
@@ -101,33 +97,54 @@ impl SphereContact {
         } else {
             0.0
         };
-        let mut normals = vec![Vec3::zeros(); rest.len()];
-        for tri in bvh.triangles() {
+        let n = rest.len();
+        let triangles = bvh.triangles();
+        let mut normals = vec![Vec3::zeros(); n];
+        let mut count = vec![0usize; n + 1];
+        let mut longest_edge = vec![0.0f64; n];
+        let (mut edges, mut edge_sum) = (0usize, 0.0);
+        for tri in triangles {
             let [a, b, c] = tri.map(|v| rest[v]);
             let area_normal = (b - a).cross(&(c - a));
-            for &v in tri {
+            for (k, &v) in tri.iter().enumerate() {
                 normals[v] += area_normal;
+                count[v + 1] += 1;
+                let e = (rest[tri[(k + 1) % 3]] - rest[v]).norm();
+                edge_sum += e;
+                edges += 1;
+                longest_edge[v] = longest_edge[v].max(e);
+                let w = tri[(k + 1) % 3];
+                longest_edge[w] = longest_edge[w].max(e);
             }
         }
-        for n in &mut normals {
-            let len = n.norm();
-            *n = if len > 0.0 { *n / len } else { Vec3::zeros() };
+        for nv in &mut normals {
+            let len = nv.norm();
+            *nv = if len > 0.0 { *nv / len } else { Vec3::zeros() };
         }
-        let samples = if radius > 0.0 {
-            ring_samples(RINGS)
-        } else {
-            Vec::new()
-        };
+        for v in 0..n {
+            count[v + 1] += count[v];
+        }
+        let first = count.clone();
+        let mut node_triangles = vec![0u32; first[n]];
+        for (t, tri) in triangles.iter().enumerate() {
+            for &v in tri {
+                node_triangles[count[v]] = t as u32;
+                count[v] += 1;
+            }
+        }
         Self {
             radius,
-            margin: 0.05 * radius,
+            margin: MARGIN * radius,
             normals,
-            samples,
-            node_row: vec![0; rest.len()],
-            stamp: 0,
+            first,
+            node_triangles,
+            longest_edge,
+            mean_edge: if edges > 0 {
+                edge_sum / edges as f64
+            } else {
+                0.0
+            },
             origins: Vec::new(),
-            triangle_row: vec![(0, 0); bvh.triangles().len()],
-            sample_depth: Vec::new(),
         }
     }
 
@@ -136,28 +153,29 @@ impl SphereContact {
         self.radius
     }
 
-    /// How far (m) beyond the sphere surface rows are looked for: the reach of the
-    /// candidate search around the centre is radius + margin.
+    /// How far (m) from the sphere's centre its candidate nodes may rest: the radius,
+    /// the margin and a mean surface edge (a node's triangles reach one edge further;
+    /// [`Self::ring`] lists them).
     pub fn reach(&self) -> f64 {
-        self.radius + self.margin
+        if self.radius > 0.0 {
+            self.radius + self.margin + self.mean_edge
+        } else {
+            0.0
+        }
     }
 
     /// Room for the held rows of one probe.
     pub fn held_rows(&self, capacity: usize) -> HeldRows {
         HeldRows {
             nodes: Vec::with_capacity(capacity),
-            samples: vec![false; self.samples.len()],
         }
     }
 
-    /// Starts a step's rows: forgets the last step's row origins (room for
-    /// `capacity` rows, allocated once).
+    /// Starts a step's rows: forgets the last step's row origins (room for `capacity`
+    /// rows, allocated once).
     pub fn begin_step(&mut self, capacity: usize) {
         self.origins.clear();
         self.origins.reserve(capacity);
-        if self.sample_depth.len() < capacity {
-            self.sample_depth.resize(capacity, 0.0);
-        }
     }
 
     /// Remembers in `held` which of `rows` pushed (`forces` by constraint index).
@@ -165,12 +183,8 @@ impl SphereContact {
         held.clear();
         let range = rows.first..rows.first + rows.count;
         for (k, f) in forces[range.clone()].iter().enumerate() {
-            if *f == Vec3::zeros() {
-                continue;
-            }
             match self.origins.get(range.start + k) {
-                Some(RowOrigin::Node(v)) => held.nodes.push(*v),
-                Some(RowOrigin::Sample(i)) => held.samples[*i] = true,
+                Some(&v) if *f != Vec3::zeros() && v != POINT_ROW => held.nodes.push(v),
                 _ => {}
             }
         }
@@ -181,106 +195,88 @@ impl SphereContact {
         self.normals[v]
     }
 
-    /// Appends to `out` the rows of a sphere centred at `centre` (m) pressing the
-    /// surface from the side of the outward normal `entry` (the rest-surface proxy's
-    /// contact normal; `None`: the probe is not pressed into the rest surface, and any
-    /// surface facing the sphere counts). `positions` holds current positions of at
-    /// least `near_nodes` (the nodes of `near_triangles`, which must cover the sphere
-    /// grown by [`Self::reach`]). Allocation-free when `out` has room.
+    /// The surface triangles around node `v` (indices into the BVH's triangle list).
+    pub fn ring(&self, v: usize) -> &[u32] {
+        &self.node_triangles[self.first[v]..self.first[v + 1]]
+    }
+
+    /// Appends to `out` the nodes of `near_nodes` that get a row for a sphere centred at
+    /// `centre` (m) pressed in along −`entry` (the rest-surface god-object's outward
+    /// normal): those facing it whose rest position (`rest`, m) lies within their
+    /// longest edge plus the margin of the swept sphere, and the nodes of `held`. They
+    /// depend on the rest shape and the probe only. Allocation-free when `out` has room.
+    pub fn candidates(
+        &self,
+        rest: &[Vec3],
+        near_nodes: &[usize],
+        centre: Vec3,
+        entry: Vec3,
+        held: &HeldRows,
+        out: &mut Vec<usize>,
+    ) {
+        if self.radius <= 0.0 {
+            return;
+        }
+        for &v in near_nodes {
+            if self.normals[v].dot(&entry) <= 0.0 {
+                continue;
+            }
+            let (gap, _) = swept_sphere_gap(rest[v], centre, self.radius, entry);
+            if gap < self.longest_edge[v] + self.margin || held.nodes.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
+
+    /// Appends the rows of `candidates` ([`Self::candidates`]) for the sphere centred at
+    /// `centre` (m) pressed in along −`entry`, linearised about the current positions
+    /// `positions` (m), at most `capacity` rows in all; `pole` (a surface triangle's
+    /// nodes and barycentric weights) is the rest-surface point under the centre, which
+    /// the rows of its corners keep under the sphere too. Allocation-free when `out`
+    /// has room.
     #[allow(clippy::too_many_arguments)]
     pub fn push_rows(
         &mut self,
-        bvh: &SurfaceBvh,
         positions: &[Vec3],
-        near_nodes: &[usize],
+        candidates: &[usize],
+        pole: Option<([usize; 3], [f64; 3])>,
         centre: Vec3,
-        entry: Option<Vec3>,
-        held: &HeldRows,
+        entry: Vec3,
         capacity: usize,
         out: &mut Vec<PointConstraint>,
     ) -> SphereRows {
         let first = out.len();
-        self.origins.resize(first, RowOrigin::Point);
-        self.stamp += 1;
-        let r = self.radius;
-        let faces = |n: &Vec3| entry.is_none_or(|e| e.dot(n) > 0.0);
-        for &v in near_nodes {
-            if out.len() >= capacity {
-                break;
+        self.origins.resize(first, POINT_ROW);
+        // How far along −N each corner of the pole's triangle must go beyond its own
+        // limit so that the pole is under the sphere with the corners at their limits:
+        // δ w_k / Σ w², the least such lowering, which fades with a corner's weight.
+        let mut lower = [(usize::MAX, 0.0); 3];
+        if let Some((tri, w)) = pole {
+            let limit = |x: Vec3| entry.dot(&x) + swept_sphere_gap(x, centre, self.radius, entry).0;
+            let x: Vec3 = (0..3).map(|k| positions[tri[k]] * w[k]).sum();
+            let delta = (0..3).map(|k| w[k] * limit(positions[tri[k]])).sum::<f64>() - limit(x);
+            let norm = w.iter().map(|w| w * w).sum::<f64>();
+            if delta > 0.0 && norm > 0.0 {
+                lower = std::array::from_fn(|k| (tri[k], delta * w[k] / norm));
             }
-            let to_centre = centre - positions[v];
-            let dist = to_centre.norm();
-            if !(dist > 0.0 && (dist < r + self.margin || held.nodes.contains(&v))) {
-                continue;
-            }
-            let d = to_centre / dist;
-            let n = self.normals[v];
-            if n.dot(&d) <= 0.0 || !faces(&n) {
-                continue;
-            }
-            self.node_row[v] = self.stamp;
-            self.origins.push(RowOrigin::Node(v));
-            out.push(PointConstraint::contact_on(
-                Support::node(v),
-                d,
-                centre - d * r,
-            ));
         }
-        let reach = 2.0 * r + self.margin;
-        for i in 0..self.samples.len() {
+        for &a in candidates {
             if out.len() >= capacity {
                 break;
             }
-            let u = self.samples[i];
-            // Only the cap that presses: within 60° of the entry direction.
-            if entry.is_some_and(|e| u.dot(&e) >= -0.5) {
+            // The node's own gap: its row pushes it along −N until it is under the
+            // sphere (and under the pole's limit, for the pole's corners).
+            let x = positions[a];
+            let (gap, n) = swept_sphere_gap(x, centre, self.radius, entry);
+            let gap = gap - lower.iter().filter(|l| l.0 == a).map(|l| l.1).sum::<f64>();
+            if !gap.is_finite() {
                 continue;
             }
-            let s = centre + u * r;
-            let Some(near) = bvh.closest_point(&s, reach, positions) else {
-                continue;
-            };
-            let n = bvh.shaded_normal(near.triangle, &near.bary, positions);
-            // Samples on the surface or just outside it stay candidates: the surface
-            // a step leaves conforming to the sphere must still be held next step.
-            let outside = n.dot(&(s - near.point)) >= self.margin && !held.samples[i];
-            if outside || n.dot(&u) >= 0.0 || !faces(&n) {
-                continue;
-            }
-            let tri = bvh.triangles()[near.triangle];
-            // A sample closest to a node that has a node row adds nothing to it.
-            if let Some(k) = near.bary.iter().position(|&w| w > 1.0 - 1e-9) {
-                if self.node_row[tri[k]] == self.stamp {
-                    continue;
-                }
-            }
-            // One row per triangle, the deepest sample's (along the row direction):
-            // a flat triangle clears the sphere where it is deepest, and more rows on
-            // its three nodes would be dependent.
-            let dir = entry.unwrap_or(n);
-            let depth = dir.dot(&(near.point - s));
-            let t = near.triangle;
-            if self.triangle_row[t].0 == self.stamp {
-                let k = self.triangle_row[t].1;
-                if depth > self.sample_depth[k] {
-                    self.sample_depth[k] = depth;
-                    self.origins[k] = RowOrigin::Sample(i);
-                    out[k] = PointConstraint::contact_on(Support::triangle(tri, near.bary), dir, s);
-                }
-                continue;
-            }
-            self.triangle_row[t] = (self.stamp, out.len());
-            if self.sample_depth.len() <= out.len() {
-                self.sample_depth.resize(out.len() + 1, 0.0);
-            }
-            self.sample_depth[out.len()] = depth;
-            self.origins.push(RowOrigin::Sample(i));
-            // Along the entry normal: the rows of neighbouring flat triangles constrain
-            // one direction instead of tilted linearisations pulling against each other.
+            self.origins.push(a);
             out.push(PointConstraint::contact_on(
-                Support::triangle(tri, near.bary),
-                dir,
-                s,
+                Support::node(a),
+                -n,
+                x - n * gap,
             ));
         }
         SphereRows {
@@ -299,70 +295,70 @@ impl SphereContact {
         out: &mut Vec<PointConstraint>,
     ) -> SphereRows {
         let first = out.len();
-        self.origins.resize(first, RowOrigin::Point);
-        self.origins.push(RowOrigin::Point);
+        self.origins.resize(first, POINT_ROW);
+        self.origins.push(POINT_ROW);
         out.push(PointConstraint::contact_on(support, normal, tip));
         SphereRows { first, count: 1 }
     }
-}
-
-/// The barycentric point on triangle `t` of `bvh` at `positions` (m).
-pub fn triangle_point(bvh: &SurfaceBvh, positions: &[Vec3], t: usize, bary: &[f64; 3]) -> Vec3 {
-    let [a, b, c] = bvh.vertices(t, positions);
-    at_barycentric(bary, &a, &b, &c)
-}
-
-/// Unit vectors on `rings` latitude rings spaced π/`rings` apart, each ring with a
-/// multiple of four points about as far apart as the rings, starting on the x axis: an
-/// even spread that is mirror symmetric about the three coordinate planes, so a
-/// straight press over a symmetric mesh gives a symmetric contact.
-fn ring_samples(rings: usize) -> Vec<Vec3> {
-    let spacing = std::f64::consts::PI / rings as f64;
-    let mut out = Vec::new();
-    for j in 0..rings {
-        let theta = (j as f64 + 0.5) * spacing;
-        let quarter = ((std::f64::consts::FRAC_PI_2 * theta.sin()) / spacing)
-            .round()
-            .max(1.0) as usize;
-        let m = 4 * quarter;
-        for k in 0..m {
-            let phi = 2.0 * std::f64::consts::PI * k as f64 / m as f64;
-            out.push(Vec3::new(
-                theta.sin() * phi.cos(),
-                theta.sin() * phi.sin(),
-                theta.cos(),
-            ));
-        }
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn ring_samples_are_unit_even_and_mirror_symmetric() {
-        let s = ring_samples(RINGS);
-        assert!(s.iter().all(|u| (u.norm() - 1.0).abs() < 1e-12));
-        let mean: Vec3 = s.iter().sum::<Vec3>() / s.len() as f64;
-        assert!(mean.norm() < 1e-12, "{mean:?}");
-        for mirror in [Vec3::new(-1.0, 1.0, 1.0), Vec3::new(1.0, -1.0, 1.0)] {
-            for u in &s {
-                let m = u.component_mul(&mirror);
-                assert!(s.iter().any(|v| (v - m).norm() < 1e-12), "{u:?}");
+    /// A flat square of 2 × 2 cells of `h` (m) in z = 0, split along one diagonal.
+    fn flat(h: f64) -> (SurfaceBvh, Vec<Vec3>) {
+        let mut rest = Vec::new();
+        for j in 0..3 {
+            for i in 0..3 {
+                rest.push(Vec3::new((i as f64 - 1.0) * h, (j as f64 - 1.0) * h, 0.0));
             }
         }
-        // Largest nearest-neighbour angle: no hole wider than 0.4 rad.
-        let worst = s
-            .iter()
-            .map(|a| {
-                s.iter()
-                    .filter(|b| *b != a)
-                    .map(|b| a.dot(b).clamp(-1.0, 1.0).acos())
-                    .fold(f64::INFINITY, f64::min)
-            })
-            .fold(0.0, f64::max);
-        assert!(worst < 0.4, "{worst}");
+        let id = |i: usize, j: usize| i + 3 * j;
+        let mut tris = Vec::new();
+        for j in 0..2 {
+            for i in 0..2 {
+                tris.push([id(i, j), id(i + 1, j), id(i + 1, j + 1)]);
+                tris.push([id(i, j), id(i + 1, j + 1), id(i, j + 1)]);
+            }
+        }
+        (SurfaceBvh::build(tris, &rest), rest)
+    }
+
+    #[test]
+    fn a_flat_plate_pressed_by_a_plane_gets_the_exact_gap_at_every_node() {
+        // A sphere much larger than the plate is a plane over it: the gap is linear and
+        // the weighted gap is exact at every node, along the normal.
+        let h = 1e-3;
+        let (bvh, rest) = flat(h);
+        let radius = 1e3;
+        let mut contact = SphereContact::new(radius, &bvh, &rest);
+        let centre = Vec3::new(0.0, 0.0, radius - 2e-4);
+        let mut nodes = Vec::new();
+        let all: Vec<usize> = (0..rest.len()).collect();
+        contact.candidates(
+            &rest,
+            &all,
+            centre,
+            Vec3::z(),
+            &HeldRows::default(),
+            &mut nodes,
+        );
+        assert_eq!(nodes.len(), 9);
+        let mut rows = Vec::new();
+        contact.push_rows(&rest, &nodes, None, centre, Vec3::z(), 64, &mut rows);
+        for (row, &v) in rows.iter().zip(&nodes) {
+            let d = row.direction(0);
+            // The node must end at most 0.2 mm lower, less the sphere's sag there.
+            let sag = radius - (radius * radius - rest[v].xy().norm_squared()).sqrt();
+            let want = -2e-4 + sag;
+            // The sphere's own normal tilts by |x| / R ≤ 1.4e-6 over the plate.
+            assert!((d - Vec3::z()).norm() < 1e-5, "{d:?}");
+            assert!(
+                (row.target.z - want).abs() < 1e-9,
+                "{} {want}",
+                row.target.z
+            );
+        }
     }
 }

@@ -9,7 +9,8 @@
 //! [`ReducedStatics`] solves it in a small basis of static shapes grown to the full
 //! model's accuracy, its forces summed over the strained terms or over a trained
 //! [`Cubature`] of a few of them; [`NonlinearStatics::press_sphere`] presses a rigid
-//! sphere on the full model (an active set of surface nodes); [`NonlinearTissue`] runs
+//! sphere on the full model (an active set of surface nodes), and
+//! [`NonlinearStatics::press_swept_sphere`] with the runtime's contact rows; [`NonlinearTissue`] runs
 //! the reduced model as the `nonlinear` backend's tissue model (the lowest modes
 //! dynamic, the rest static, with contact; [`ReducedDynamics`]).
 
@@ -25,6 +26,7 @@ mod reduced;
 mod sphere;
 mod statics;
 mod surface_bound;
+mod swept_sphere;
 #[cfg(test)]
 mod test_block;
 mod tissue;
@@ -40,5 +42,6 @@ pub use sphere::{RigidSphere, SphereContactState, SphereRow, MAX_SPHERE_ROUNDS};
 pub use statics::{
     LinearConstraint, NewtonOptions, NewtonReport, NonlinearError, NonlinearStatics,
 };
+pub use swept_sphere::{SweptPressState, SweptSphere, MAX_SWEPT_ROUNDS};
 pub use tissue::{Degradation, NonlinearParams, NonlinearTissue, StepHealth, TissueModes};
 pub use volume::NodalVolume;

@@ -2,6 +2,7 @@
 //! the visual and the replay step without knowing the backend.
 
 use crate::condensed::CondensedModel;
+use crate::contact::Friction;
 use crate::modal::ModalRuntime;
 use crate::nonlinear::NonlinearTissue;
 use crate::tissue::{
@@ -94,6 +95,15 @@ impl SceneModel {
             },
             SceneModel::Condensed(s) => Ok(s.model_mut().columns().complete_in_background()?),
             SceneModel::Nonlinear(s) => s.model_mut().correct_in_background(),
+        }
+    }
+
+    /// Changes the probe's tip radius (m) and friction ([`ContactPipeline::set_probe`]).
+    pub fn set_probe(&mut self, radius: f64, friction: Friction) {
+        match self {
+            SceneModel::Modal(s) => s.set_probe(radius, friction),
+            SceneModel::Condensed(s) => s.set_probe(radius, friction),
+            SceneModel::Nonlinear(s) => s.set_probe(radius, friction),
         }
     }
 

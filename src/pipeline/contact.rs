@@ -15,6 +15,8 @@ use crate::tissue::{
 };
 use crate::{Mat3, Vec3};
 
+mod near;
+
 /// Where one probe touches the tissue after a step.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ProbeContact {
@@ -116,6 +118,10 @@ pub struct ContactPipeline<M: TissueModel> {
     /// The last step's near nodes, put back at rest once they leave the near set.
     was_near: Vec<usize>,
     near_displacement: Vec<Vec3>,
+    /// A sphere probe's candidate nodes ([`SphereContact::candidates`]), scratch.
+    candidates: Vec<usize>,
+    /// Nodes of the candidates' triangles beyond the near set, scratch.
+    ring_nodes: Vec<usize>,
     /// Nodes a little beyond the near reach, nearest a probe first: those the contact
     /// may load soon ([`TissueModel::anticipate`]).
     ahead_nodes: Vec<usize>,
@@ -185,6 +191,8 @@ impl<M: TissueModel> ContactPipeline<M> {
             near_nodes: Vec::with_capacity(n),
             was_near: Vec::with_capacity(n),
             near_displacement: vec![Vec3::zeros(); n],
+            candidates: Vec::with_capacity(n),
+            ring_nodes: Vec::with_capacity(n),
             ahead_nodes: Vec::with_capacity(n),
             stamp: vec![0; n],
             steps: 0,
@@ -242,6 +250,17 @@ impl<M: TissueModel> ContactPipeline<M> {
     pub fn with_friction(mut self, friction: Friction) -> Self {
         self.friction = friction;
         self
+    }
+
+    /// Changes the probes' tip radius (m; 0 for a point probe) and friction, and
+    /// forgets their contacts (the tissue keeps its state): another fingertip.
+    pub fn set_probe(&mut self, radius: f64, friction: Friction) {
+        self.sphere = SphereContact::new(radius, &self.bvh, self.model.rest_positions());
+        self.friction = friction;
+        let capacity = self.model.constraint_capacity();
+        for p in &mut self.probes {
+            *p = ProbeState::new(self.sphere.radius(), self.sphere.held_rows(capacity));
+        }
     }
 
     /// Contact patch radius of a point probe (m); 0 for the barycentric point.
@@ -382,6 +401,11 @@ impl<M: TissueModel> ContactPipeline<M> {
         self.constraints.clear();
         let capacity = self.model.constraint_capacity();
         self.sphere.begin_step(capacity);
+        // Near nodes are current; the candidates' other triangle nodes are fetched.
+        self.steps += 1;
+        for &v in &self.near_nodes {
+            self.stamp[v] = self.steps;
+        }
         for i in 0..n {
             let state = &mut self.probes[i];
             let Some(centre) = state.centre else {
@@ -389,17 +413,32 @@ impl<M: TissueModel> ContactPipeline<M> {
                 continue;
             };
             let entry = state.entry;
-            state.rows = if radius > 0.0 {
-                self.sphere.push_rows(
-                    &self.bvh,
-                    &self.positions,
+            let rows = if let (true, Some(c)) = (radius > 0.0, entry) {
+                self.candidates.clear();
+                self.sphere.candidates(
+                    self.model.rest_positions(),
                     &self.near_nodes,
                     centre,
-                    entry.map(|c| c.normal),
-                    &state.held,
+                    c.normal,
+                    &self.probes[i].held,
+                    &mut self.candidates,
+                );
+                self.refresh_rings();
+                self.sphere.push_rows(
+                    &self.positions,
+                    &self.candidates,
+                    Some((self.bvh.triangles()[c.triangle], c.bary)),
+                    centre,
+                    c.normal,
                     capacity,
                     &mut self.constraints,
                 )
+            } else if radius > 0.0 {
+                // A sphere off the rest surface (beyond the proxy's margin) has no rows.
+                SphereRows {
+                    first: self.constraints.len(),
+                    count: 0,
+                }
             } else if let (Some(c), true) = (entry, self.constraints.len() < capacity) {
                 let rest = self.model.rest_positions();
                 let n = c.normal;
@@ -412,6 +451,7 @@ impl<M: TissueModel> ContactPipeline<M> {
                     count: 0,
                 }
             };
+            self.probes[i].rows = rows;
         }
         self.loads.clear();
         self.loads
@@ -444,107 +484,6 @@ impl<M: TissueModel> ContactPipeline<M> {
         for i in 0..n {
             out[i] = self.finish_probe(i, t, dt, probes[i]);
         }
-    }
-
-    /// Brings the positions of the nodes within reach of the probes' spheres (and of
-    /// their samples' closest points) up to date, puts the nodes that left that reach
-    /// back at rest, and inflates the rest-shape boxes by the model's displacement
-    /// bound.
-    fn refresh_near(&mut self, probes: &[Vec3]) {
-        let bound = self.model.displacement_bound();
-        self.bvh.set_inflation(bound);
-        self.steps += 1;
-        self.near_triangles.clear();
-        let reach =
-            (3.0 * self.sphere.reach()).max(self.patch.radius()) + 2.0 * self.proxy_margin();
-        for (state, _) in self.probes.iter().zip(probes) {
-            let points = [state.centre, state.entry.map(|c| c.point)];
-            for point in points.iter().flatten() {
-                let radius = self.near_radius(point, reach);
-                self.bvh
-                    .triangles_within(point, radius, &mut self.near_triangles);
-            }
-        }
-        self.near_nodes.clear();
-        for &t in &self.near_triangles {
-            for v in self.bvh.triangles()[t as usize] {
-                if self.stamp[v] != self.steps {
-                    self.stamp[v] = self.steps;
-                    self.near_nodes.push(v);
-                }
-            }
-        }
-        let rest = self.model.rest_positions();
-        for &v in &self.was_near {
-            if self.stamp[v] != self.steps {
-                self.positions[v] = rest[v];
-            }
-        }
-        self.was_near.clear();
-        self.was_near.extend_from_slice(&self.near_nodes);
-        if self.model.anticipates() {
-            self.anticipate(reach);
-        }
-        let m = self.near_nodes.len();
-        self.model
-            .displacements(&self.near_nodes, &mut self.near_displacement[..m]);
-        let rest = self.model.rest_positions();
-        for (&v, u) in self.near_nodes.iter().zip(&self.near_displacement[..m]) {
-            self.positions[v] = rest[v] + u;
-        }
-    }
-
-    /// The rest-shape radius (m) around `point` holding every node whose current
-    /// position may be within `reach` (m) of it: a node resting beyond a distance D
-    /// moved at most B(D) ([`TissueModel::displacement_bound_beyond`]), so
-    /// max(D, reach + B(D)) will do for any D; the least over a few D from 0 (the
-    /// bound over every node) to 11 reaches.
-    fn near_radius(&self, point: &Vec3, reach: f64) -> f64 {
-        let radius = |d: f64| d.max(reach + self.model.displacement_bound_beyond(point, d));
-        (0..8)
-            .map(|i| radius(reach * f64::powi(2.0, i).sqrt()))
-            .fold(radius(0.0), f64::min)
-    }
-
-    /// Tells the model which nodes the contact may load next: those within `reach` (m)
-    /// plus half the patch radius (about one surface edge) of a probe, nearest first
-    /// (the triangle list is scratch here; the near ones were consumed).
-    fn anticipate(&mut self, reach: f64) {
-        let reach = reach + 0.5 * self.patch.radius();
-        self.near_triangles.clear();
-        self.ahead_nodes.clear();
-        let mut centres = [None; crate::tissue::MAX_PROBES];
-        for (c, state) in centres.iter_mut().zip(&self.probes) {
-            *c = state.centre.or(state.entry.map(|e| e.point));
-            if let Some(c) = c {
-                self.bvh.triangles_near(c, reach, &mut self.near_triangles);
-            }
-        }
-        self.steps += 1;
-        for &t in &self.near_triangles {
-            for v in self.bvh.triangles()[t as usize] {
-                if self.stamp[v] != self.steps {
-                    self.stamp[v] = self.steps;
-                    self.ahead_nodes.push(v);
-                }
-            }
-        }
-        let rest = self.model.rest_positions();
-        let distance = |v: usize| {
-            centres
-                .iter()
-                .flatten()
-                .map(|c| (rest[v] - c).norm())
-                .fold(f64::INFINITY, f64::min)
-        };
-        self.ahead_nodes
-            .sort_unstable_by(|&a, &b| distance(a).total_cmp(&distance(b)));
-        self.model.anticipate(&self.ahead_nodes);
-    }
-
-    /// Room around a point probe's tip for the surface to bulge into (m).
-    fn proxy_margin(&self) -> f64 {
-        self.probes[0].proxy.margin()
     }
 
     /// Lists the pushing rows and factorises their static compliance (all probes').
@@ -621,24 +560,33 @@ impl<M: TissueModel> ContactPipeline<M> {
         let mut drag = None;
         if !self.friction.is_none() {
             if let Some(footprint) = self.footprint(&range) {
+                // The surface's tangent plane is the rest surface's where the probe
+                // entered (its normal N): a sphere's force leans as its rows' normals
+                // do, and a tangent plane leaning with it turned a straight press into
+                // slip (0.1 N of friction after a slow 2 mm press).
+                let surface_n = state_entry.map_or(n, |c| c.normal);
                 let c = self
                     .model
                     .compliance_between(&footprint, &footprint)
                     .unwrap_or(Mat3::zeros());
-                let cn = n.dot(&(c * n));
+                let cn = surface_n.dot(&(c * surface_n));
                 // Tangential contact stiffness of the tissue at the footprint: the
                 // inverse of its mean tangential compliance.
                 let k_t = 2.0 / (c.trace() - cn);
                 // Slip is the probe's motion over the surface: the stick point is where
                 // the probe itself touches (the sphere's point along the normal), not
                 // the material there, which the contact's own load moves.
-                let touching = self.probes[i].centre.unwrap_or(probe) - n * self.sphere.radius();
+                let touching =
+                    self.probes[i].centre.unwrap_or(probe) - surface_n * self.sphere.radius();
                 let state = &mut self.probes[i];
-                if let Some(fr) =
-                    state
-                        .stick
-                        .update(&self.friction, &touching, &n, normal_force.norm(), k_t, cn)
-                {
+                if let Some(fr) = state.stick.update(
+                    &self.friction,
+                    &touching,
+                    &surface_n,
+                    normal_force.norm(),
+                    k_t,
+                    cn,
+                ) {
                     f0 += fr.force;
                     stiffness += fr.stiffness;
                     phase = Some(fr.phase);

@@ -289,6 +289,9 @@ pub struct DenseConstraintSolver {
     /// Active set and row count of the held factorisation (`None`: none held).
     factored: Vec<bool>,
     factored_m: Option<usize>,
+    /// The last solve's final active set and row count: the next one's start.
+    warm: Vec<bool>,
+    warm_m: Option<usize>,
     rank: usize,
     y: Vec<f64>,
     stack: MemBuffer,
@@ -321,6 +324,8 @@ impl DenseConstraintSolver {
             active: vec![false; capacity],
             factored: vec![false; capacity],
             factored_m: None,
+            warm: vec![false; capacity],
+            warm_m: None,
             rank: 0,
             y: vec![0.0; capacity],
             stack: MemBuffer::new(
@@ -375,8 +380,12 @@ impl DenseConstraintSolver {
         // A released row counts as pushed past its target only beyond round-off of the
         // largest right-hand side.
         let tol = 1e-10 * scale;
+        // Warm start: the last solve's active set when it had as many rows (a held
+        // probe's rows come in the same order, and its set is found in one pass), else
+        // the rows whose free state is past their target.
+        let warm = self.warm_m == Some(m);
         for i in 0..m {
-            self.active[i] = !unilateral[i] || r[i] < 0.0;
+            self.active[i] = !unilateral[i] || if warm { self.warm[i] } else { r[i] < 0.0 };
         }
         // Each pass flips the one row that is most wrong: an enforced row that pulls is
         // released, else a released row pushed furthest past its target is enforced
@@ -411,6 +420,8 @@ impl DenseConstraintSolver {
                 None => break,
             }
         }
+        self.warm[..m].copy_from_slice(&self.active[..m]);
+        self.warm_m = Some(m);
         let mut unenforced = 0;
         for i in 0..m {
             if unilateral[i] && f[i] > 0.0 {
