@@ -28,6 +28,14 @@ class Replay:
     """Whether the model reported contact, shape (N,)."""
     scene: str
     """The scene's name (its ``name``, else its source)."""
+    t_s: npt.NDArray[np.float64]
+    """``t`` named with its unit (s)."""
+    position_m: npt.NDArray[np.float64]
+    """``position`` named with its unit (m)."""
+    force_n: npt.NDArray[np.float64]
+    """``force`` named with its unit (N)."""
+    depth_m: npt.NDArray[np.float64]
+    """``depth`` named with its unit (m)."""
     def __len__(self) -> int: ...
 
 def replay(
@@ -37,7 +45,9 @@ def replay(
     (a scene TOML file; None: the embedded default scene) in deterministic lock-step,
     exactly as ``palpa replay`` does: the same rows as its ``--out`` CSV. The modal
     precompute is cached in ``cache_dir`` (None: $PALPA_CACHE_DIR, else
-    ~/.cache/palpa). Raises PalpaError naming the file, line or scene key."""
+    ~/.cache/palpa). Raises PalpaError naming the file, line or scene key; what palpa
+    warns of (a trajectory in millimetres, a probe that never touches the tissue) is
+    issued as a ``UserWarning``."""
 
 class Modes:
     """The vibration modes of a mesh, ascending: every computed mode (K of them) and
@@ -122,8 +132,8 @@ class Indentation:
 
 def indent(
     scene: Optional[_Path],
-    at: tuple[float, float],
-    depths: Sequence[float],
+    at: Union[Sequence[float], npt.NDArray[np.float64]],
+    depths: Union[Sequence[float], npt.NDArray[np.float64]],
     *,
     full: bool = False,
     cache_dir: Optional[_Path] = None,
