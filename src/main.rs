@@ -14,7 +14,8 @@ struct Cli {
 enum Command {
     /// Serve a scene: haptic device, tissue model and the browser viewer.
     Serve(palpa::cli::serve::ServeArgs),
-    /// List HID devices and which device profile matches each.
+    /// Device profiles, backends and connected HID devices; `devices check` walks a
+    /// device through its first power-on; tools for profile and firmware authors.
     Devices(palpa::cli::devices::DevicesArgs),
     /// Record a device's trajectory to CSV (Ctrl-C leaves a complete file).
     Record(palpa::cli::record::RecordArgs),
