@@ -144,3 +144,34 @@ def indent(
     indent`` does: the scene's runtime model held until its force settles, or, with
     ``full``, the full nonlinear static FEM with each material's strain-energy law.
     Raises PalpaError naming the scene key or the bad argument."""
+
+class StreamRecording:
+    """The frames of a visual-stream recording, one row per frame the viewers were sent."""
+
+    received_us: npt.NDArray[np.uint64]
+    """When the recorder received each frame (us since the Unix epoch), shape (F,)."""
+    scene_time_s: npt.NDArray[np.float64]
+    """Scene time of the model state shown (s), shape (F,)."""
+    sequence: npt.NDArray[np.uint64]
+    """Frame number, +1 per published frame (gaps: frames not sent), shape (F,)."""
+    probe_m: npt.NDArray[np.float64]
+    """Probe tip (m), shape (F, 3)."""
+    proxy_m: npt.NDArray[np.float64]
+    """Proxy on the deformed surface (m), shape (F, 3)."""
+    force_n: npt.NDArray[np.float64]
+    """Force on the user's hand (N), shape (F, 3)."""
+    depth_m: npt.NDArray[np.float64]
+    """Indentation (m), shape (F,)."""
+    in_contact: npt.NDArray[np.bool_]
+    """Whether the probe touched the tissue, shape (F,)."""
+    other_messages: int
+    """Records that are not frames (hello, scene, statistics, columns, ...)."""
+    torn: Optional[str]
+    """What follows the last whole record of a file cut short (a crash, a full disk);
+    None for a whole file."""
+    def __len__(self) -> int: ...
+
+def read_recording(path: _Path) -> StreamRecording:
+    """Read a visual-stream recording (``serve --record DIR``'s ``DIR/stream.palparec``)
+    up to its last whole record; a torn tail is reported in ``torn`` and as a
+    ``UserWarning``, never an error. Raises PalpaError for a file that is not one."""

@@ -530,13 +530,129 @@ fn indent(
     })
 }
 
-/// palpa from Python: `replay`, `modes` and `indent`.
+/// The frames of a visual-stream recording (`serve --record`'s `stream.palparec`), as
+/// columns: one row per frame the viewers were sent.
+#[pyclass(frozen, get_all, module = "palpa")]
+struct StreamRecording {
+    /// When the recorder received each frame (µs since the Unix epoch), shape (F,).
+    received_us: Py<PyArray1<u64>>,
+    /// Scene time of the model state shown (s), shape (F,).
+    scene_time_s: Py<PyArray1<f64>>,
+    /// Frame number, +1 per published frame (gaps: frames not sent), shape (F,).
+    sequence: Py<PyArray1<u64>>,
+    /// Probe tip (m), shape (F, 3).
+    probe_m: Py<PyArray2<f64>>,
+    /// Proxy on the deformed surface (m), shape (F, 3).
+    proxy_m: Py<PyArray2<f64>>,
+    /// Force on the user's hand (N), shape (F, 3).
+    force_n: Py<PyArray2<f64>>,
+    /// Indentation (m), shape (F,).
+    depth_m: Py<PyArray1<f64>>,
+    /// Whether the probe touched the tissue, shape (F,).
+    in_contact: Py<PyArray1<bool>>,
+    /// Records that are not frames (hello, scene, statistics, columns, ...).
+    other_messages: usize,
+    /// What follows the last whole record, if the file was cut short (a crash, a full
+    /// disk): "N bytes at offset O: reason"; None for a whole file.
+    torn: Option<String>,
+}
+
+#[pymethods]
+impl StreamRecording {
+    /// Number of frames.
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.scene_time_s.bind(py).len()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "<palpa.StreamRecording: {} frames{}>",
+            self.__len__(py),
+            if self.torn.is_some() {
+                ", torn tail"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// Reads a visual-stream recording (`serve --record DIR`'s `DIR/stream.palparec`) up to
+/// its last whole record; a torn tail (a crash, a full disk) is reported in `torn` and
+/// as a warning, never an error.
+#[pyfunction]
+fn read_recording(py: Python<'_>, path: PathBuf) -> PyResult<StreamRecording> {
+    let recording = run_detached(py, || -> Result<_, String> {
+        let bytes = palpa::files::read_bytes(&path, palpa::files::FileKind::StreamRecording)
+            .map_err(|e| e.to_string())?;
+        let r =
+            palpa_client::read_recording(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let notes = r
+            .torn
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}: {} bytes at offset {} are not a whole record ({}); read up to there",
+                    path.display(),
+                    t.bytes,
+                    t.offset,
+                    t.reason
+                )
+            })
+            .collect();
+        Ok((r, notes))
+    })?;
+    let frames: Vec<(u64, &palpa_client::palpa_protocol::Frame)> = recording
+        .messages
+        .iter()
+        .filter_map(|(t, m)| match m {
+            palpa_client::palpa_protocol::ServerMessage::Frame(f) => Some((*t, f)),
+            _ => None,
+        })
+        .collect();
+    let n = frames.len();
+    let xyz = |v: fn(&palpa_client::palpa_protocol::Frame) -> [f64; 3]| {
+        Array2::from_shape_vec((n, 3), frames.iter().flat_map(|(_, f)| v(f)).collect())
+            .expect("three values per frame")
+            .into_pyarray(py)
+            .unbind()
+    };
+    Ok(StreamRecording {
+        received_us: Array1::from_iter(frames.iter().map(|(t, _)| *t))
+            .into_pyarray(py)
+            .unbind(),
+        scene_time_s: Array1::from_iter(frames.iter().map(|(_, f)| f.scene_time))
+            .into_pyarray(py)
+            .unbind(),
+        sequence: Array1::from_iter(frames.iter().map(|(_, f)| f.sequence))
+            .into_pyarray(py)
+            .unbind(),
+        probe_m: xyz(|f| f.probe),
+        proxy_m: xyz(|f| f.proxy),
+        force_n: xyz(|f| f.force),
+        depth_m: Array1::from_iter(frames.iter().map(|(_, f)| f.depth))
+            .into_pyarray(py)
+            .unbind(),
+        in_contact: Array1::from_iter(frames.iter().map(|(_, f)| f.in_contact))
+            .into_pyarray(py)
+            .unbind(),
+        other_messages: recording.messages.len() - n,
+        torn: recording
+            .torn
+            .as_ref()
+            .map(|t| format!("{} bytes at offset {}: {}", t.bytes, t.offset, t.reason)),
+    })
+}
+
+/// palpa from Python: `replay`, `modes`, `indent` and `read_recording`.
 #[pymodule]
 #[pyo3(name = "palpa")]
 fn palpa_python(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(modes, m)?)?;
     m.add_function(wrap_pyfunction!(indent, m)?)?;
+    m.add_function(wrap_pyfunction!(read_recording, m)?)?;
+    m.add_class::<StreamRecording>()?;
     m.add_class::<Indentation>()?;
     m.add_class::<Replay>()?;
     m.add_class::<Modes>()?;
