@@ -193,21 +193,22 @@ fn bounds(points: &[Vec3]) -> (Vec3, Vec3) {
     )
 }
 
-/// Points `step` (m) apart over [lo, hi], centred, half a step in from the edges (a
-/// press on the very edge slides off it).
+/// Points `step` (m) apart over [lo, hi], symmetric about its middle (which is one of
+/// them), at least half a step in from the edges (a press on the very edge slides off).
 fn grid(lo: f64, hi: f64, step: f64) -> Result<Vec<f64>, String> {
     if !(step.is_finite() && step > 0.0) {
         return Err(format!("--step {step} m: must be positive"));
     }
-    let n = ((hi - lo) / step).floor() as usize;
-    if n == 0 {
+    let half = 0.5 * (hi - lo);
+    if step > hi - lo {
         return Err(format!(
             "--step {step} m is wider than the tissue ({} m)",
             hi - lo
         ));
     }
-    let first = 0.5 * (lo + hi) - 0.5 * (n - 1) as f64 * step;
-    Ok((0..n).map(|k| first + k as f64 * step).collect())
+    let n = ((half - 0.5 * step) / step + 1e-9).floor().max(0.0) as i64;
+    let mid = 0.5 * (lo + hi);
+    Ok((-n..=n).map(|k| mid + k as f64 * step).collect())
 }
 
 /// The sphere and box materials' footprints on the `axes` plane.
@@ -241,10 +242,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_grid_is_centred_half_a_step_in_from_the_edges() {
+    fn a_grid_is_symmetric_about_the_middle_and_half_a_step_in_from_the_edges() {
         let g = grid(-0.05, 0.05, 0.005).unwrap();
-        assert_eq!(g.len(), 20);
-        assert!((g[0] + 0.0475).abs() < 1e-12 && (g[19] - 0.0475).abs() < 1e-12);
+        assert_eq!(g.len(), 19);
+        assert!((g[0] + 0.045).abs() < 1e-12 && (g[18] - 0.045).abs() < 1e-12);
+        assert!(g[9].abs() < 1e-12);
         assert!(grid(0.0, 0.01, 0.02).is_err());
         assert!(grid(0.0, 0.01, f64::NAN).is_err());
     }

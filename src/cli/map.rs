@@ -140,7 +140,9 @@ fn draw<DB: DrawingBackend>(
     for o in &map.outlines {
         let (name, points) = outline_points(o);
         let points: Vec<(f64, f64)> = points.iter().map(|p| (mm(p[0]), mm(p[1]))).collect();
-        let label_at = points[0];
+        let top = points.iter().fold(f64::NEG_INFINITY, |m, p| m.max(p.1));
+        let left = points.iter().fold(f64::INFINITY, |m, p| m.min(p.0));
+        let label_at = (left, top + 0.04 * (y1 - y0));
         chart.draw_series(std::iter::once(PathElement::new(points, outline)))?;
         chart.draw_series(std::iter::once(Text::new(
             name.to_string(),
