@@ -28,6 +28,14 @@ class Replay:
     """Whether the model reported contact, shape (N,)."""
     scene: str
     """The scene's name (its ``name``, else its source)."""
+    t_s: npt.NDArray[np.float64]
+    """``t`` named with its unit (s)."""
+    position_m: npt.NDArray[np.float64]
+    """``position`` named with its unit (m)."""
+    force_n: npt.NDArray[np.float64]
+    """``force`` named with its unit (N)."""
+    depth_m: npt.NDArray[np.float64]
+    """``depth`` named with its unit (m)."""
     def __len__(self) -> int: ...
 
 def replay(
@@ -37,7 +45,9 @@ def replay(
     (a scene TOML file; None: the embedded default scene) in deterministic lock-step,
     exactly as ``palpa replay`` does: the same rows as its ``--out`` CSV. The modal
     precompute is cached in ``cache_dir`` (None: $PALPA_CACHE_DIR, else
-    ~/.cache/palpa). Raises PalpaError naming the file, line or scene key."""
+    ~/.cache/palpa). Raises PalpaError naming the file, line or scene key; what palpa
+    warns of (a trajectory in millimetres, a probe that never touches the tissue) is
+    issued as a ``UserWarning``."""
 
 class Modes:
     """The vibration modes of a mesh, ascending: every computed mode (K of them) and
@@ -122,8 +132,8 @@ class Indentation:
 
 def indent(
     scene: Optional[_Path],
-    at: tuple[float, float],
-    depths: Sequence[float],
+    at: Union[Sequence[float], npt.NDArray[np.float64]],
+    depths: Union[Sequence[float], npt.NDArray[np.float64]],
     *,
     full: bool = False,
     cache_dir: Optional[_Path] = None,
@@ -134,3 +144,34 @@ def indent(
     indent`` does: the scene's runtime model held until its force settles, or, with
     ``full``, the full nonlinear static FEM with each material's strain-energy law.
     Raises PalpaError naming the scene key or the bad argument."""
+
+class StreamRecording:
+    """The frames of a visual-stream recording, one row per frame the viewers were sent."""
+
+    received_us: npt.NDArray[np.uint64]
+    """When the recorder received each frame (us since the Unix epoch), shape (F,)."""
+    scene_time_s: npt.NDArray[np.float64]
+    """Scene time of the model state shown (s), shape (F,)."""
+    sequence: npt.NDArray[np.uint64]
+    """Frame number, +1 per published frame (gaps: frames not sent), shape (F,)."""
+    probe_m: npt.NDArray[np.float64]
+    """Probe tip (m), shape (F, 3)."""
+    proxy_m: npt.NDArray[np.float64]
+    """Proxy on the deformed surface (m), shape (F, 3)."""
+    force_n: npt.NDArray[np.float64]
+    """Force on the user's hand (N), shape (F, 3)."""
+    depth_m: npt.NDArray[np.float64]
+    """Indentation (m), shape (F,)."""
+    in_contact: npt.NDArray[np.bool_]
+    """Whether the probe touched the tissue, shape (F,)."""
+    other_messages: int
+    """Records that are not frames (hello, scene, statistics, columns, ...)."""
+    torn: Optional[str]
+    """What follows the last whole record of a file cut short (a crash, a full disk);
+    None for a whole file."""
+    def __len__(self) -> int: ...
+
+def read_recording(path: _Path) -> StreamRecording:
+    """Read a visual-stream recording (``serve --record DIR``'s ``DIR/stream.palparec``)
+    up to its last whole record; a torn tail is reported in ``torn`` and as a
+    ``UserWarning``, never an error. Raises PalpaError for a file that is not one."""

@@ -14,7 +14,8 @@ struct Cli {
 enum Command {
     /// Serve a scene: haptic device, tissue model and the browser viewer.
     Serve(palpa::cli::serve::ServeArgs),
-    /// List HID devices and which device profile matches each.
+    /// Device profiles, backends and connected HID devices; `devices check` walks a
+    /// device through its first power-on; tools for profile and firmware authors.
     Devices(palpa::cli::devices::DevicesArgs),
     /// Record a device's trajectory to CSV (Ctrl-C leaves a complete file).
     Record(palpa::cli::record::RecordArgs),
@@ -31,6 +32,9 @@ enum Command {
     Indent(palpa::cli::indent::IndentArgs),
     /// Plot a force CSV (replay output or recorded ticks) to SVG or PNG.
     Plot(palpa::cli::plot::PlotArgs),
+    /// Map the tissue's stiffness: press at every point of a grid over its top surface
+    /// and draw the force as a heat map (a stiff lump shows as a hot spot).
+    Map(palpa::cli::map::MapArgs),
     /// Watch a running server's visual stream: rate, latency, bandwidth; record it.
     Watch(palpa_client::watch::WatchArgs),
 }
@@ -55,6 +59,7 @@ fn main() -> std::process::ExitCode {
         Command::Replay(args) => exit_code(palpa::cli::replay::run(args)),
         Command::Indent(args) => exit_code(palpa::cli::indent::run(args)),
         Command::Plot(args) => exit_code(palpa::cli::plot::run(args)),
+        Command::Map(args) => exit_code(palpa::cli::map::run(args)),
         Command::Watch(args) => palpa_client::watch::run_blocking(args, "palpa watch"),
     }
 }

@@ -11,15 +11,18 @@ use std::path::PathBuf;
 use numpy::ndarray::{Array1, Array2, Array3};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::{PyException, PyUserWarning};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use tracing_subscriber::layer::SubscriberExt;
 
 use palpa::app::indent::{indent as press, IndentOptions, Method};
 use palpa::app::modes::{
     default_scene_material, load_mesh, modes as compute_modes, parse_fix_below, ModesOptions,
 };
-use palpa::app::replay::{replay as replay_rows, ReplayRow};
+use palpa::app::replay::{replay_reviewed, ReplayRow};
 use palpa::app::scene::build_scene;
 use palpa::device::replay::Trajectory;
 use palpa::fem::{Fix, Material, Pressure};
@@ -32,14 +35,38 @@ create_exception!(
     "A palpa input was rejected or a computation failed; the message names the file, line or scene key."
 );
 
+/// The CLI's flag names in palpa's messages, and the Python argument each stands for.
+const ARGUMENT_NAMES: [(&str, &str); 6] = [
+    ("--at ", "at="),
+    ("--depths", "depths"),
+    ("--fix-below", "fix_below"),
+    ("--full", "full=True"),
+    ("--scene", "scene"),
+    ("--modes", "modes"),
+];
+
+/// `message` in Python's words: argument names instead of the CLI's flags.
+fn pythonic(message: &str) -> String {
+    ARGUMENT_NAMES
+        .iter()
+        .fold(message.to_string(), |m, (flag, name)| m.replace(flag, name))
+}
+
 /// Runs `work` with the GIL released; an error, or a panic inside palpa, becomes a
-/// `PalpaError` (a panic says it is a bug in palpa and what it said).
+/// `PalpaError` (a panic says it is a bug in palpa and what it said). What palpa warns
+/// of meanwhile (its `tracing` warnings, and `notes` the work returns) reaches Python as
+/// `UserWarning`s.
 fn run_detached<T: Send>(
     py: Python<'_>,
-    work: impl FnOnce() -> Result<T, String> + Send,
+    work: impl FnOnce() -> Result<(T, Vec<String>), String> + Send,
 ) -> PyResult<T> {
-    py.detach(|| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+    let (result, mut warnings) = py.detach(|| {
+        let (collector, warnings) = WarningCollector::new();
+        let result = tracing::subscriber::with_default(
+            tracing_subscriber::registry().with(collector),
+            || std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)),
+        );
+        let result = result.unwrap_or_else(|panic| {
             let said = panic
                 .downcast_ref::<String>()
                 .map(String::as_str)
@@ -48,9 +75,56 @@ fn run_detached<T: Send>(
             Err(format!(
                 "internal error in palpa (please report it): {said}"
             ))
-        })
-    })
-    .map_err(PalpaError::new_err)
+        });
+        let warnings = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
+        (result, warnings)
+    });
+    let (value, notes) = result.map_err(|e| PalpaError::new_err(pythonic(&e)))?;
+    warnings.extend(notes);
+    let category = py.get_type::<PyUserWarning>();
+    for w in warnings {
+        let text = std::ffi::CString::new(pythonic(&w).replace('\0', " "))
+            .expect("no NUL left in the text");
+        PyErr::warn(py, &category, &text, 2)?;
+    }
+    Ok(value)
+}
+
+/// A `tracing` layer keeping the message of every warning and error event.
+struct WarningCollector(Arc<Mutex<Vec<String>>>);
+
+impl WarningCollector {
+    fn new() -> (Self, Arc<Mutex<Vec<String>>>) {
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        (Self(kept.clone()), kept)
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for WarningCollector {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if *event.metadata().level() > tracing::Level::WARN {
+            return;
+        }
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                if field.name() == "message" {
+                    self.0 = value.to_string();
+                }
+            }
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(message.0);
+    }
 }
 
 /// A trajectory replayed through a scene: one row per haptic tick (scene frame).
@@ -72,6 +146,30 @@ struct Replay {
 
 #[pymethods]
 impl Replay {
+    /// `t` by its unit: virtual time (s).
+    #[getter]
+    fn t_s(&self, py: Python<'_>) -> Py<PyArray1<f64>> {
+        self.t.clone_ref(py)
+    }
+
+    /// `position` by its unit: probe tip (m).
+    #[getter]
+    fn position_m(&self, py: Python<'_>) -> Py<PyArray2<f64>> {
+        self.position.clone_ref(py)
+    }
+
+    /// `force` by its unit: force on the user's hand (N).
+    #[getter]
+    fn force_n(&self, py: Python<'_>) -> Py<PyArray2<f64>> {
+        self.force.clone_ref(py)
+    }
+
+    /// `depth` by its unit: indentation (m).
+    #[getter]
+    fn depth_m(&self, py: Python<'_>) -> Py<PyArray1<f64>> {
+        self.depth.clone_ref(py)
+    }
+
     /// Number of ticks.
     fn __len__(&self, py: Python<'_>) -> usize {
         self.t.bind(py).len()
@@ -131,7 +229,9 @@ fn replay(
         let trajectory = Trajectory::load(&trajectory).map_err(|e| e.to_string())?;
         let built = build_scene(scene.as_deref(), cache_dir.as_deref(), &mut |_| {})?;
         let name = built.name();
-        Ok((replay_rows(built, trajectory), name))
+        let replay = replay_reviewed(built, trajectory);
+        let notes = replay.review.notes();
+        Ok(((replay.rows, name), notes))
     })?;
     Ok(replay_columns(py, &rows, name))
 }
@@ -346,7 +446,7 @@ fn modes(
             params,
         };
         let result = compute_modes(options, &mut |_| {}).map_err(|e| format!("{spec}: {e}"))?;
-        Ok((result.pre, result.options.mesh))
+        Ok(((result.pre, result.options.mesh), Vec::new()))
     })?;
     modes_columns(py, &pre, &mesh.nodes, mesh.tets.len())
 }
@@ -391,20 +491,26 @@ impl Indentation {
 fn indent(
     py: Python<'_>,
     scene: Option<PathBuf>,
-    at: (f64, f64),
+    at: Vec<f64>,
     depths: Vec<f64>,
     full: bool,
     cache_dir: Option<PathBuf>,
 ) -> PyResult<Indentation> {
+    let [x, y] = at[..] else {
+        return Err(PalpaError::new_err(format!(
+            "at must be two coordinates (x, y) in m across the scene's up axis, got {}",
+            at.len()
+        )));
+    };
     let (result, name) = run_detached(py, || -> Result<_, String> {
         let built = build_scene(scene.as_deref(), cache_dir.as_deref(), &mut |_| {})?;
         let name = built.name();
         let options = IndentOptions {
-            at: [at.0, at.1],
+            at: [x, y],
             depths,
             full,
         };
-        Ok((press(built, &options, &mut |_, _| {})?, name))
+        Ok(((press(built, &options, &mut |_, _| {})?, name), Vec::new()))
     })?;
     let vector = |v: palpa::Vec3| {
         Array1::from_vec(vec![v.x, v.y, v.z])
@@ -424,13 +530,129 @@ fn indent(
     })
 }
 
-/// palpa from Python: `replay`, `modes` and `indent`.
+/// The frames of a visual-stream recording (`serve --record`'s `stream.palparec`), as
+/// columns: one row per frame the viewers were sent.
+#[pyclass(frozen, get_all, module = "palpa")]
+struct StreamRecording {
+    /// When the recorder received each frame (µs since the Unix epoch), shape (F,).
+    received_us: Py<PyArray1<u64>>,
+    /// Scene time of the model state shown (s), shape (F,).
+    scene_time_s: Py<PyArray1<f64>>,
+    /// Frame number, +1 per published frame (gaps: frames not sent), shape (F,).
+    sequence: Py<PyArray1<u64>>,
+    /// Probe tip (m), shape (F, 3).
+    probe_m: Py<PyArray2<f64>>,
+    /// Proxy on the deformed surface (m), shape (F, 3).
+    proxy_m: Py<PyArray2<f64>>,
+    /// Force on the user's hand (N), shape (F, 3).
+    force_n: Py<PyArray2<f64>>,
+    /// Indentation (m), shape (F,).
+    depth_m: Py<PyArray1<f64>>,
+    /// Whether the probe touched the tissue, shape (F,).
+    in_contact: Py<PyArray1<bool>>,
+    /// Records that are not frames (hello, scene, statistics, columns, ...).
+    other_messages: usize,
+    /// What follows the last whole record, if the file was cut short (a crash, a full
+    /// disk): "N bytes at offset O: reason"; None for a whole file.
+    torn: Option<String>,
+}
+
+#[pymethods]
+impl StreamRecording {
+    /// Number of frames.
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.scene_time_s.bind(py).len()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "<palpa.StreamRecording: {} frames{}>",
+            self.__len__(py),
+            if self.torn.is_some() {
+                ", torn tail"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// Reads a visual-stream recording (`serve --record DIR`'s `DIR/stream.palparec`) up to
+/// its last whole record; a torn tail (a crash, a full disk) is reported in `torn` and
+/// as a warning, never an error.
+#[pyfunction]
+fn read_recording(py: Python<'_>, path: PathBuf) -> PyResult<StreamRecording> {
+    let recording = run_detached(py, || -> Result<_, String> {
+        let bytes = palpa::files::read_bytes(&path, palpa::files::FileKind::StreamRecording)
+            .map_err(|e| e.to_string())?;
+        let r =
+            palpa_client::read_recording(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let notes = r
+            .torn
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}: {} bytes at offset {} are not a whole record ({}); read up to there",
+                    path.display(),
+                    t.bytes,
+                    t.offset,
+                    t.reason
+                )
+            })
+            .collect();
+        Ok((r, notes))
+    })?;
+    let frames: Vec<(u64, &palpa_client::palpa_protocol::Frame)> = recording
+        .messages
+        .iter()
+        .filter_map(|(t, m)| match m {
+            palpa_client::palpa_protocol::ServerMessage::Frame(f) => Some((*t, f)),
+            _ => None,
+        })
+        .collect();
+    let n = frames.len();
+    let xyz = |v: fn(&palpa_client::palpa_protocol::Frame) -> [f64; 3]| {
+        Array2::from_shape_vec((n, 3), frames.iter().flat_map(|(_, f)| v(f)).collect())
+            .expect("three values per frame")
+            .into_pyarray(py)
+            .unbind()
+    };
+    Ok(StreamRecording {
+        received_us: Array1::from_iter(frames.iter().map(|(t, _)| *t))
+            .into_pyarray(py)
+            .unbind(),
+        scene_time_s: Array1::from_iter(frames.iter().map(|(_, f)| f.scene_time))
+            .into_pyarray(py)
+            .unbind(),
+        sequence: Array1::from_iter(frames.iter().map(|(_, f)| f.sequence))
+            .into_pyarray(py)
+            .unbind(),
+        probe_m: xyz(|f| f.probe),
+        proxy_m: xyz(|f| f.proxy),
+        force_n: xyz(|f| f.force),
+        depth_m: Array1::from_iter(frames.iter().map(|(_, f)| f.depth))
+            .into_pyarray(py)
+            .unbind(),
+        in_contact: Array1::from_iter(frames.iter().map(|(_, f)| f.in_contact))
+            .into_pyarray(py)
+            .unbind(),
+        other_messages: recording.messages.len() - n,
+        torn: recording
+            .torn
+            .as_ref()
+            .map(|t| format!("{} bytes at offset {}: {}", t.bytes, t.offset, t.reason)),
+    })
+}
+
+/// palpa from Python: `replay`, `modes`, `indent` and `read_recording`.
 #[pymodule]
 #[pyo3(name = "palpa")]
 fn palpa_python(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(modes, m)?)?;
     m.add_function(wrap_pyfunction!(indent, m)?)?;
+    m.add_function(wrap_pyfunction!(read_recording, m)?)?;
+    m.add_class::<StreamRecording>()?;
     m.add_class::<Indentation>()?;
     m.add_class::<Replay>()?;
     m.add_class::<Modes>()?;

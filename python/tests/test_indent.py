@@ -48,3 +48,20 @@ def test_bad_arguments_raise_naming_them(data, cache_dir):
         palpa.indent(scene, (0.2, 0.0), [0.001], cache_dir=cache_dir)
     with pytest.raises(palpa.PalpaError, match=r"no depths"):
         palpa.indent(scene, (0.0, 0.0), [], cache_dir=cache_dir)
+
+
+def test_at_and_depths_take_tuples_lists_and_numpy_arrays(data, cache_dir):
+    scene = data / "scenes" / "coarse_block.toml"
+    by_tuple = palpa.indent(scene, (0.035, 0.0), DEPTHS, cache_dir=cache_dir)
+    for at in ([0.035, 0.0], np.array([0.035, 0.0])):
+        r = palpa.indent(scene, at, np.array(DEPTHS), cache_dir=cache_dir)
+        assert np.array_equal(r.force_n, by_tuple.force_n)
+    with pytest.raises(palpa.PalpaError, match=r"at must be two coordinates .* got 3"):
+        palpa.indent(scene, [0.0, 0.0, 0.0], DEPTHS, cache_dir=cache_dir)
+
+
+def test_errors_name_the_python_arguments_not_the_cli_flags(data, cache_dir):
+    scene = data / "scenes" / "coarse_block.toml"
+    with pytest.raises(palpa.PalpaError) as e:
+        palpa.indent(scene, (float("nan"), 0.0), DEPTHS, cache_dir=cache_dir)
+    assert str(e.value).startswith("at=NaN") and "--at" not in str(e.value)

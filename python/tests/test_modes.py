@@ -138,7 +138,7 @@ def test_frequencies_scale_with_size_and_stiffness(data):
 def test_bad_inputs_raise_naming_what(data, tmp_path):
     with pytest.raises(palpa.PalpaError, match=r"missing\.msh"):
         palpa.modes(tmp_path / "missing.msh")
-    with pytest.raises(palpa.PalpaError, match=r"fix-below"):
+    with pytest.raises(palpa.PalpaError, match=r"fix_below"):
         palpa.modes(data / "meshes" / "cubes.msh", fix_below="x0.1")
     with pytest.raises(palpa.PalpaError, match=r"scale"):
         palpa.modes(data / "meshes" / "cubes.msh", scale=-1.0)

@@ -101,3 +101,18 @@ def test_a_bad_trajectory_line_raises_naming_file_and_line(tmp_path):
     trajectory.write_text("t,x,y,z,buttons\n0,0,0,0.01,0\n0.001,0,zero,0.01,0\n")
     with pytest.raises(palpa.PalpaError, match=r"traj\.csv:3"):
         palpa.replay(None, trajectory)
+
+
+def test_a_trajectory_in_millimetres_warns_in_python(data, cache_dir, tmp_path):
+    metres = (data / "trajectories" / "fast_tap.csv").read_text().splitlines()
+    rows = [metres[0]] + [
+        ",".join([t, *(str(float(v) * 1e3) for v in (x, y, z)), b])
+        for t, x, y, z, b in (line.split(",") for line in metres[1:])
+    ]
+    mm = tmp_path / "tap_mm.csv"
+    mm.write_text("\n".join(rows) + "\n")
+    with pytest.warns(UserWarning, match=r"millimetres"):
+        r = palpa.replay(data / "scenes" / "coarse_block.toml", mm, cache_dir=cache_dir)
+    assert not r.contact.any()
+    assert r.force_n is not None and np.array_equal(r.force_n, r.force)
+    assert np.array_equal(r.t_s, r.t) and np.array_equal(r.depth_m, r.depth)

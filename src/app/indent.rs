@@ -17,7 +17,7 @@ use crate::nonlinear::{
 };
 use crate::pipeline::SceneModel;
 use crate::scene::plausible;
-use crate::scene::{BuiltScene, FemInputs};
+use crate::scene::{BuiltScene, FemInputs, Scene};
 use crate::tissue::ModelStep;
 use crate::Vec3;
 
@@ -119,37 +119,48 @@ pub fn indent(
     options: &IndentOptions,
     on_depth: &mut dyn FnMut(f64, f64),
 ) -> Result<Indentation, String> {
+    let BuiltScene {
+        scene, mut model, ..
+    } = built;
+    indent_model(&scene, &mut model, options, on_depth)
+}
+
+/// [`indent`] on a model already built for `scene`, left pressed at the last depth
+/// ([`SceneModel::reset`] before pressing it again elsewhere).
+pub fn indent_model(
+    scene: &Scene,
+    model: &mut SceneModel,
+    options: &IndentOptions,
+    on_depth: &mut dyn FnMut(f64, f64),
+) -> Result<Indentation, String> {
     let IndentOptions { at, depths, full } = options;
     let (at, depths, full) = (*at, &depths[..], *full);
     check_depths(depths)?;
     if !at.iter().all(|x| x.is_finite()) {
         return Err(format!("--at {},{}: not finite", at[0], at[1]));
     }
-    let BuiltScene {
-        scene, mut model, ..
-    } = built;
     // A press held still rings down to the static equilibrium of the nonlinear model's
     // modes and shapes; solving that at once spares the ring-down.
-    if let SceneModel::Nonlinear(sim) = &mut model {
+    if let SceneModel::Nonlinear(sim) = model {
         sim.model_mut().hold_static(true);
     }
     let up = scene.view.up.vector();
-    let (surface_point, normal) = surface_point(&model, up, at)?;
-    let thickness = thickness_under(&model, up, surface_point);
+    let (surface_point, normal) = surface_point(model, up, at)?;
+    let thickness = thickness_under(model, up, surface_point);
     let deepest = depths.iter().fold(0.0, |a: f64, &d| a.max(d));
     if let Some(why) = plausible::indentation_warning(deepest, thickness) {
         tracing::warn!("--depths: {why}");
     }
     let dt = 1.0 / scene.rates.model;
     let mut press = Press {
-        model: &mut model,
+        model,
         dt,
         t: 0.0,
         radius: scene.contact.probe_radius,
     };
     let (force_n, method) = if full {
-        let inputs = FemInputs::resolve(&scene).map_err(|e| e.to_string())?;
-        let statics = inputs.statics(&scene).map_err(|e| e.to_string())?;
+        let inputs = FemInputs::resolve(scene).map_err(|e| e.to_string())?;
+        let statics = inputs.statics(scene).map_err(|e| e.to_string())?;
         full_press(
             &mut press,
             &inputs,

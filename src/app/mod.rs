@@ -5,7 +5,9 @@
 
 pub mod config;
 pub mod indent;
+pub mod map;
 pub mod modes;
+pub mod paraview;
 pub mod precompute;
 pub mod replay;
 pub mod scene;

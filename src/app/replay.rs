@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use super::config::{attach_device, given_mapping};
+use super::paraview::{ParaviewOptions, ParaviewSeries, ParaviewWritten};
 use crate::device::mapped::{MappedDevice, Workspace};
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::{DeviceRating, HapticDevice};
@@ -57,7 +58,7 @@ pub fn replay_reviewed(built: BuiltScene, trajectory: Trajectory) -> Replay {
         mapping: given_mapping(&built.scene.device),
         rating: ReplayDevice::new(trajectory.clone()).rating(),
     };
-    replay_with(built, trajectory, setup, None).expect("no file is written")
+    replay_with(built, trajectory, setup, Outputs::default()).expect("no file is written")
 }
 
 /// Replays a recording's probe positions (scene frame, used as they are) with the
@@ -67,7 +68,7 @@ pub fn replay_recorded(built: BuiltScene, ticks: Trajectory, device: &DeviceReco
         mapping: Workspace::IDENTITY,
         rating: device.rating(),
     };
-    replay_with(built, ticks, setup, None).expect("no file is written")
+    replay_with(built, ticks, setup, Outputs::default()).expect("no file is written")
 }
 
 /// Warns of a trajectory that looks like a unit mistake against the scene (positions in
@@ -148,13 +149,26 @@ fn trajectory_warnings(
 /// Rows written between commits of a lock-step recording.
 const COMMIT_ROWS: usize = 1000;
 
-/// Replays `trajectory` as `setup` says, writing every tick to `record` too if given.
+/// What a replay writes besides its rows.
+#[derive(Default)]
+pub struct Outputs<'a> {
+    /// Every tick, as a lock-step recording.
+    pub record: Option<&'a mut TickWriter>,
+    /// The deformed tissue as a ParaView series.
+    pub paraview: Option<&'a mut ParaviewSeries>,
+}
+
+/// Replays `trajectory` as `setup` says, writing every tick and frame to `outputs`.
 pub fn replay_with(
     mut built: BuiltScene,
     trajectory: Trajectory,
     setup: ReplayDeviceSetup,
-    mut record: Option<&mut TickWriter>,
+    outputs: Outputs,
 ) -> Result<Replay, String> {
+    let Outputs {
+        mut record,
+        mut paraview,
+    } = outputs;
     let device = MappedDevice::new(
         ReplayDevice::with_rating(trajectory.clone(), setup.rating),
         setup.mapping,
@@ -169,6 +183,9 @@ pub fn replay_with(
         let r = lock.step();
         review.add(&r);
         rows.push(ReplayRow::of(&r));
+        if let Some(series) = paraview.as_deref_mut() {
+            series.offer(r.t, lock.model_mut())?;
+        }
         if let Some(w) = record.as_deref_mut() {
             w.push(&r);
             if (k + 1) % COMMIT_ROWS == 0 {
@@ -261,6 +278,8 @@ pub struct ReplayOptions {
     /// Also write the replay as a lock-step recording directory, and what to do with a
     /// recording already there.
     pub record: Option<(PathBuf, Existing)>,
+    /// Also write the deformed tissue as a ParaView series.
+    pub paraview: Option<ParaviewOptions>,
 }
 
 /// A recording's forces against its replay's.
@@ -294,6 +313,8 @@ pub struct ReplayOutcome {
     /// The recorded forces against the replayed ones (a recording, or a trajectory
     /// with forces).
     pub difference: Option<RecordedDifference>,
+    /// The ParaView series written.
+    pub paraview: Option<ParaviewWritten>,
 }
 
 /// What a replay is given, resolved.
@@ -433,7 +454,16 @@ pub fn replay_session(
         ..
     } = input;
     let (recording_dir, mut writer) = recording.unzip();
-    let replay = replay_with(built, ticks.clone(), setup, writer.as_mut())?;
+    let mut series = match &options.paraview {
+        Some(o) => Some(ParaviewSeries::create(o, &built)?),
+        None => None,
+    };
+    let outputs = Outputs {
+        record: writer.as_mut(),
+        paraview: series.as_mut(),
+    };
+    let replay = replay_with(built, ticks.clone(), setup, outputs)?;
+    let paraview = series.map(ParaviewSeries::finish).transpose()?;
     let out = options
         .out
         .clone()
@@ -460,6 +490,7 @@ pub fn replay_session(
             .zip(writer)
             .map(|(d, w)| (d.path().to_path_buf(), w.rows())),
         difference,
+        paraview,
     })
 }
 

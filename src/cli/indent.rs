@@ -21,7 +21,7 @@ pub struct IndentArgs {
     pub at: At,
     /// Depths to press to (m), in order, e.g. `--depths 0.001,0.002,0.004`; a sphere
     /// tip (`contact.probe_radius`) is pressed by its lowest point.
-    #[arg(long, value_name = "D1,D2,...", value_parser = parse_depths)]
+    #[arg(long, value_name = "D1,D2,...", value_parser = parse_depths, allow_hyphen_values = true)]
     pub depths: Depths,
     /// Solve the full nonlinear static FEM (each material's `model`) instead of running
     /// the scene's runtime model.
@@ -74,7 +74,16 @@ pub fn write_json(path: &Path, result: &Indentation) -> Result<(), String> {
         "depth_m": result.depth_m,
         "force_n": result.force_n,
     });
-    std::fs::write(path, format!("{json}\n")).map_err(|e| format!("{}: {e}", path.display()))
+    crate::files::write_file_atomic(path, format!("{json}\n").as_bytes()).map_err(|e| e.to_string())
+}
+
+/// `v` with what prints as ±0.000 made 0 (no "-0.000" in a direction).
+fn tidy(v: f64) -> f64 {
+    if v.abs() < 5e-4 {
+        0.0
+    } else {
+        v
+    }
 }
 
 /// Runs `palpa indent`; errors are messages for the user.
@@ -105,9 +114,9 @@ pub fn run(args: &IndentArgs) -> Result<(), String> {
         p.x * 1e3,
         p.y * 1e3,
         p.z * 1e3,
-        -n.x,
-        -n.y,
-        -n.z,
+        tidy(-n.x),
+        tidy(-n.y),
+        tidy(-n.z),
         match result.method {
             Method::Runtime { backend } => format!("{backend} backend, held until settled"),
             Method::Full { dofs, iterations } =>

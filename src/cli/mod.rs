@@ -6,6 +6,7 @@ pub mod calibrate;
 pub mod devices;
 pub mod indent;
 pub mod logging;
+pub mod map;
 pub mod modes;
 pub mod plot;
 pub mod precompute;

@@ -362,42 +362,50 @@ fn draw<DB: DrawingBackend>(
 
 /// Draws `trace` under `title` into `out`, as SVG or PNG by its extension.
 pub fn write(trace: &ForceTrace, title: &str, out: &Path) -> Result<(), String> {
-    let format = Format::of(out)?;
-    register_fonts();
     let panels = panels(trace);
     let size = (WIDTH, TITLE_HEIGHT + PANEL_HEIGHT * panels.len() as u32);
+    render(
+        out,
+        size,
+        |area| draw(area, title, &panels).map_err(|e| e.to_string()),
+        |area| draw(area, title, &panels).map_err(|e| e.to_string()),
+    )
+}
+
+/// Draws a picture of `size` (px) into `out`, as SVG (`svg` draws it) or PNG (`png`
+/// draws it) by the extension, and writes the file safely.
+pub fn render(
+    out: &Path,
+    size: (u32, u32),
+    svg: impl FnOnce(DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
+    png: impl FnOnce(DrawingArea<BitMapBackend, Shift>) -> Result<(), String>,
+) -> Result<(), String> {
+    let format = Format::of(out)?;
+    register_fonts();
     let failed = |e: &dyn std::fmt::Display| format!("{}: drawing the plot: {e}", out.display());
     let bytes = match format {
         Format::Svg => {
-            let mut svg = String::new();
-            draw(
-                SVGBackend::with_string(&mut svg, size).into_drawing_area(),
-                title,
-                &panels,
-            )
-            .map_err(|e| failed(&e))?;
-            svg.into_bytes()
+            let mut text = String::new();
+            svg(SVGBackend::with_string(&mut text, size).into_drawing_area())
+                .map_err(|e| failed(&e))?;
+            text.into_bytes()
         }
         Format::Png => {
             let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
-            draw(
-                BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area(),
-                title,
-                &panels,
-            )
-            .map_err(|e| failed(&e))?;
-            let mut png = Vec::new();
-            let mut encoder = png::Encoder::new(&mut png, size.0, size.1);
+            png(BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area())
+                .map_err(|e| failed(&e))?;
+            let mut bytes = Vec::new();
+            let mut encoder = png::Encoder::new(&mut bytes, size.0, size.1);
             encoder.set_color(png::ColorType::Rgb);
             encoder.set_depth(png::BitDepth::Eight);
             encoder
                 .write_header()
                 .and_then(|mut w| w.write_image_data(&rgb))
                 .map_err(|e| failed(&e))?;
-            png
+            bytes
         }
     };
-    std::fs::write(out, bytes).map_err(|e| format!("{}: {e}", out.display()))
+    crate::files::write_file_atomic(out, &bytes).map_err(|e| e.to_string())
 }
 
 /// Plots the force CSV `csv` into `out` under `title` (what `replay --plot` calls on

@@ -45,6 +45,21 @@ pub fn progress_bar(what: &str) -> (ProgressBar, impl FnMut(Progress)) {
     (bar, on_progress)
 }
 
+/// A progress bar on stderr over `total` items of `what` (e.g. the points of a map), with
+/// the count, the rate and the time left; log lines appear above it.
+pub fn count_bar(what: &str, total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:20}] {pos}/{len}, {elapsed}, ~{eta} left")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    bar.enable_steady_tick(Duration::from_millis(200));
+    *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = Some(bar.clone());
+    bar
+}
+
 /// `tracing_subscriber` writer to stderr that suspends the progress bar on screen while
 /// it prints a line, so a warning during a build is not drawn into the bar.
 /// (`tracing-indicatif` does this for bars tied to tracing spans; this bar is driven by

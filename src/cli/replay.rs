@@ -9,6 +9,7 @@ use clap::Args;
 use super::plot;
 use super::precompute::SceneArgs;
 use super::progress::progress_bar;
+use crate::app::paraview::ParaviewOptions;
 use crate::app::replay::{replay_session, ReplayOptions, ReplayOutcome};
 use crate::recording::Existing;
 
@@ -39,6 +40,17 @@ pub struct ReplayArgs {
     /// Replace a recording already in the `--record` directory.
     #[arg(long)]
     pub force: bool,
+    /// Also write the deformed tissue as a ParaView time series into this directory
+    /// (`series.pvd` and one `.vtu` per frame; frames there are replaced).
+    #[arg(long, value_name = "DIR")]
+    pub vtk: Option<PathBuf>,
+    /// With --vtk: the whole volume with region, stress and von Mises stress (Pa), not
+    /// only the surface.
+    #[arg(long, requires = "vtk")]
+    pub vtk_volume: bool,
+    /// With --vtk: frames per second of simulated time (Hz).
+    #[arg(long, value_name = "HZ", default_value_t = 30.0, requires = "vtk")]
+    pub vtk_rate: f64,
 }
 
 /// Runs `palpa replay`; errors are messages for the user.
@@ -53,6 +65,11 @@ pub fn run(args: &ReplayArgs) -> Result<(), String> {
         cache_dir: args.scene.cache_dir(),
         out: args.out.clone(),
         record: args.record.clone().map(|dir| (dir, existing)),
+        paraview: args.vtk.clone().map(|dir| ParaviewOptions {
+            dir,
+            rate: args.vtk_rate,
+            volume: args.vtk_volume,
+        }),
     };
     let (bar, mut on_progress) = progress_bar("building the scene");
     let outcome = replay_session(&options, &mut on_progress);
@@ -83,6 +100,13 @@ fn print_outcome(o: &ReplayOutcome) {
         o.out.display(),
         deepest * 1e3
     );
+    if let Some(p) = &o.paraview {
+        eprintln!(
+            "ParaView series: {} ({} frames)",
+            p.collection.display(),
+            p.frames
+        );
+    }
     if let Some((dir, rows)) = &o.recorded {
         eprintln!("recorded: {} ({rows} rows, lock-step)", dir.display());
     }

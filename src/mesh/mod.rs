@@ -22,6 +22,7 @@ pub mod surface;
 pub mod tetgen;
 mod text;
 pub mod vtk;
+pub mod vtu;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

@@ -6,6 +6,7 @@ mod support;
 
 mod condensed;
 mod indent;
+mod map;
 mod modal_runtime;
 mod nonlinear_brisk;
 mod nonlinear_reduced;

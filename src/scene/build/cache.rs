@@ -137,7 +137,7 @@ pub fn modal_precompute(
             return Err(no_modes_kept(scene, &cache.data.reports));
         }
         Ok(cache) => {
-            tracing::info!("loaded precompute from {}", path.display());
+            tracing::debug!("loaded precompute from {}", path.display());
             return Ok((cache.data, PrecomputeOutcome::Loaded { path }));
         }
         Err(e) if e.is_missing() => "no cache yet".to_string(),
