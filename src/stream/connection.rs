@@ -90,6 +90,8 @@ async fn write_loop(
 ) -> Closed {
     let stall = shared.config.send_stall_timeout;
     let mut stats = shared.stats.clone();
+    let mut safety = shared.safety.clone();
+    let mut notice = shared.notice.clone();
     let mut shutdown = shared.shutdown.clone();
     {
         let mut outbox = link.outbox().await;
@@ -104,6 +106,8 @@ async fn write_loop(
     // A frame published before the join is caught up with at once.
     link.fall_behind();
     stats.mark_changed();
+    safety.mark_changed();
+    notice.mark_changed();
     let mut ping = tokio::time::interval(shared.config.idle_timeout / 3);
     ping.tick().await;
     loop {
@@ -118,6 +122,16 @@ async fn write_loop(
             }
             () = link.behind() => None,
             changed = stats.changed() => match (changed, stats.borrow_and_update().clone()) {
+                (Ok(()), Some(bytes)) => Some(Message::Binary(bytes)),
+                (Ok(()), None) => continue,
+                (Err(_), _) => return Closed::Error(ErrorCode::ShuttingDown, "stream ended".into()),
+            },
+            changed = safety.changed() => match (changed, safety.borrow_and_update().clone()) {
+                (Ok(()), Some(bytes)) => Some(Message::Binary(bytes)),
+                (Ok(()), None) => continue,
+                (Err(_), _) => return Closed::Error(ErrorCode::ShuttingDown, "stream ended".into()),
+            },
+            changed = notice.changed() => match (changed, notice.borrow_and_update().clone()) {
                 (Ok(()), Some(bytes)) => Some(Message::Binary(bytes)),
                 (Ok(()), None) => continue,
                 (Err(_), _) => return Closed::Error(ErrorCode::ShuttingDown, "stream ended".into()),

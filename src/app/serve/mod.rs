@@ -45,6 +45,7 @@ use crate::scene::{self, FORCE_CAP_MARGIN};
 use crate::stream::SceneVisual;
 mod model_thread;
 mod probes;
+mod safety;
 
 pub use model_thread::{ServeStep, Stylus, ViewerLink};
 pub use probes::{ProbeFollower, ProbeSlots};
@@ -55,6 +56,8 @@ use crate::stream::{control_channel, snapshot_slot, ProbeWorkspace, StreamServer
 const IDLE_HEIGHT: f64 = 0.01;
 /// Control commands buffered between the server and the model thread.
 const CONTROL_CAPACITY: usize = 256;
+/// Time the clients' tasks get to send the last notice before the server's goodbye.
+const NOTICE_GRACE: Duration = Duration::from_millis(100);
 /// Seconds of haptic ticks a recording's ring holds while its writer catches up.
 const RECORDING_RING_SECONDS: f64 = 4.0;
 
@@ -125,12 +128,11 @@ fn drain_telemetry(shared: &RuntimeShared, review: &mut TickReview) -> u64 {
 fn haptic_stats(
     shared: &RuntimeShared,
     previous: &mut crate::haptic::stats::StatsSnapshot,
-    review: &mut TickReview,
+    clamped: u64,
 ) -> wire::HapticStats {
     let now = shared.stats.snapshot();
     let window = now.since(previous);
     *previous = now;
-    let clamped = drain_telemetry(shared, review);
     let s = |ns: u64| ns as f64 * 1e-9;
     wire::HapticStats {
         ticks: window.ticks,
@@ -526,6 +528,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let mut polls = 0u32;
         let mut warned_ramp = vec![false; hands.len()];
         let mut told_recording_failed = false;
+        let mut clamped = vec![0u64; hands.len()];
+        let mut last_report = None;
         let failure = |shared: &[std::sync::Arc<RuntimeShared>]| {
             shared.iter().find_map(|s| s.failure().map(str::to_owned))
         };
@@ -541,12 +545,26 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
                     "error: the recording ended: {failure}; the session goes on unrecorded \
                      and palpa will exit with status 1"
                 );
+                server.publish_notice(&wire::Notice {
+                    kind: wire::NoticeKind::RecordingFailed,
+                    message: format!(
+                        "the recording ended: {failure}; the session goes on unrecorded"
+                    ),
+                });
+            }
+            // Every device's ticks are reviewed each poll, so a fade reaches the viewers
+            // within 50 ms of the tick.
+            for (other, hand) in shared[1..].iter().zip(&mut hands[1..]) {
+                clamped[1] += drain_telemetry(other, &mut hand.review);
+            }
+            clamped[0] += drain_telemetry(&shared[0], &mut hands[0].review);
+            let report = safety::safety_report(hands.iter().map(|h| h.review.fades()));
+            if Some(&report) != last_report.as_ref() {
+                server.publish_safety(&report);
+                last_report = Some(report);
             }
             if polls % 20 == 0 {
-                for (other, hand) in shared[1..].iter().zip(&mut hands[1..]) {
-                    drain_telemetry(other, &mut hand.review);
-                }
-                let stats = haptic_stats(&shared[0], &mut previous, &mut hands[0].review);
+                let stats = haptic_stats(&shared[0], &mut previous, std::mem::take(&mut clamped[0]));
                 for (hand, warned) in hands.iter().zip(&mut warned_ramp) {
                     if let (Some(note), false) = (hand.review.ramp_note(), *warned) {
                         *warned = true;
@@ -593,6 +611,17 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             last_forces.push((label, last, review));
         }
         let failed = failure(&shared).or(server.failure().map(str::to_owned));
+        if let (Some(dir), None) = (&session, health.failure()) {
+            server.publish_notice(&wire::Notice {
+                kind: wire::NoticeKind::RecordingEnded,
+                message: format!(
+                    "the recording in {} ended: the server stops",
+                    dir.path().display()
+                ),
+            });
+            // The clients' tasks forward it before the goodbye.
+            tokio::time::sleep(NOTICE_GRACE).await;
+        }
         server.shutdown().await;
         if let Some((path, task)) = stream_recording {
             match tokio::time::timeout(Duration::from_secs(5), task).await {

@@ -68,6 +68,14 @@ impl ProbeSlots {
         probes[0] = probe;
         let mut out = [LocalForceModel::NONE; MAX_PROBES];
         model.step_probes(t, dt, &probes[..self.count], &mut out[..self.count]);
+        // A device that has not reported a position yet gets no force model: the
+        // tissue's answer for a NaN probe was NaN, which zeroed that device's force
+        // (45 non-finite ticks at every start of `serve` with two devices).
+        for (o, p) in out[..self.count].iter_mut().zip(&probes) {
+            if !p.iter().all(|c| c.is_finite()) {
+                *o = LocalForceModel::NONE;
+            }
+        }
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         slots.models[..self.count].copy_from_slice(&out[..self.count]);
         out[0]
@@ -129,5 +137,15 @@ mod tests {
         assert_eq!(b.step(0.01, 5e-3, Vec3::x() * 2.0).f0, Vec3::x());
         assert_eq!(c.step(0.01, 5e-3, Vec3::y()).f0, Vec3::y());
         assert_eq!(ProbeSlots::new(99).count(), MAX_PROBES);
+    }
+
+    /// A device that has not reported yet gets the empty model, never the tissue's
+    /// answer for its NaN position (which zeroed its force as non-finite).
+    #[test]
+    fn a_follower_that_never_reported_gets_no_force_model_not_a_nan_one() {
+        let slots = ProbeSlots::new(2);
+        slots.step_all(&mut Echo, 0.005, 5e-3, Vec3::z());
+        let mut b = slots.follower(1);
+        assert_eq!(b.step(0.01, 5e-3, Vec3::x()), LocalForceModel::NONE);
     }
 }
