@@ -10,5 +10,6 @@ mod e2e;
 mod hardening;
 mod load;
 mod model_e2e;
+mod safety;
 mod stylus;
 mod visual;
