@@ -416,11 +416,12 @@ fn print_difference(ticks: &Trajectory, rows: &[ReplayRow], recorded: Option<&Re
 /// the session's `ticks.csv`), as a trajectory, and how many there are.
 fn normal_ticks(path: &Path, ticks: &Trajectory) -> Option<(usize, Trajectory)> {
     let text = std::fs::read_to_string(path).ok()?;
-    let normal: Vec<bool> = text
+    let mut rows = text
         .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .skip(1)
-        .map(|l| l.trim_end().ends_with(",normal"))
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
+    let safety = rows.next()?.split(',').position(|c| c.trim() == "safety")?;
+    let normal: Vec<bool> = rows
+        .map(|l| l.split(',').nth(safety).map(str::trim) == Some("normal"))
         .collect();
     let kept: Vec<_> = ticks
         .samples()

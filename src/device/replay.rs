@@ -471,8 +471,9 @@ mod torn_rows {
     #[test]
     fn a_torn_last_row_of_a_recording_is_dropped_with_a_note_never_read_short() {
         // Cut inside the last number: "0.0021" would parse as 0.002.
-        let text =
-            format!("{SESSION_TICKS_HEADER}\n0.001,0,0,0.001,0,0,1,0,1,normal\n0.002,0,0,0.0021");
+        let text = format!(
+            "{SESSION_TICKS_HEADER}\n0.001,0,0,0.001,0,0,1,0,1,normal,0,,,,,\n0.002,0,0,0.0021"
+        );
         let (t, note) = Trajectory::parse_noting(&text, "ticks.csv").unwrap();
         assert_eq!(t.samples().len(), 1);
         assert!(note.unwrap().contains("row cut short"));

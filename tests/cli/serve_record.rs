@@ -114,11 +114,15 @@ fn a_recorded_session_is_complete_after_sigint_and_replays() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("session");
     let dir_arg = dir.to_str().unwrap();
+    // Real-time where permitted, as a user runs it: timing is what this test checks, and
+    // one server at a time runs here (the other serve tests run theirs off).
     let args = [
         "--device",
         "sim",
         "--bind",
         "127.0.0.1:0",
+        "--realtime",
+        "auto",
         "--record",
         dir_arg,
     ];
@@ -239,6 +243,18 @@ fn a_recorded_session_is_complete_after_sigint_and_replays() {
         .find(|l| l.contains("largest difference"))
         .unwrap_or_else(|| panic!("no difference printed:\n{stderr}"));
     eprintln!("live session replayed: {difference}");
+    // And over the ticks the live safety filter passed, counted from the `safety` column.
+    let normal = ticks
+        .texts("safety")
+        .iter()
+        .filter(|s| **s == "normal")
+        .count();
+    assert!(
+        stderr.contains(&format!(
+            "over the {normal} ticks the live safety filter passed"
+        )),
+        "the replay counts the {normal} ticks passed unchanged:\n{stderr}"
+    );
     let again = Ticks::load(&dir.join("replay.csv"));
     let (tr, fzr) = (again.numbers("t"), again.numbers("fz"));
     let at_hold = tr
@@ -308,6 +324,8 @@ fn replay_and_serve_give_the_same_forces_on_three_trajectories() {
             device.as_str(),
             "--bind",
             "127.0.0.1:0",
+            "--realtime",
+            "auto",
             "--record",
             dir.to_str().unwrap(),
         ];
