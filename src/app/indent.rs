@@ -234,11 +234,7 @@ pub fn indent(
 /// The first rest surface point on the line along `up` through `at` (coordinates
 /// across `up`), coming down from above, the outward (shaded) normal there and the
 /// outward normal of its flat triangle.
-fn surface_point(
-    model: &SceneModel,
-    up: Vec3,
-    at: [f64; 2],
-) -> Result<(Vec3, Vec3, Vec3), String> {
+fn surface_point(model: &SceneModel, up: Vec3, at: [f64; 2]) -> Result<(Vec3, Vec3, Vec3), String> {
     let rest = model.rest_positions();
     let axis = up.iamax();
     let across: Vec<usize> = (0..3).filter(|&a| a != axis).collect();

@@ -43,9 +43,7 @@ impl ForceChange {
             SafetyState::NotFinite => ForceChange::NotFinite,
             SafetyState::Ramping => ForceChange::Ramping,
             SafetyState::Normal if r.desired.norm() > max_force + SLACK => ForceChange::Clamped,
-            SafetyState::Normal if (r.force - r.desired).norm() > SLACK => {
-                ForceChange::RateLimited
-            }
+            SafetyState::Normal if (r.force - r.desired).norm() > SLACK => ForceChange::RateLimited,
             SafetyState::Normal => ForceChange::Normal,
         }
     }
@@ -271,7 +269,12 @@ mod tests {
         log.add(&tick(0.003, SafetyState::StalledModel, 3.0, 2.0));
         log.add(&tick(0.004, SafetyState::Ramping, 3.0, 2.2));
         for k in 0..4 {
-            log.add(&tick(0.005 + k as f64 * 1e-3, SafetyState::StaleSample, 3.0, 0.5));
+            log.add(&tick(
+                0.005 + k as f64 * 1e-3,
+                SafetyState::StaleSample,
+                3.0,
+                0.5,
+            ));
         }
         log.add(&tick(0.009, SafetyState::NotFinite, 3.0, 0.0));
         let c = *log.counts();
@@ -290,7 +293,9 @@ mod tests {
             force_removed: 2.5,
         };
         assert!(largest.force_removed > stale.force_removed);
-        assert!(largest.describe().starts_with("non-finite value at t = 0.009 s"));
+        assert!(largest
+            .describe()
+            .starts_with("non-finite value at t = 0.009 s"));
     }
 
     #[test]

@@ -165,10 +165,9 @@ impl TickReview {
     /// largest fade and when, when it did.
     pub fn fade_note(&self) -> Option<String> {
         let [stalled, stale, fault] = self.faded;
-        let largest = self
-            .fades
-            .largest_fade()
-            .map_or(String::new(), |f| format!("; the largest: {}", f.describe()));
+        let largest = self.fades.largest_fade().map_or(String::new(), |f| {
+            format!("; the largest: {}", f.describe())
+        });
         (stalled + stale + fault > 0).then(|| {
             format!(
                 "the safety watchdog faded or zeroed the force in {} ticks (model thread \

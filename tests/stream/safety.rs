@@ -39,8 +39,7 @@ fn report(faded: u64, reason: wire::SafetyReason, start_s: f64) -> wire::SafetyR
 }
 
 async fn server() -> (StreamServer, Producer) {
-    let (tissue, producer, reader, control) =
-        running_tissue(AnalyticTissue::modal([8, 8, 2], 6));
+    let (tissue, producer, reader, control) = running_tissue(AnalyticTissue::modal([8, 8, 2], 6));
     let scene = tissue.scene.clone();
     let config = StreamConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
@@ -72,13 +71,19 @@ async fn a_safety_report_and_a_notice_reach_clients_and_a_late_joiner_gets_the_n
     let mut early = Client::connect(&url).await.unwrap();
     let sent = report(3, wire::SafetyReason::StalledModel, 1.5);
     server.publish_safety(&sent);
-    assert_eq!(next_non_frame(&mut early).await, Event::Safety(sent.clone()));
+    assert_eq!(
+        next_non_frame(&mut early).await,
+        Event::Safety(sent.clone())
+    );
     let notice = wire::Notice {
         kind: wire::NoticeKind::RecordingEnded,
         message: "the recording in rec ended".into(),
     };
     server.publish_notice(&notice);
-    assert_eq!(next_non_frame(&mut early).await, Event::Notice(notice.clone()));
+    assert_eq!(
+        next_non_frame(&mut early).await,
+        Event::Notice(notice.clone())
+    );
     // A viewer that joins later learns the state at once (the report is cumulative).
     let mut late = Client::connect(&url).await.unwrap();
     let mut got = Vec::new();
@@ -97,10 +102,12 @@ async fn chromium_shows_a_fade_and_its_reason_within_100_ms_and_marks_the_force_
     let (server, _producer) = server().await;
     let browser = Browser::launch(&binary);
     let mut page = Page::open(&browser, &server.viewer_url()).await;
-    page.wait_for("window.palpaViewer?.frames > 5", "frames").await;
+    page.wait_for("window.palpaViewer?.frames > 5", "frames")
+        .await;
     assert_eq!(page.evaluate("palpaViewer.fades").await, json!(0));
     assert_eq!(
-        page.evaluate("document.getElementById('fade').hidden").await,
+        page.evaluate("document.getElementById('fade').hidden")
+            .await,
         json!(true),
         "no fade shown before one happens"
     );
@@ -208,7 +215,10 @@ fn serve_reports_its_devices_safety_and_tells_viewers_when_the_recording_ends() 
     std::thread::sleep(Duration::from_millis(300));
     let (status, stdout, stderr) = served.interrupt(Duration::from_secs(60));
     assert!(status.success(), "{stdout:?}\n{stderr}");
-    let notice = notice.join().unwrap().expect("no notice before the goodbye");
+    let notice = notice
+        .join()
+        .unwrap()
+        .expect("no notice before the goodbye");
     assert_eq!(notice.kind, wire::NoticeKind::RecordingEnded);
     assert!(notice.message.contains("rec"), "{}", notice.message);
 }

@@ -528,7 +528,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let mut polls = 0u32;
         let mut warned_ramp = vec![false; hands.len()];
         let mut told_recording_failed = false;
-        let mut clamped = vec![0u64; hands.len()];
+        let mut clamped = 0;
         let mut last_report = None;
         let failure = |shared: &[std::sync::Arc<RuntimeShared>]| {
             shared.iter().find_map(|s| s.failure().map(str::to_owned))
@@ -555,16 +555,16 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             // Every device's ticks are reviewed each poll, so a fade reaches the viewers
             // within 50 ms of the tick.
             for (other, hand) in shared[1..].iter().zip(&mut hands[1..]) {
-                clamped[1] += drain_telemetry(other, &mut hand.review);
+                drain_telemetry(other, &mut hand.review);
             }
-            clamped[0] += drain_telemetry(&shared[0], &mut hands[0].review);
+            clamped += drain_telemetry(&shared[0], &mut hands[0].review);
             let report = safety::safety_report(hands.iter().map(|h| h.review.fades()));
             if Some(&report) != last_report.as_ref() {
                 server.publish_safety(&report);
                 last_report = Some(report);
             }
             if polls % 20 == 0 {
-                let stats = haptic_stats(&shared[0], &mut previous, std::mem::take(&mut clamped[0]));
+                let stats = haptic_stats(&shared[0], &mut previous, std::mem::take(&mut clamped));
                 for (hand, warned) in hands.iter().zip(&mut warned_ramp) {
                     if let (Some(note), false) = (hand.review.ramp_note(), *warned) {
                         *warned = true;
