@@ -13,9 +13,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use palpa::model::ModelStep;
 use palpa::pipeline::SceneModel;
 use palpa::scene::{build, BackendKind, Scene};
+use palpa::tissue::ModelStep;
 use palpa::Vec3;
 
 /// The default scene with a 5 mm sphere on `backend`, pressed 3 mm and settled.
@@ -64,8 +64,8 @@ fn benches(c: &mut Criterion) {
     }
 }
 
-/// The default scene's text with its mesh until 2026-11-28: uniform 5 mm cells,
-/// element pressure (12–43 % stiffer than the converged FEM, docs/fem-accuracy.md).
+/// The default scene's text with the former default mesh: uniform 5 mm cells, element
+/// pressure (stiffer than the converged FEM, docs/fem-accuracy.md).
 fn uniform_element() -> String {
     include_str!("../scenes/default.toml")
         .replace(

@@ -11,8 +11,8 @@ use palpa::device::hid::{HidDevice, MemoryPeer, MemoryTransport, MAX_REPORT_LEN}
 use palpa::device::profile::{DeviceProfile, ReportCodec};
 use palpa::haptic::analytic::HertzHalfSpace;
 use palpa::haptic::{HapticConfig, HapticLoop, SafetyLimits};
-use palpa::model::{LocalForceModel, ModelStep};
 use palpa::rt::now_ns;
+use palpa::tissue::{LocalForceModel, ModelStep};
 use palpa::Vec3;
 use std::hint::black_box;
 

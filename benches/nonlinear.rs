@@ -1,25 +1,28 @@
-//! The full nonlinear static FEM on the default block (20 × 20 × 8 cells, 19,200
-//! tetrahedra, 10,584 free DOFs) with Veronda–Westmann γ = 5 in both materials: internal
-//! forces and the tangent at a pressed state, and a whole press from rest to 2 mm over
-//! the lump (Newton with line search, every tangent factorised). This is the offline
-//! ground truth (`palpa indent --full`), not a model step. The `nonlinear_reduced`
-//! group times the reduced model (`ReducedStatics`) on the same block.
+//! The full nonlinear static FEM on the default block with Veronda–Westmann γ = 5 in
+//! both materials: internal forces and the tangent at a pressed state, and a whole press
+//! from rest to 2 mm over the lump (Newton with line search, every tangent factorised).
+//! This is the offline ground truth (`palpa indent --full`), not a model step. The
+//! `nonlinear_reduced` group times the reduced model (`ReducedStatics`) on the same
+//! block, and `model_step` the runtime backend's steps (`PALPA_BENCH_SCENE=breast` or
+//! `=default` runs one scene; `PALPA_BENCH_IN_STEP=1` adds the in-step run and its
+//! forces' comparison).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use palpa::model::ModelStep;
 use palpa::nonlinear::{
     train_cubature, Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearStatics,
     ReducedStatics,
 };
 use palpa::pipeline::SceneModel;
 use palpa::scene::{build, FemInputs, Scene};
+use palpa::tissue::ModelStep;
 use palpa::Vec3;
 
-/// The default block with every tetrahedron's law made Veronda–Westmann γ = 5.
+/// The default block with every tetrahedron's law made Veronda–Westmann γ = 5, with
+/// element pressure (the offline solver's own costs).
 fn problem() -> (NonlinearStatics, FemInputs) {
     let inputs = FemInputs::resolve(&Scene::embedded_default()).expect("default scene");
     let laws: Vec<Hyperelastic> = inputs
@@ -183,40 +186,62 @@ fn reduced(c: &mut Criterion) {
 }
 
 /// Steps of the `nonlinear` backend as the model thread runs them (`SceneModel::step`:
-/// proxy, contact patch, reduced solve with its active set, corrections, surface
-/// bound), on the default block made Veronda–Westmann γ = 5, pressed over the lump
-/// with the scene's point probe. Single steps are timed with the clock and their
-/// median, p99 and maximum printed (criterion reports batch statistics only): a press
-/// deepening 2 mm/s (0.01 mm per 5 ms step), a probe sliding 1 cm/s at 4 mm deep, and the
-/// press held still. Correcting in step (replays, `palpa indent`) once; as `palpa
-/// serve` runs it, the corrections on their own thread and the steps paced at the
-/// model rate (a step that overruns starts the next at once), [`SERVED_RUNS`] times on
-/// fresh models, with the median of the runs' percentiles: a p99 is a run's few
-/// slowest steps, and on a shared 2-core VM one stall of the model thread's core moves it.
+/// proxy, contact patch, reduced solve with its rows, corrections, surface bound), with
+/// the scene's point probe, on two scenes: the default block made Veronda–Westmann
+/// γ = 5 (its mesh and nodal pressure as shipped) and `scenes/breast.toml`. Single steps
+/// are timed with the clock and their median, p99 and maximum printed (criterion
+/// reports batch statistics only): a press to 4 mm at 1 cm/s beside the lump, the press
+/// held, a slide at 5 cm/s across the lump and back at 1 cm/s. Correcting in step
+/// (replays, `palpa indent`) once; as `palpa serve` runs it, the corrections and K⁻¹
+/// columns on their own threads and the steps paced at the model rate (a step that
+/// overruns starts the next at once), [`SERVED_RUNS`] times on fresh models, with the
+/// median of the runs' percentiles: a p99 is a run's few slowest steps, and on a shared
+/// 2-core VM one stall of the model thread's core moves it.
 fn model_step(_: &mut Criterion) {
-    let text = include_str!("../scenes/default.toml")
+    let vw5 = include_str!("../scenes/default.toml")
         .replace(
             "density = 1000\n",
             "density = 1000\nmodel = \"veronda-westmann\"\nstiffening = 5\n",
         )
-        .replace("kind = \"modal\"", "kind = \"nonlinear\"")
-        .replace("pressure = \"nodal\"", "pressure = \"element\"");
-    let scene = Scene::parse(&text, "bench.toml", std::path::Path::new(".")).expect("scene");
+        .replace("kind = \"modal\"", "kind = \"nonlinear\"");
+    let only = std::env::var("PALPA_BENCH_SCENE").ok();
+    for (name, text) in [
+        ("default block, Veronda–Westmann γ = 5", vw5),
+        (
+            "breast scene",
+            include_str!("../scenes/breast.toml").to_string(),
+        ),
+    ] {
+        if only.as_deref().is_some_and(|o| !name.starts_with(o)) {
+            continue;
+        }
+        let scene = Scene::parse(&text, "bench.toml", std::path::Path::new(".")).expect("scene");
+        steps_on(name, &scene);
+    }
+}
+
+/// [`model_step`] on one scene.
+fn steps_on(name: &str, scene: &Scene) {
     let cache = std::env::temp_dir().join("palpa-bench-nonlinear");
     let model = || {
         build(scene.clone(), &cache, &mut |_| {})
             .expect("builds")
             .model
     };
-    let (in_step, _) = script(&mut model(), "corrections in step", false);
-    let served = "corrections on their own thread, paced at 200 Hz";
+    let in_step = (std::env::var_os("PALPA_BENCH_IN_STEP").is_some())
+        .then(|| script(&mut model(), &format!("{name}, corrections in step"), false));
+    let served = format!("{name}, corrections and columns on their own threads, paced at 200 Hz");
     let runs: Vec<_> = (0..SERVED_RUNS)
         .map(|_| {
             let mut model = model();
             model
                 .work_in_background()
-                .expect("starts the correction thread");
-            script(&mut model, served, true)
+                .expect("starts the worker threads");
+            let out = script(&mut model, &served, true);
+            if let SceneModel::Nonlinear(sim) = &model {
+                println!("  {:?}", sim.model().health());
+            }
+            out
         })
         .collect();
     for (i, phase) in PHASES.iter().enumerate() {
@@ -236,6 +261,9 @@ fn model_step(_: &mut Criterion) {
     // What the basis lagging behind the contact costs: the largest difference between
     // the forces in step and served (the first run) in each phase, against that
     // phase's largest force.
+    let Some((in_step, _)) = in_step else {
+        return;
+    };
     for (phase, (in_step, beside)) in PHASES.iter().zip(in_step.iter().zip(&runs[0].0)) {
         let peak = in_step.iter().copied().fold(0.0, f64::max);
         let worst = in_step
@@ -244,8 +272,8 @@ fn model_step(_: &mut Criterion) {
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f64::max);
         println!(
-            "nonlinear model step, {phase}: the force with the corrections beside differs from \
-             in step by at most {worst:.4} N ({:.2} % of the phase's peak {peak:.3} N)",
+            "nonlinear model step, {name}, {phase}: the force served differs from in step by \
+             at most {worst:.4} N ({:.2} % of the phase's peak {peak:.3} N)",
             100.0 * worst / peak
         );
     }
@@ -255,16 +283,17 @@ fn model_step(_: &mut Criterion) {
 const SERVED_RUNS: usize = 3;
 
 /// [`model_step`]'s phases, in order.
-const PHASES: [&str; 3] = [
-    "pressing 0 → 4 mm at 2 mm/s",
+const PHASES: [&str; 4] = [
+    "pressing 0 → 4 mm at 1 cm/s",
     "held at 4 mm",
-    "sliding 1 cm/s at 4 mm",
+    "sliding 5 cm/s at 4 mm",
+    "sliding back 1 cm/s at 4 mm",
 ];
 
-/// [`model_step`]'s press, hold and slide on `model`, each step started at the model
+/// [`model_step`]'s press, hold and slides on `model`, each step started at the model
 /// rate if `paced`; returns each phase's forces along z (N) and its step times' median,
 /// p99 and maximum (ms).
-fn script(model: &mut SceneModel, how: &str, paced: bool) -> ([Vec<f64>; 3], [[f64; 3]; 3]) {
+fn script(model: &mut SceneModel, how: &str, paced: bool) -> ([Vec<f64>; 4], [[f64; 3]; 4]) {
     let dt = 0.005;
     let mut t = 0.0;
     let mut next = Instant::now();
@@ -278,8 +307,10 @@ fn script(model: &mut SceneModel, how: &str, paced: bool) -> ([Vec<f64>; 3], [[f
         next = started + Duration::from_secs_f64(dt);
         (started.elapsed().as_secs_f64() * 1e3, force)
     };
-    // Onto the surface, then down to 4 mm at 2 mm/s, held, and slid.
-    step(model, Vec3::new(0.0, 0.0, 0.002));
+    // Onto the surface beside the lump, down to 4 mm, held, slid across the lump to
+    // the other side and back.
+    let (x0, x1) = (-0.03, 0.03);
+    step(model, Vec3::new(x0, 0.0, 0.002));
     let mut phase = |model: &mut SceneModel, what: &str, probes: Vec<Vec3>| {
         let (mut ms, forces): (Vec<f64>, Vec<f64>) =
             probes.into_iter().map(|p| step(model, p)).unzip();
@@ -297,14 +328,25 @@ fn script(model: &mut SceneModel, how: &str, paced: bool) -> ([Vec<f64>; 3], [[f
         );
         (forces, times)
     };
-    let depth = |i: usize| Vec3::new(0.0, 0.0, -1e-5 * i as f64);
-    let pressing = phase(model, PHASES[0], (1..=400).map(depth).collect());
-    let held = phase(model, PHASES[1], vec![depth(400); 200]);
-    let slide = |i: usize| Vec3::new(5e-5 * i as f64, 0.0, -0.004);
-    let sliding = phase(model, PHASES[2], (1..=200).map(slide).collect());
+    let depth = |i: usize| Vec3::new(x0, 0.0, -5e-5 * i as f64);
+    let pressing = phase(model, PHASES[0], (1..=80).map(depth).collect());
+    let held = phase(model, PHASES[1], vec![depth(80); 200]);
+    let across = |i: usize, steps: usize, from: f64, to: f64| {
+        Vec3::new(from + (to - from) * i as f64 / steps as f64, 0.0, -0.004)
+    };
+    let fast = phase(
+        model,
+        PHASES[2],
+        (1..=240).map(|i| across(i, 240, x0, x1)).collect(),
+    );
+    let slow = phase(
+        model,
+        PHASES[3],
+        (1..=600).map(|i| across(i, 600, x1, x0)).collect(),
+    );
     (
-        [pressing.0, held.0, sliding.0],
-        [pressing.1, held.1, sliding.1],
+        [pressing.0, held.0, fast.0, slow.0],
+        [pressing.1, held.1, fast.1, slow.1],
     )
 }
 

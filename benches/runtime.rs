@@ -19,8 +19,8 @@ use palpa::fem::{
 use palpa::fem::{ComplianceColumns, Support};
 use palpa::mesh::TetMesh;
 use palpa::modal::{compute_modes, ModalBasis, ModalParams, ModalRuntime, Timings};
-use palpa::model::{ModelStep, PointConstraint, TissueGeometry, TissueModel};
-use palpa::pipeline::Simulation;
+use palpa::pipeline::ContactPipeline;
+use palpa::tissue::{ModelStep, PointConstraint, TissueGeometry, TissueModel};
 use palpa::Vec3;
 
 struct Bunny {
@@ -392,7 +392,7 @@ fn benches(c: &mut Criterion) {
 /// step) while pressed: a palpating hand. `radius`: contact patch radius (m).
 fn sliding_step(c: &mut Criterion, b: &Bunny, k: usize, radius: f64, (x, n): (Vec3, Vec3)) {
     let dt = 5e-3;
-    let mut sim = Simulation::new(modal(b, k, 64, 3), 0.0).with_patch_radius(radius);
+    let mut sim = ContactPipeline::new(modal(b, k, 64, 3), 0.0).with_patch_radius(radius);
     sim.step(0.0, dt, x + n * 2e-3);
     let mut time = 0.0;
     for i in 1..=200 {

@@ -8,6 +8,7 @@
 //! The [`stream`] sends 30 Hz visual frames to render clients.
 
 pub mod app;
+pub mod budget;
 pub mod cli;
 pub mod condensed;
 pub mod contact;
@@ -17,13 +18,13 @@ pub mod files;
 pub mod haptic;
 pub mod mesh;
 pub mod modal;
-pub mod model;
 pub mod nonlinear;
 pub mod pipeline;
 pub mod recording;
 pub mod rt;
 pub mod scene;
 pub mod stream;
+pub mod tissue;
 
 /// A point or vector in scene space (m, N, m/s …, by context).
 pub type Vec3 = nalgebra::Vector3<f64>;

@@ -35,14 +35,15 @@ enum Command {
     Watch(palpa_client::watch::WatchArgs),
 }
 
+/// The system allocator, noting a refused allocation so the abort that follows becomes
+/// an error message and exit status 1 (`palpa::rt::out_of_memory`).
+#[global_allocator]
+static ALLOCATOR: palpa::rt::out_of_memory::ReportingAllocator =
+    palpa::rt::out_of_memory::ReportingAllocator;
+
 fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(palpa::cli::progress::LogWriter)
-        .init();
+    palpa::rt::out_of_memory::report_on_abort();
+    palpa::cli::logging::init();
     let cli = Cli::parse();
     match &cli.command {
         Command::Serve(args) => exit_code(palpa::cli::serve::run(args)),

@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod text;
+
 /// Version of the wire format; a client refuses a [`ServerHello`] with another version.
 pub const PROTOCOL_VERSION: u32 = 5;
 
@@ -552,6 +554,11 @@ impl ColumnCache {
     /// Keeps `column` (replacing an older one of the same node).
     pub fn insert(&mut self, column: ResidualColumn) {
         self.columns.insert(column.node, column.entries);
+    }
+
+    /// Drops the column of mesh node `node` and returns it, if held.
+    pub fn remove(&mut self, node: u32) -> Option<Vec<ColumnEntry>> {
+        self.columns.remove(&node)
     }
 
     /// Drops the columns of `forget`.

@@ -2,7 +2,9 @@
 //! deterministic lock-step (the rows `palpa replay` writes), and the vibration modes of a
 //! tetrahedral mesh (what `palpa modes` reports), and the virtual indentation test
 //! (`palpa indent`), as numpy arrays. Every error becomes a
-//! `palpa.PalpaError` whose message names the file, line or scene key.
+//! `palpa.PalpaError` whose message names the file, line or scene key, with the CLI's
+//! words (the same functions read the same files); a panic inside palpa becomes a
+//! `PalpaError` too, never a `PanicException`.
 
 use std::path::PathBuf;
 
@@ -13,14 +15,15 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use palpa::cli::indent::{indent as press, Method};
-use palpa::cli::modes::{load_mesh, parse_fix_below};
-use palpa::cli::precompute::SceneArgs;
-use palpa::cli::replay::{replay as replay_rows, ReplayRow};
+use palpa::app::indent::{indent as press, IndentOptions, Method};
+use palpa::app::modes::{
+    default_scene_material, load_mesh, modes as compute_modes, parse_fix_below, ModesOptions,
+};
+use palpa::app::replay::{replay as replay_rows, ReplayRow};
+use palpa::app::scene::build_scene;
 use palpa::device::replay::Trajectory;
-use palpa::fem::{Fix, Material, MaterialMap, Pressure};
+use palpa::fem::{Fix, Material, Pressure};
 use palpa::modal::{self, ModeFate, PrecomputeParams, Precomputed, SelectionParams};
-use palpa::scene::{self, Scene};
 
 create_exception!(
     palpa,
@@ -28,6 +31,27 @@ create_exception!(
     PyException,
     "A palpa input was rejected or a computation failed; the message names the file, line or scene key."
 );
+
+/// Runs `work` with the GIL released; an error, or a panic inside palpa, becomes a
+/// `PalpaError` (a panic says it is a bug in palpa and what it said).
+fn run_detached<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> Result<T, String> + Send,
+) -> PyResult<T> {
+    py.detach(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+            let said = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("(no message)");
+            Err(format!(
+                "internal error in palpa (please report it): {said}"
+            ))
+        })
+    })
+    .map_err(PalpaError::new_err)
+}
 
 /// A trajectory replayed through a scene: one row per haptic tick (scene frame).
 #[pyclass(frozen, get_all, module = "palpa")]
@@ -103,17 +127,12 @@ fn replay(
     trajectory: PathBuf,
     cache_dir: Option<PathBuf>,
 ) -> PyResult<Replay> {
-    let args = SceneArgs { scene, cache_dir };
-    let (rows, name) = py
-        .detach(|| -> Result<_, String> {
-            let trajectory = Trajectory::load(&trajectory).map_err(|e| e.to_string())?;
-            let scene = args.load()?;
-            let built =
-                scene::build(scene, &args.cache_dir(), &mut |_| {}).map_err(|e| e.to_string())?;
-            let name = built.name();
-            Ok((replay_rows(built, trajectory), name))
-        })
-        .map_err(PalpaError::new_err)?;
+    let (rows, name) = run_detached(py, || -> Result<_, String> {
+        let trajectory = Trajectory::load(&trajectory).map_err(|e| e.to_string())?;
+        let built = build_scene(scene.as_deref(), cache_dir.as_deref(), &mut |_| {})?;
+        let name = built.name();
+        Ok((replay_rows(built, trajectory), name))
+    })?;
     Ok(replay_columns(py, &rows, name))
 }
 
@@ -230,17 +249,6 @@ fn positive(name: &str, value: f64) -> Result<f64, String> {
     }
 }
 
-/// The default scene's soft tissue: the material `modes` uses unless told otherwise.
-fn default_material() -> (f64, f64, f64) {
-    let scene = Scene::embedded_default();
-    let m = scene
-        .materials
-        .get("default")
-        .expect("the embedded default scene has a default material")
-        .get_ref();
-    (m.young, m.poisson, m.density)
-}
-
 /// Computes the lowest `modes` vibration modes of `mesh` (a .msh, .node/.ele or .vtk
 /// file, or `box:NXxNYxNZ[:SXxSYxSZ]`) and selects them as `palpa modes` does. The
 /// material defaults to the default scene's soft tissue, the selection parameters
@@ -282,67 +290,64 @@ fn modes(
     alpha_m: Option<f64>,
     pressure: &str,
 ) -> PyResult<Modes> {
-    let (pre, mesh) = py
-        .detach(|| -> Result<_, String> {
-            let spec = mesh.to_string_lossy();
-            let mut mesh = load_mesh(&spec)?;
-            mesh.scale(positive("scale", scale)?);
-            let (e, nu, rho) = default_material();
-            let material = Material::new(
-                young.unwrap_or(e),
-                poisson.unwrap_or(nu),
-                density.unwrap_or(rho),
-            )
-            .map_err(|e| e.to_string())?;
-            let fixes: Vec<Fix> = fix_below
-                .as_deref()
-                .map(parse_fix_below)
-                .transpose()?
-                .into_iter()
-                .collect();
-            let d = SelectionParams::default();
-            let alpha_k = alpha_k.unwrap_or(d.alpha_stiffness);
-            let alpha_m = alpha_m.unwrap_or(d.alpha_mass);
-            for (name, v) in [("alpha_k", alpha_k), ("alpha_m", alpha_m)] {
-                if !(v.is_finite() && v >= 0.0) {
-                    return Err(format!("{name} must be a finite number >= 0, got {v}"));
-                }
+    let (pre, mesh) = run_detached(py, || -> Result<_, String> {
+        let spec = mesh.to_string_lossy();
+        let mut mesh = load_mesh(&spec)?;
+        mesh.scale(positive("scale", scale)?);
+        let (e, nu, rho) = default_scene_material();
+        let material = Material::new(
+            young.unwrap_or(e),
+            poisson.unwrap_or(nu),
+            density.unwrap_or(rho),
+        )
+        .map_err(|e| e.to_string())?;
+        let fixes: Vec<Fix> = fix_below
+            .as_deref()
+            .map(parse_fix_below)
+            .transpose()?
+            .into_iter()
+            .collect();
+        let d = SelectionParams::default();
+        let alpha_k = alpha_k.unwrap_or(d.alpha_stiffness);
+        let alpha_m = alpha_m.unwrap_or(d.alpha_mass);
+        for (name, v) in [("alpha_k", alpha_k), ("alpha_m", alpha_m)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{name} must be a finite number >= 0, got {v}"));
             }
-            let params = PrecomputeParams {
-                n_modes: modes,
-                selection: SelectionParams {
-                    max_force: positive("max_force", max_force.unwrap_or(d.max_force))?,
-                    min_displacement: positive(
-                        "min_displacement",
-                        min_displacement.unwrap_or(d.min_displacement),
-                    )?,
-                    max_frequency_hz: positive("max_freq", max_freq.unwrap_or(d.max_frequency_hz))?,
-                    alpha_stiffness: alpha_k,
-                    alpha_mass: alpha_m,
-                },
-                ordering: Default::default(),
-            };
-            let pressure = match pressure {
-                "element" => Pressure::Element,
-                "nodal" => Pressure::Nodal,
-                other => {
-                    return Err(format!(
-                        "pressure must be \"element\" or \"nodal\", got {other:?}"
-                    ))
-                }
-            };
-            let pre = modal::precompute(
-                &mesh,
-                &MaterialMap::uniform(material),
-                &fixes,
-                pressure,
-                &params,
-                &mut |_| {},
-            )
-            .map_err(|e| format!("{spec}: {e}"))?;
-            Ok((pre, mesh))
-        })
-        .map_err(PalpaError::new_err)?;
+        }
+        let params = PrecomputeParams {
+            n_modes: modes,
+            selection: SelectionParams {
+                max_force: positive("max_force", max_force.unwrap_or(d.max_force))?,
+                min_displacement: positive(
+                    "min_displacement",
+                    min_displacement.unwrap_or(d.min_displacement),
+                )?,
+                max_frequency_hz: positive("max_freq", max_freq.unwrap_or(d.max_frequency_hz))?,
+                alpha_stiffness: alpha_k,
+                alpha_mass: alpha_m,
+            },
+            ordering: Default::default(),
+        };
+        let pressure = match pressure {
+            "element" => Pressure::Element,
+            "nodal" => Pressure::Nodal,
+            other => {
+                return Err(format!(
+                    "pressure must be \"element\" or \"nodal\", got {other:?}"
+                ))
+            }
+        };
+        let options = ModesOptions {
+            mesh,
+            material,
+            fixes,
+            pressure,
+            params,
+        };
+        let result = compute_modes(options, &mut |_| {}).map_err(|e| format!("{spec}: {e}"))?;
+        Ok((result.pre, result.options.mesh))
+    })?;
     modes_columns(py, &pre, &mesh.nodes, mesh.tets.len())
 }
 
@@ -391,19 +396,16 @@ fn indent(
     full: bool,
     cache_dir: Option<PathBuf>,
 ) -> PyResult<Indentation> {
-    let args = SceneArgs { scene, cache_dir };
-    let (result, name) = py
-        .detach(|| -> Result<_, String> {
-            let scene = args.load()?;
-            let built =
-                scene::build(scene, &args.cache_dir(), &mut |_| {}).map_err(|e| e.to_string())?;
-            let name = built.name();
-            Ok((
-                press(built, [at.0, at.1], &depths, full, &mut |_, _| {})?,
-                name,
-            ))
-        })
-        .map_err(PalpaError::new_err)?;
+    let (result, name) = run_detached(py, || -> Result<_, String> {
+        let built = build_scene(scene.as_deref(), cache_dir.as_deref(), &mut |_| {})?;
+        let name = built.name();
+        let options = IndentOptions {
+            at: [at.0, at.1],
+            depths,
+            full,
+        };
+        Ok((press(built, &options, &mut |_, _| {})?, name))
+    })?;
     let vector = |v: palpa::Vec3| {
         Array1::from_vec(vec![v.x, v.y, v.z])
             .into_pyarray(py)

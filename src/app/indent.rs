@@ -1,4 +1,4 @@
-//! `palpa indent`: the virtual indentation test a tissue scientist runs on a sample. The
+//! The virtual indentation test a tissue scientist runs on a sample (`palpa indent`). The
 //! scene's probe is pressed quasi-statically along the inward surface normal at a point
 //! of the surface to each depth (a sphere tip's lowest point, so depth 0 is touching),
 //! and the normal force is reported: by the scene's
@@ -9,19 +9,15 @@
 //! multiplier, a sphere probe as a rigid frictionless sphere every surface node stays
 //! out of). No device, force clamp or safety filter takes part.
 
-use std::path::{Path, PathBuf};
-
-use clap::Args;
-
-use crate::cli::precompute::SceneArgs;
 use crate::contact::geometry::{plane_barycentric, unit_normal};
 use crate::contact::SurfaceBvh;
-use crate::model::ModelStep;
 use crate::nonlinear::{
     LinearConstraint, NewtonOptions, NonlinearStatics, RigidSphere, SphereContactState,
 };
 use crate::pipeline::SceneModel;
+use crate::scene::plausible;
 use crate::scene::{BuiltScene, FemInputs};
+use crate::tissue::ModelStep;
 use crate::Vec3;
 
 /// Most depths one run takes.
@@ -54,66 +50,6 @@ const SETTLED: f64 = 1e-8;
 /// Halvings of a depth increment the full solve may take where Newton fails on the
 /// whole increment (continuation in depth).
 const MAX_BISECTIONS: usize = 10;
-
-/// Arguments of `palpa indent`.
-#[derive(Args, Debug, Clone)]
-pub struct IndentArgs {
-    /// Scene and cache.
-    #[command(flatten)]
-    pub scene: SceneArgs,
-    /// Where to press (m): the two scene coordinates across the scene's up axis
-    /// (`[view] up`; x, y for the default +z), e.g. `--at 0.035,0`. The probe comes
-    /// down the up axis there onto the first surface it meets.
-    #[arg(long, value_name = "X,Y", value_parser = parse_at, allow_hyphen_values = true)]
-    pub at: At,
-    /// Depths to press to (m), in order, e.g. `--depths 0.001,0.002,0.004`; a sphere
-    /// tip (`contact.probe_radius`) is pressed by its lowest point.
-    #[arg(long, value_name = "D1,D2,...", value_parser = parse_depths)]
-    pub depths: Depths,
-    /// Solve the full nonlinear static FEM (each material's `model`) instead of running
-    /// the scene's runtime model.
-    #[arg(long)]
-    pub full: bool,
-    /// Also write `{"depth_m": [...], "force_n": [...]}` to this file.
-    #[arg(long, value_name = "OUT.json")]
-    pub json: Option<PathBuf>,
-}
-
-/// Where to press: two scene coordinates across the up axis (m).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct At(pub [f64; 2]);
-
-/// The depths to press to (m), in order.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Depths(pub Vec<f64>);
-
-fn numbers(s: &str) -> Result<Vec<f64>, String> {
-    s.split(',')
-        .map(|x| {
-            let x = x.trim();
-            x.parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| format!("{x:?} is not a finite number (metres)"))
-        })
-        .collect()
-}
-
-fn parse_at(s: &str) -> Result<At, String> {
-    match numbers(s)?[..] {
-        [x, y] => Ok(At([x, y])),
-        ref v => Err(format!(
-            "give two coordinates X,Y (m), e.g. 0.035,0; got {}",
-            v.len()
-        )),
-    }
-}
-
-fn parse_depths(s: &str) -> Result<Depths, String> {
-    let depths = numbers(s)?;
-    check_depths(&depths)?;
-    Ok(Depths(depths))
-}
 
 /// Checks a list of depths (m): at most [`MAX_DEPTHS`], each finite in [0, [`MAX_DEPTH`]].
 pub fn check_depths(depths: &[f64]) -> Result<(), String> {
@@ -167,16 +103,27 @@ pub struct Indentation {
     pub method: Method,
 }
 
-/// Presses the built scene's probe at `at` to each of `depths` (m): with the runtime
-/// model, or the full nonlinear FEM when `full`. `on_depth(depth, force)` hears of each
-/// depth as it is done (m, N).
+/// What to press: where, how deep, and on which model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndentOptions {
+    /// Where (m): the two scene coordinates across the scene's up axis; the probe comes
+    /// down the up axis there onto the first surface it meets.
+    pub at: [f64; 2],
+    /// Depths (m), in order; a sphere tip is pressed by its lowest point.
+    pub depths: Vec<f64>,
+    /// The full nonlinear static FEM instead of the scene's runtime model.
+    pub full: bool,
+}
+
+/// Presses the built scene's probe as `options` say: with the runtime model, or the
+/// full nonlinear FEM. `on_depth(depth, force)` hears of each depth as it is done (m, N).
 pub fn indent(
     built: BuiltScene,
-    at: [f64; 2],
-    depths: &[f64],
-    full: bool,
+    options: &IndentOptions,
     on_depth: &mut dyn FnMut(f64, f64),
 ) -> Result<Indentation, String> {
+    let IndentOptions { at, depths, full } = options;
+    let (at, depths, full) = (*at, &depths[..], *full);
     check_depths(depths)?;
     if !at.iter().all(|x| x.is_finite()) {
         return Err(format!("--at {},{}: not finite", at[0], at[1]));
@@ -191,6 +138,11 @@ pub fn indent(
     }
     let up = scene.view.up.vector();
     let (surface_point, normal, face) = surface_point(&model, up, at)?;
+    let thickness = thickness_under(&model, up, surface_point);
+    let deepest = depths.iter().fold(0.0, |a: f64, &d| a.max(d));
+    if let Some(why) = plausible::indentation_warning(deepest, thickness) {
+        tracing::warn!("--depths: {why}");
+    }
     let dt = 1.0 / scene.rates.model;
     let mut press = Press {
         model: &mut model,
@@ -229,6 +181,20 @@ pub fn indent(
         force_n,
         method,
     })
+}
+
+/// How much tissue lies under `top` along −`up` (m): to the first surface a ray from
+/// below meets, else to the body's lowest point.
+fn thickness_under(model: &SceneModel, up: Vec3, top: Vec3) -> f64 {
+    let rest = model.rest_positions();
+    let lowest = rest.iter().map(|x| up.dot(x)).fold(f64::INFINITY, f64::min);
+    let height = up.dot(&top) - lowest;
+    let (from, to) = (top - up * (height + 1e-3), top - up * (1e-6 * height));
+    let bvh = SurfaceBvh::build(model.surface_triangles().to_vec(), rest);
+    match bvh.segment_cast(&from, &to, 0.0, &[], rest) {
+        Some(hit) => up.dot(&(top - (from + (to - from) * hit.t))).max(0.0),
+        None => height,
+    }
 }
 
 /// The first rest surface point on the line along `up` through `at` (coordinates
@@ -609,52 +575,4 @@ impl FullPress for SpherePress<'_> {
     fn force(&self) -> f64 {
         -self.state.force_on_tissue().dot(&self.normal) + 0.0
     }
-}
-
-/// Writes `{"depth_m": [...], "force_n": [...]}` to `path`.
-pub fn write_json(path: &Path, result: &Indentation) -> Result<(), String> {
-    let json = serde_json::json!({
-        "depth_m": result.depth_m,
-        "force_n": result.force_n,
-    });
-    std::fs::write(path, format!("{json}\n")).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Runs `palpa indent`; errors are messages for the user.
-pub fn run(args: &IndentArgs) -> Result<(), String> {
-    let built = args.scene.build()?;
-    let [x, y] = args.at.0;
-    println!(
-        "indenting at ({x}, {y}) m{}",
-        if args.full {
-            ": full nonlinear FEM (Newton on the whole mesh)"
-        } else {
-            ": the scene's runtime model"
-        }
-    );
-    println!("{:>12} {:>12}", "depth (mm)", "force (N)");
-    let result = indent(built, args.at.0, &args.depths.0, args.full, &mut |d, f| {
-        println!("{:>12.4} {:>12.6}", d * 1e3, f)
-    })?;
-    let p = result.surface_point;
-    let n = result.normal;
-    eprintln!(
-        "pressed at ({:.2}, {:.2}, {:.2}) mm along ({:.3}, {:.3}, {:.3}); {}",
-        p.x * 1e3,
-        p.y * 1e3,
-        p.z * 1e3,
-        -n.x,
-        -n.y,
-        -n.z,
-        match result.method {
-            Method::Runtime { backend } => format!("{backend} backend, held until settled"),
-            Method::Full { dofs, iterations } =>
-                format!("{dofs} free DOFs, {iterations} Newton iterations"),
-        }
-    );
-    if let Some(path) = &args.json {
-        write_json(path, &result)?;
-        eprintln!("written to {}", path.display());
-    }
-    Ok(())
 }

@@ -1,70 +1,78 @@
-//! `palpa modes MESH`: compute, select and print the vibration modes of a mesh.
+//! The vibration modes of a tetrahedral mesh (`palpa modes`): computed, selected and,
+//! on request, written as a modal cache file.
 
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::Path;
 
-use clap::Args;
-use serde::Serialize;
-
-use crate::cli::progress::progress_bar;
-use crate::fem::{Axis, Fix, Material, MaterialMap, Ordering, Pressure, LOCKING_POISSON};
+use crate::fem::{Axis, Fix, Material, MaterialMap, Pressure, LOCKING_POISSON};
 use crate::mesh::{self, generate::box_mesh, TetMesh};
-use crate::modal::{self, ModalCache, ModeFate, ModeReport, PrecomputeParams, SelectionParams};
+use crate::modal::{
+    self, ModalCache, ModeFate, ModeReport, PrecomputeParams, Precomputed, Progress,
+};
+use crate::scene::plausible;
 use crate::scene::{Scene, DEFAULT_MATERIAL};
 use crate::Vec3;
 
-/// Arguments of `palpa modes`.
-#[derive(Args, Debug, Clone)]
-pub struct ModesArgs {
-    /// Tetrahedral mesh: a file (.msh, .node/.ele, .vtk) or a generated box
-    /// `box:NXxNYxNZ[:SXxSYxSZ]` (cells, size in m before --scale; default size 0.1 m).
-    pub mesh: String,
-    /// Multiply coordinates by this (e.g. 0.01 for a mesh in cm).
-    #[arg(long, default_value_t = 1.0, value_parser = positive_number)]
-    pub scale: f64,
-    /// Young's modulus E (Pa); default: the default scene's `[materials.default]`.
-    #[arg(long, default_value_t = default_scene_material().0)]
-    pub young: f64,
-    /// Poisson ratio ν; default: the default scene's `[materials.default]`.
-    #[arg(long, default_value_t = default_scene_material().1)]
-    pub poisson: f64,
-    /// Density ρ (kg/m³); default: the default scene's `[materials.default]`.
-    #[arg(long, default_value_t = default_scene_material().2)]
-    pub density: f64,
-    /// Fix nodes with AXIS ≤ min + DIST, e.g. `y=0.005` (m, after scaling).
-    #[arg(long, value_name = "AXIS=DIST")]
-    pub fix_below: Option<String>,
-    /// Number of modes to compute (before selection).
-    #[arg(long, default_value_t = 40)]
-    pub modes: usize,
-    /// Largest expected force (N) for mode selection.
-    #[arg(long, default_value_t = SelectionParams::default().max_force, value_parser = positive_number)]
-    pub max_force: f64,
-    /// Smallest displacement that matters (m) for mode selection.
-    #[arg(long, default_value_t = SelectionParams::default().min_displacement, value_parser = positive_number)]
-    pub min_displacement: f64,
-    /// Frequency cut-off (Hz).
-    #[arg(long, default_value_t = SelectionParams::default().max_frequency_hz, value_parser = positive_number)]
-    pub max_freq: f64,
-    /// Rayleigh stiffness damping α₁ (s).
-    #[arg(long, default_value_t = SelectionParams::default().alpha_stiffness, value_parser = non_negative_number)]
-    pub alpha_k: f64,
-    /// Rayleigh mass damping α₂ (1/s).
-    #[arg(long, default_value_t = SelectionParams::default().alpha_mass, value_parser = non_negative_number)]
-    pub alpha_m: f64,
-    /// Fill-reducing ordering: `auto`, `nd` (geometric nested dissection) or `amd`.
-    #[arg(long, default_value = "auto", value_parser = parse_ordering)]
-    pub ordering: Ordering,
-    /// Where the volumetric strain is evaluated: `element` or `nodal` (nodal-averaged
-    /// pressure, which does not lock as ν → 0.5).
-    #[arg(long, default_value = "element", value_parser = parse_pressure)]
+/// What to compute the modes of, and how.
+pub struct ModesOptions {
+    /// The mesh (m).
+    pub mesh: TetMesh,
+    /// Its one material.
+    pub material: Material,
+    /// Fixed-node rules (their union is fixed).
+    pub fixes: Vec<Fix>,
+    /// Where the volumetric strain is evaluated.
     pub pressure: Pressure,
-    /// Write `{"freq_hz": [...], ...}` here.
-    #[arg(long, value_name = "OUT")]
-    pub json: Option<PathBuf>,
-    /// Write the modal cache file here.
-    #[arg(long, value_name = "OUT")]
-    pub cache: Option<PathBuf>,
+    /// Modes to compute, their selection and the ordering.
+    pub params: PrecomputeParams,
+}
+
+/// The computed and selected modes of a mesh.
+pub struct Modes {
+    /// What they were computed from.
+    pub options: ModesOptions,
+    /// The precompute: basis, every mode's report, timings.
+    pub pre: Precomputed,
+}
+
+/// Computes and selects the modes `options` ask for; `progress` hears of the stages. A
+/// nearly incompressible material on element pressure is warned about (it locks).
+pub fn modes(options: ModesOptions, progress: &mut dyn FnMut(Progress)) -> Result<Modes, String> {
+    let material = options.material;
+    if material.locks() && options.pressure == Pressure::Element {
+        tracing::warn!(
+            "the material of --poisson {}: Poisson ratio ≥ {LOCKING_POISSON} is nearly \
+             incompressible; linear tetrahedra lock (too stiff in bending and shear): \
+             use --pressure nodal, refine the mesh or expect stiff results",
+            material.poisson
+        );
+    }
+    let materials = MaterialMap::uniform(material);
+    let pre = modal::precompute(
+        &options.mesh,
+        &materials,
+        &options.fixes,
+        options.pressure,
+        &options.params,
+        progress,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(Modes { options, pre })
+}
+
+impl Modes {
+    /// Writes the modes as a modal cache file at `path`, keyed by their inputs' hash.
+    pub fn save_cache(self, path: &Path) -> Result<(), String> {
+        let o = &self.options;
+        let materials = MaterialMap::uniform(o.material);
+        let hash = modal::precompute_hash(&o.mesh, &materials, &o.fixes, o.pressure, &o.params)
+            .map_err(|e| e.to_string())?;
+        ModalCache {
+            input_hash: hash,
+            data: self.pre,
+        }
+        .save(path)
+        .map_err(|e| e.to_string())
+    }
 }
 
 /// The embedded default scene's `[materials.default]` as (E Pa, ν, ρ kg/m³), else the
@@ -81,44 +89,11 @@ pub fn default_scene_material() -> (f64, f64, f64) {
 
 /// The frequency to show (Hz): rigid-body modes are 0 Hz (their computed eigenvalue is
 /// zero to rounding and may come out as −0.00000).
-fn shown_frequency(r: &ModeReport) -> f64 {
+pub fn shown_frequency(r: &ModeReport) -> f64 {
     if r.fate == ModeFate::KeptRigid {
         0.0
     } else {
         r.freq_hz
-    }
-}
-
-/// A finite number > 0.
-fn positive_number(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("expected a finite number > 0, got {s:?}")),
-    }
-}
-
-/// A finite number ≥ 0.
-fn non_negative_number(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("expected a finite number >= 0, got {s:?}")),
-    }
-}
-
-fn parse_ordering(s: &str) -> Result<Ordering, String> {
-    match s {
-        "nd" | "nested-dissection" => Ok(Ordering::NestedDissection),
-        "amd" => Ok(Ordering::Amd),
-        "auto" => Ok(Ordering::Auto),
-        _ => Err(format!("unknown ordering {s:?}; use auto, nd or amd")),
-    }
-}
-
-fn parse_pressure(s: &str) -> Result<Pressure, String> {
-    match s {
-        "element" => Ok(Pressure::Element),
-        "nodal" => Ok(Pressure::Nodal),
-        _ => Err(format!("unknown pressure {s:?}; use element or nodal")),
     }
 }
 
@@ -169,155 +144,22 @@ pub fn load_mesh(spec: &str) -> Result<TetMesh, String> {
     box_mesh(Vec3::from(size), cells.map(|c| c as usize)).map_err(|e| e.to_string())
 }
 
-/// What `--json` writes.
-#[derive(Serialize)]
-struct JsonReport<'a> {
-    mesh: &'a str,
-    nodes: usize,
-    tets: usize,
-    free_dofs: usize,
-    fixed_nodes: usize,
-    freq_hz: Vec<f64>,
-    kept: Vec<bool>,
-    modes: &'a [ModeReport],
-    timings_s: modal::Timings,
-    eigen: &'a modal::EigenInfo,
-}
-
-/// Runs `palpa modes`; errors are messages for the user.
-pub fn run(args: &ModesArgs) -> Result<(), String> {
-    let start = Instant::now();
-    let mut mesh = load_mesh(&args.mesh)?;
-    if !(args.scale.is_finite() && args.scale > 0.0) {
-        return Err(format!("--scale must be positive, got {}", args.scale));
-    }
-    mesh.scale(args.scale);
-    let material =
-        Material::new(args.young, args.poisson, args.density).map_err(|e| e.to_string())?;
-    if material.locks() && args.pressure == Pressure::Element {
-        tracing::warn!(
-            "the material of --poisson {}: Poisson ratio ≥ {LOCKING_POISSON} is nearly \
-             incompressible; linear tetrahedra lock (too stiff in bending and shear): \
-             use --pressure nodal, refine the mesh or expect stiff results",
-            material.poisson
-        );
-    }
-    let materials = MaterialMap::uniform(material);
-    let fixes: Vec<Fix> = args
-        .fix_below
-        .as_deref()
-        .map(parse_fix_below)
-        .transpose()?
-        .into_iter()
-        .collect();
-    let params = PrecomputeParams {
-        n_modes: args.modes,
-        selection: SelectionParams {
-            max_force: args.max_force,
-            min_displacement: args.min_displacement,
-            max_frequency_hz: args.max_freq,
-            alpha_stiffness: args.alpha_k,
-            alpha_mass: args.alpha_m,
-        },
-        ordering: args.ordering,
-    };
-    println!(
-        "mesh {}: {} nodes, {} tetrahedra, volume {:.4e} m³ (scale {})",
-        args.mesh,
-        mesh.nodes.len(),
-        mesh.tets.len(),
-        mesh.volume(),
-        args.scale
-    );
-    println!(
-        "material: E = {:.4e} Pa, ν = {}, ρ = {} kg/m³",
-        material.young, material.poisson, material.density
-    );
-    let (bar, mut on_progress) = progress_bar("computing the modes");
-    let result = modal::precompute(
-        &mesh,
-        &materials,
-        &fixes,
-        args.pressure,
-        &params,
-        &mut on_progress,
-    );
-    bar.finish_and_clear();
-    let pre = result.map_err(|e| e.to_string())?;
-    println!(
-        "{} free DOFs, {} fixed nodes; {} ({} stored entries in L), largest residual {:.1e}",
-        pre.n_free_dofs,
-        pre.n_fixed_nodes,
-        if pre.eigen.dense {
-            "dense eigensolver".to_string()
+/// Logs the mesh reader's notes (warnings as warnings) as a scene build does, and a
+/// size (m, after `scale`) or Young's modulus `young` (Pa) that looks like a unit
+/// mistake; `spec` names the mesh.
+pub fn warn_implausible(spec: &str, mesh: &mut TetMesh, scale: f64, young: f64) {
+    for note in std::mem::take(&mut mesh.notes) {
+        if note.contains("warning:") {
+            tracing::warn!("{spec}: {note}");
         } else {
-            format!("shift-invert Lanczos, shift {:.3e}", pre.eigen.shift)
-        },
-        pre.eigen.factor_nnz,
-        pre.eigen.max_residual
-    );
-    println!(
-        "response (m): the displacement this mode alone gives, linearly, at the node a {} N \
-         point force on it moves most (--max-force);\n  modes below {:.1e} m are dropped \
-         (--min-displacement). A bound per mode, not the body's deflection: a point load \
-         on one node of a fine mesh is very compliant.",
-        args.max_force, args.min_displacement
-    );
-    println!(
-        "{:>5} {:>12} {:>10} {:>14}  fate",
-        "mode", "freq (Hz)", "zeta", "response (m)"
-    );
-    for r in &pre.reports {
-        println!(
-            "{:>5} {:>12.5} {:>10} {:>14}  {}",
-            r.index,
-            shown_frequency(r),
-            r.damping_ratio.map_or("-".into(), |z| format!("{z:.4}")),
-            r.static_response
-                .map_or("rigid".into(), |s| format!("{s:.3e}")),
-            r.fate.reason()
-        );
-    }
-    let t = pre.timings;
-    println!(
-        "kept {} of {} modes",
-        pre.basis.n_modes(),
-        pre.reports.len()
-    );
-    println!(
-        "timings: assembly {:.3} s, factorisation {:.3} s, eigen solve {:.3} s (sum {:.3} s); total wall {:.3} s",
-        t.assembly,
-        t.factorisation,
-        t.eigen,
-        t.assembly + t.factorisation + t.eigen,
-        start.elapsed().as_secs_f64()
-    );
-    if let Some(path) = &args.json {
-        let report = JsonReport {
-            mesh: &args.mesh,
-            nodes: mesh.nodes.len(),
-            tets: mesh.tets.len(),
-            free_dofs: pre.n_free_dofs,
-            fixed_nodes: pre.n_fixed_nodes,
-            freq_hz: pre.reports.iter().map(shown_frequency).collect(),
-            kept: pre.reports.iter().map(|r| r.fate.kept()).collect(),
-            modes: &pre.reports,
-            timings_s: pre.timings,
-            eigen: &pre.eigen,
-        };
-        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    if let Some(path) = &args.cache {
-        let hash = modal::precompute_hash(&mesh, &materials, &fixes, args.pressure, &params)
-            .map_err(|e| e.to_string())?;
-        ModalCache {
-            input_hash: hash,
-            data: pre,
+            tracing::info!("{spec}: {note}");
         }
-        .save(path)
-        .map_err(|e| e.to_string())?;
-        println!("cache written to {}", path.display());
     }
-    Ok(())
+    let (lo, hi) = mesh.bounds();
+    if let Some(why) = plausible::mesh_size_warning((hi - lo).norm()) {
+        tracing::warn!("{spec}: {why} (--scale {scale})");
+    }
+    if let Some(why) = plausible::young_warning(young) {
+        tracing::warn!("--young: {why}");
+    }
 }

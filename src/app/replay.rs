@@ -1,6 +1,6 @@
-//! `palpa replay`: a recorded session or a trajectory through a scene in deterministic
-//! lock-step (one model step every haptic/model ticks on a virtual clock), writing the
-//! force the user's hand would get at every haptic tick, and optionally a plot.
+//! Replay: a recorded session or a trajectory through a scene in deterministic lock-step
+//! (one model step every haptic/model ticks on a virtual clock), giving the force the
+//! user's hand would get at every haptic tick.
 //!
 //! A recording directory (`palpa serve --record DIR`, or `DIR/ticks.csv`) replays
 //! through its own copy of the scene with the device it was recorded with: its
@@ -10,52 +10,21 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Args;
-
-use crate::cli::plot;
-use crate::cli::precompute::{describe, SceneArgs};
-use crate::cli::progress::progress_bar;
+use super::config::{attach_device, given_mapping};
 use crate::device::mapped::{MappedDevice, Workspace};
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::{DeviceRating, HapticDevice};
 use crate::files::write_file_atomic;
 use crate::haptic::review::TickReview;
 use crate::haptic::LockStep;
+use crate::modal::Progress;
 use crate::recording::session_dir::REPLAY;
+use crate::recording::TickWriter;
 use crate::recording::{DeviceRecord, Existing, Recorded, RecordedBy, RecordingDir, SceneInputs};
-use crate::recording::{RecordingHealth, TickWriter};
-use crate::scene::{self, BuiltScene};
+use crate::scene::{self, BuiltScene, PrecomputeOutcome};
+use crate::Vec3;
 
 pub use crate::haptic::tick_csv::{write_csv, TickRow as ReplayRow, HEADER};
-
-/// Arguments of `palpa replay`.
-#[derive(Args, Debug, Clone)]
-pub struct ReplayArgs {
-    /// A recording directory (`palpa serve --record DIR`) or a `ticks.csv` in one; or a
-    /// trajectory CSV (`t,x,y,z,buttons`, s and m, device frame; see
-    /// tests/data/trajectories/README.md).
-    pub trajectory: PathBuf,
-    /// Scene and cache. A recording replays through its own scene; `--scene` replays it
-    /// through another one (with a warning naming both).
-    #[command(flatten)]
-    pub scene: SceneArgs,
-    /// Output CSV: t (s), probe x,y,z (m, scene frame), force fx,fy,fz on the user's
-    /// hand (N, scene frame), indentation depth (m), contact (0/1); one row per tick.
-    /// Default: `DIR/replay.csv` for a recording, `NAME-replay.csv` beside a trajectory
-    /// NAME.csv. Replaced if it exists.
-    #[arg(long, value_name = "OUT.csv")]
-    pub out: Option<PathBuf>,
-    /// Also plot force and depth (and force along a slide) to this file, .svg or .png.
-    #[arg(long, value_name = "FILE.svg|FILE.png", value_parser = plot::plot_path)]
-    pub plot: Option<PathBuf>,
-    /// Also write this replay as a recording directory (lock-step: replaying it gives the
-    /// same forces bit for bit).
-    #[arg(long, value_name = "DIR")]
-    pub record: Option<PathBuf>,
-    /// Replace a recording already in the `--record` directory.
-    #[arg(long)]
-    pub force: bool,
-}
 
 /// A replay's rows and what its ticks tell the user ([`TickReview::notes`]).
 pub struct Replay {
@@ -85,7 +54,7 @@ pub fn replay(built: BuiltScene, trajectory: Trajectory) -> Vec<ReplayRow> {
 /// scene's `[device.workspace]`, played as a desktop device.
 pub fn replay_reviewed(built: BuiltScene, trajectory: Trajectory) -> Replay {
     let setup = ReplayDeviceSetup {
-        mapping: built.scene.device.given_mapping(),
+        mapping: given_mapping(&built.scene.device),
         rating: ReplayDevice::new(trajectory.clone()).rating(),
     };
     replay_with(built, trajectory, setup, None).expect("no file is written")
@@ -99,6 +68,81 @@ pub fn replay_recorded(built: BuiltScene, ticks: Trajectory, device: &DeviceReco
         rating: device.rating(),
     };
     replay_with(built, ticks, setup, None).expect("no file is written")
+}
+
+/// Warns of a trajectory that looks like a unit mistake against the scene (positions in
+/// millimetres, times in milliseconds).
+fn warn_implausible(built: &BuiltScene, trajectory: &Trajectory, mapping: &Workspace) {
+    let rest = built.model.rest_positions();
+    let bounds = rest.iter().fold(
+        (Vec3::repeat(f64::INFINITY), Vec3::repeat(f64::NEG_INFINITY)),
+        |(lo, hi), p| (lo.inf(p), hi.sup(p)),
+    );
+    let radius = built.scene.contact.probe_radius;
+    for why in trajectory_warnings(trajectory, mapping, bounds, radius) {
+        tracing::warn!("trajectory: {why}");
+    }
+}
+
+/// Why a trajectory looks like a unit mistake against a scene whose mesh spans `lo`..`hi`
+/// (m) with a probe of `radius` (m), its device positions taken to the scene by `map`:
+/// it never comes within the scene's box (millimetres?), its median time step is not
+/// about 1 ms, or it lasts more than 10 × its row count in ms (times in ms?).
+fn trajectory_warnings(
+    trajectory: &Trajectory,
+    map: &Workspace,
+    (lo, hi): (Vec3, Vec3),
+    radius: f64,
+) -> Vec<String> {
+    let samples = trajectory.samples();
+    let mut warnings = Vec::new();
+    let margin = radius + 0.05 * (hi - lo).norm();
+    let inside = |p: &Vec3| (0..3).all(|a| p[a] >= lo[a] - margin && p[a] <= hi[a] + margin);
+    let scene: Vec<Vec3> = samples.iter().map(|s| map.to_scene(&s.position)).collect();
+    if !scene.iter().any(inside) {
+        let (min, max) = scene.iter().fold(
+            (Vec3::repeat(f64::INFINITY), Vec3::repeat(f64::NEG_INFINITY)),
+            |(a, b), p| (a.inf(p), b.sup(p)),
+        );
+        let reach = (max - min).norm().max(max.amax()).max(min.amax());
+        let hint = if reach > 10.0 * (hi - lo).norm() {
+            " (positions in millimetres?)"
+        } else {
+            ""
+        };
+        warnings.push(format!(
+            "the probe never comes within the scene's box: it moves within \
+             ({:.4}, {:.4}, {:.4})–({:.4}, {:.4}, {:.4}) m, the tissue lies within \
+             ({:.4}, {:.4}, {:.4})–({:.4}, {:.4}, {:.4}) m{hint}; positions are in m",
+            min.x, min.y, min.z, max.x, max.y, max.z, lo.x, lo.y, lo.z, hi.x, hi.y, hi.z
+        ));
+    }
+    if samples.len() >= 2 {
+        let mut steps: Vec<f64> = samples.windows(2).map(|w| w[1].t - w[0].t).collect();
+        steps.sort_by(f64::total_cmp);
+        let step = steps[steps.len() / 2];
+        if !(0.5e-3..=2e-3).contains(&step) {
+            warnings.push(format!(
+                "the trajectory's time step is {} ms (median), not about 1 ms: the haptic \
+                 loop holds each sample until the next; times are in s{}",
+                step * 1e3,
+                if step >= 0.5 {
+                    " (in milliseconds?)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    let duration = trajectory.duration();
+    if duration > 10.0 * samples.len() as f64 * 1e-3 {
+        warnings.push(format!(
+            "the trajectory lasts {duration} s over {} rows, more than 10 ms a row: times \
+             are in s; are they in milliseconds?",
+            samples.len()
+        ));
+    }
+    warnings
 }
 
 /// Rows written between commits of a lock-step recording.
@@ -115,7 +159,8 @@ pub fn replay_with(
         ReplayDevice::with_rating(trajectory.clone(), setup.rating),
         setup.mapping,
     );
-    let config = built.attach_device(setup.rating);
+    warn_implausible(&built, &trajectory, &setup.mapping);
+    let config = attach_device(&mut built, setup.rating);
     let ticks = (trajectory.duration() / config.tick_period).floor() as usize + 1;
     let mut review = TickReview::new(&config.limits);
     let mut lock = LockStep::new(device, built.model, config);
@@ -199,21 +244,66 @@ pub fn force_difference(recorded: &Trajectory, rows: &[ReplayRow]) -> Option<For
     })
 }
 
-/// What `palpa replay` is given, resolved.
+/// What `palpa replay` replays, through which scene, and where its output goes.
+#[derive(Clone, Debug)]
+pub struct ReplayOptions {
+    /// A recording directory (`palpa serve --record DIR`) or a `ticks.csv` in one; or a
+    /// trajectory CSV (`t,x,y,z,buttons`, s and m, device frame).
+    pub input: PathBuf,
+    /// The scene file: a trajectory's (default: the embedded default scene); for a
+    /// recording, another scene than its own copy (warned about).
+    pub scene: Option<PathBuf>,
+    /// Where the precompute is cached.
+    pub cache_dir: PathBuf,
+    /// The output CSV; default `DIR/replay.csv` for a recording, `NAME-replay.csv`
+    /// beside a trajectory `NAME.csv`. Replaced if it exists.
+    pub out: Option<PathBuf>,
+    /// Also write the replay as a lock-step recording directory, and what to do with a
+    /// recording already there.
+    pub record: Option<(PathBuf, Existing)>,
+}
+
+/// A recording's forces against its replay's.
+#[derive(Clone, Debug)]
+pub struct RecordedDifference {
+    /// Over every recorded tick with a force.
+    pub all: ForceDifference,
+    /// Over the ticks a live session's safety filter passed unchanged (state `normal`),
+    /// and how many: a faded tick has no counterpart in the replay.
+    pub normal: Option<(usize, ForceDifference)>,
+    /// The recording, if it was made in lock-step (its replay should match bit for bit).
+    pub lockstep: Option<PathBuf>,
+}
+
+/// What a replay did.
+pub struct ReplayOutcome {
+    /// Its rows and their review.
+    pub replay: Replay,
+    /// The CSV written.
+    pub out: PathBuf,
+    /// The scene's name.
+    pub title: String,
+    /// What the precompute did (computed, or loaded from the cache).
+    pub precompute: PrecomputeOutcome,
+    /// What the user should know about the input (a different scene, a torn last row).
+    pub warnings: Vec<String>,
+    /// Notes on the input (a recording cut off by a crash).
+    pub notes: Vec<String>,
+    /// The lock-step recording written and its rows.
+    pub recorded: Option<(PathBuf, u64)>,
+    /// The recorded forces against the replayed ones (a recording, or a trajectory
+    /// with forces).
+    pub difference: Option<RecordedDifference>,
+}
+
+/// What a replay is given, resolved.
 struct Input {
     ticks: Trajectory,
     recorded: Option<(Recorded, usize)>,
     built: BuiltScene,
     inputs: SceneInputs,
-}
-
-fn build(scene: scene::Scene, args: &SceneArgs) -> Result<BuiltScene, String> {
-    let (bar, mut on_progress) = progress_bar("building the scene");
-    let built = scene::build(scene, &args.cache_dir(), &mut on_progress);
-    bar.finish_and_clear();
-    let built = built.map_err(|e| e.to_string())?;
-    eprintln!("precompute: {}", describe(&built.precompute));
-    Ok(built)
+    warnings: Vec<String>,
+    notes: Vec<String>,
 }
 
 fn short(hash: &str) -> &str {
@@ -221,17 +311,14 @@ fn short(hash: &str) -> &str {
 }
 
 /// Reads the trajectory or recording and builds the scene it replays through.
-fn resolve(args: &ReplayArgs) -> Result<Input, String> {
-    let recorded = Recorded::find(&args.trajectory)?;
+fn resolve(options: &ReplayOptions, progress: &mut dyn FnMut(Progress)) -> Result<Input, String> {
+    let recorded = Recorded::find(&options.input)?;
     let ticks_path = match &recorded {
         Some((r, i)) => r.ticks_path(*i),
-        None => args.trajectory.clone(),
+        None => options.input.clone(),
     };
     let (ticks, note) = Trajectory::load_noting(&ticks_path).map_err(|e| e.to_string())?;
-    if let Some(note) = note {
-        eprintln!("note: {note}");
-    }
-    let scene_path = match (&recorded, &args.scene.scene) {
+    let scene_path = match (&recorded, &options.scene) {
         (_, Some(given)) => Some(given.clone()),
         (Some((r, _)), None) => {
             r.verify_inputs()?;
@@ -240,67 +327,64 @@ fn resolve(args: &ReplayArgs) -> Result<Input, String> {
         (None, None) => None,
     };
     let (scene, inputs) = SceneInputs::load(scene_path.as_deref())?;
-    if let (Some((r, _)), Some(given)) = (&recorded, &args.scene.scene) {
+    let mut warnings = Vec::new();
+    if let (Some((r, _)), Some(given)) = (&recorded, &options.scene) {
         let recorded_with = &r.manifest.scene;
         let fingerprint = inputs.fingerprint();
         if fingerprint != recorded_with.fingerprint {
-            eprintln!(
-                "warning: {} was recorded with the scene {} (fingerprint {}…) and is \
-                 replayed through {} (fingerprint {}…), another scene: its forces will differ",
+            warnings.push(format!(
+                "{} was recorded with the scene {} (fingerprint {}…) and is replayed \
+                 through {} (fingerprint {}…), another scene: its forces will differ",
                 r.dir.display(),
                 recorded_with.source,
                 short(&recorded_with.fingerprint),
                 given.display(),
                 short(&fingerprint)
-            );
+            ));
         }
     }
-    let built = build(scene, &args.scene)?;
+    let built = scene::build(scene, &options.cache_dir, progress).map_err(|e| e.to_string())?;
     Ok(Input {
         ticks,
         recorded,
         built,
         inputs,
+        warnings,
+        notes: note.into_iter().collect(),
     })
 }
 
 /// The default output: `DIR/replay.csv` for a recording, `NAME-replay.csv` beside
 /// `NAME.csv`.
-fn default_out(args: &ReplayArgs, recorded: Option<&Recorded>) -> PathBuf {
+fn default_out(input: &Path, recorded: Option<&Recorded>) -> PathBuf {
     match recorded {
         Some(r) => r.dir.join(REPLAY),
         None => {
-            let stem = args
-                .trajectory
+            let stem = input
                 .file_stem()
                 .map_or("trajectory".into(), |s| s.to_string_lossy().into_owned());
-            args.trajectory.with_file_name(format!("{stem}-replay.csv"))
+            input.with_file_name(format!("{stem}-replay.csv"))
         }
     }
 }
 
 /// The replay written as a lock-step recording in `dir`.
 fn start_recording(
-    args: &ReplayArgs,
-    dir: &Path,
+    options: &ReplayOptions,
+    (dir, existing): (&Path, Existing),
     input: &mut Input,
     setup: &ReplayDeviceSetup,
 ) -> Result<(RecordingDir, TickWriter), String> {
-    let existing = if args.force {
-        Existing::Replace
-    } else {
-        Existing::Refuse
-    };
     let recording =
         RecordingDir::create(dir, &input.inputs, 1, false, RecordedBy::Replay, existing)?;
     // The same configuration the replay gets (attaching twice changes nothing).
-    let config = input.built.attach_device(setup.rating);
+    let config = attach_device(&mut input.built, setup.rating);
     let how = match &input.recorded {
         Some(_) => "the recording's scene positions, used as they are".to_string(),
         None => "the scene's [device.workspace] (identity without one)".to_string(),
     };
     let record = DeviceRecord::new(
-        &format!("replay of {}", args.trajectory.display()),
+        &format!("replay of {}", options.input.display()),
         "replay",
         &setup.rating,
         (&setup.mapping, &how),
@@ -311,111 +395,96 @@ fn start_recording(
     Ok((recording, ticks))
 }
 
-/// Runs `palpa replay`; errors are messages for the user.
-pub fn run(args: &ReplayArgs) -> Result<(), String> {
-    let mut input = resolve(args)?;
+/// Replays a recording or trajectory as `options` say: builds its scene (`progress`
+/// hears of the stages), replays it in lock-step, writes the CSV (and the lock-step
+/// recording), and compares the forces with the recorded ones.
+pub fn replay_session(
+    options: &ReplayOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ReplayOutcome, String> {
+    let mut input = resolve(options, progress)?;
     let title = input.built.name();
+    let precompute = input.built.precompute.clone();
     let setup = match &input.recorded {
         Some((r, i)) => ReplayDeviceSetup {
             mapping: Workspace::IDENTITY,
             rating: r.devices[*i].rating(),
         },
         None => ReplayDeviceSetup {
-            mapping: input.built.scene.device.given_mapping(),
+            mapping: given_mapping(&input.built.scene.device),
             rating: ReplayDevice::new(input.ticks.clone()).rating(),
         },
     };
-    let recording = match &args.record {
-        Some(dir) => Some(start_recording(args, dir, &mut input, &setup)?),
+    let recording = match &options.record {
+        Some((dir, existing)) => Some(start_recording(
+            options,
+            (dir, *existing),
+            &mut input,
+            &setup,
+        )?),
         None => None,
     };
-    let health = RecordingHealth::default();
     let Input {
         ticks,
         recorded,
         built,
+        warnings,
+        notes,
         ..
     } = input;
     let (recording_dir, mut writer) = recording.unzip();
-    let Replay { rows, review } = replay_with(built, ticks.clone(), setup, writer.as_mut())
-        .inspect_err(|e| health.fail(e.clone()))?;
-    let out = args
+    let replay = replay_with(built, ticks.clone(), setup, writer.as_mut())?;
+    let recorded = recorded.map(|r| r.0);
+    let out = options
         .out
         .clone()
-        .unwrap_or_else(|| default_out(args, recorded.as_ref().map(|r| &r.0)));
-    let mut csv = Vec::with_capacity(rows.len() * 96);
-    write_csv(&rows, &mut csv).expect("writing into memory");
+        .unwrap_or_else(|| default_out(&options.input, recorded.as_ref()));
+    let mut csv = Vec::with_capacity(replay.rows.len() * 96);
+    write_csv(&replay.rows, &mut csv).expect("writing into memory");
     write_file_atomic(&out, &csv).map_err(|e| e.to_string())?;
-    let peak = rows.iter().map(|r| r.force.norm()).fold(0.0, f64::max);
-    let deepest = rows.iter().map(|r| r.depth).fold(0.0, f64::max);
-    eprintln!(
-        "{} ticks written to {}; peak force {peak:.3} N, deepest indentation {:.2} mm",
-        rows.len(),
-        out.display(),
-        deepest * 1e3
-    );
-    if let (Some(dir), Some(w)) = (&recording_dir, &writer) {
-        eprintln!(
-            "recorded: {} ({} rows, lock-step)",
-            dir.path().display(),
-            w.rows()
-        );
-    }
-    if recorded.is_some() || ticks.samples().iter().all(|s| s.force.is_some()) {
-        print_difference(&ticks, &rows, recorded.as_ref().map(|r| &r.0));
-    }
-    for note in review.notes() {
-        eprintln!("note: {note}");
-    }
-    if let Some(path) = &args.plot {
-        plot::plot_csv(&out, path, &title)?;
-        eprintln!("plot written to {}", path.display());
-    }
-    Ok(())
+    let difference = match recorded.is_some() || ticks.samples().iter().all(|s| s.force.is_some()) {
+        true => recorded_difference(&ticks, &replay.rows, recorded.as_ref()),
+        false => None,
+    };
+    Ok(ReplayOutcome {
+        replay,
+        out,
+        title,
+        precompute,
+        warnings,
+        notes,
+        recorded: recording_dir
+            .zip(writer)
+            .map(|(d, w)| (d.path().to_path_buf(), w.rows())),
+        difference,
+    })
 }
 
-fn print_difference(ticks: &Trajectory, rows: &[ReplayRow], recorded: Option<&Recorded>) {
-    let Some(d) = force_difference(ticks, rows) else {
-        return;
-    };
-    let timing = if d.same_times {
-        "at the same tick times"
-    } else {
-        "each at the nearest replay tick (a real-time session's ticks and model steps fall \
-         at its threads' own times, the replay's on a virtual clock)"
-    };
-    eprintln!(
-        "recorded vs replayed force: largest difference {:.3e} N at t = {:.3} s (recorded \
-         {:.4} N, replayed {:.4} N), over {} ticks compared {timing}",
-        d.largest, d.t, d.recorded, d.replayed, d.compared
-    );
-    // A live session's faded ticks (a stalled model thread, a stale sample) have no
-    // counterpart in the replay: the difference over the ticks its safety filter passed.
-    if let Some((normal, ticks)) = recorded
+/// The recorded forces against the replayed `rows`.
+fn recorded_difference(
+    ticks: &Trajectory,
+    rows: &[ReplayRow],
+    recorded: Option<&Recorded>,
+) -> Option<RecordedDifference> {
+    let all = force_difference(ticks, rows)?;
+    let normal = recorded
         .filter(|r| !r.manifest.lockstep)
         .and_then(|r| normal_ticks(&r.ticks_path(0), ticks))
-    {
-        if let Some(n) = force_difference(&ticks, rows) {
-            eprintln!(
-                "  over the {normal} ticks the live safety filter passed unchanged (state \
-                 `normal`): largest difference {:.3e} N at t = {:.3} s (recorded {:.4} N, \
-                 replayed {:.4} N)",
-                n.largest, n.t, n.recorded, n.replayed
-            );
-        }
-    }
-    if let Some(r) = recorded.filter(|r| r.manifest.lockstep && d.largest > 0.0) {
-        eprintln!(
-            "note: {} was recorded in lock-step, so its replay should match bit for bit",
-            r.dir.display()
-        );
-    }
+        .and_then(|(count, normal)| force_difference(&normal, rows).map(|d| (count, d)));
+    let lockstep = recorded
+        .filter(|r| r.manifest.lockstep)
+        .map(|r| r.dir.clone());
+    Some(RecordedDifference {
+        all,
+        normal,
+        lockstep,
+    })
 }
 
 /// The recorded ticks whose safety state was `normal` (read from the `safety` column of
 /// the session's `ticks.csv`), as a trajectory, and how many there are.
 fn normal_ticks(path: &Path, ticks: &Trajectory) -> Option<(usize, Trajectory)> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::files::read_text(path, crate::files::FileKind::Trajectory).ok()?;
     let mut rows = text
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
@@ -434,4 +503,45 @@ fn normal_ticks(path: &Path, ticks: &Trajectory) -> Option<(usize, Trajectory)> 
     Trajectory::new(kept, &path.display().to_string())
         .ok()
         .map(|t| (count, t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::replay::TrajectorySample;
+
+    fn trajectory(points: &[(f64, [f64; 3])]) -> Trajectory {
+        let samples = points
+            .iter()
+            .map(|&(t, p)| TrajectorySample {
+                t,
+                position: Vec3::from(p),
+                buttons: 0,
+                force: None,
+            })
+            .collect();
+        Trajectory::new(samples, "test").unwrap()
+    }
+
+    #[test]
+    fn trajectories_in_millimetres_or_with_times_in_milliseconds_are_named() {
+        let block = (Vec3::new(-0.05, -0.05, -0.04), Vec3::new(0.05, 0.05, 0.0));
+        let at_1khz: Vec<(f64, [f64; 3])> = (0..100)
+            .map(|i| (i as f64 * 1e-3, [0.0, 0.0, 0.005 - 1e-4 * i as f64]))
+            .collect();
+        let fine = trajectory(&at_1khz);
+        assert!(trajectory_warnings(&fine, &Workspace::IDENTITY, block, 0.0).is_empty());
+        let mm: Vec<(f64, [f64; 3])> = at_1khz
+            .iter()
+            .map(|&(t, p)| (t, p.map(|x| 1e3 * x + 20.0)))
+            .collect();
+        let w = trajectory_warnings(&trajectory(&mm), &Workspace::IDENTITY, block, 0.0);
+        assert!(w.len() == 1 && w[0].contains("millimetres"), "{w:?}");
+        let ms: Vec<(f64, [f64; 3])> = at_1khz.iter().map(|&(t, p)| (t * 1e3, p)).collect();
+        let w = trajectory_warnings(&trajectory(&ms), &Workspace::IDENTITY, block, 0.0);
+        assert!(
+            w.len() == 2 && w.iter().all(|w| w.contains("milliseconds")),
+            "{w:?}"
+        );
+    }
 }

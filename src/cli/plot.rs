@@ -99,7 +99,8 @@ pub struct ForceTrace {
 impl ForceTrace {
     /// Reads a force CSV; errors name the file, the line and the column.
     pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = crate::files::read_text(path, crate::files::FileKind::ForceCsv)
+            .map_err(|e| e.to_string())?;
         Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 

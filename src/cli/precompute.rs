@@ -1,5 +1,5 @@
-//! `palpa precompute`: build a scene's modal basis and write it to the cache, so the
-//! next `serve` or `replay` of the scene starts from the cache.
+//! `palpa precompute` ([`crate::app::precompute`]), and the scene and cache arguments
+//! every scene command shares.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -8,8 +8,9 @@ use clap::Args;
 
 use super::progress::progress_bar;
 
-use crate::scene::{self, FemInputs, PrecomputeOutcome};
-use crate::scene::{BuiltScene, Scene};
+use crate::app::precompute::{precompute, PrecomputeReport};
+use crate::app::scene::{build_scene, load_scene};
+use crate::scene::{self, BuiltScene, Scene};
 
 /// Which scene, and where its precompute cache lives (shared by the scene commands).
 #[derive(Args, Debug, Clone, Default)]
@@ -26,10 +27,7 @@ pub struct SceneArgs {
 impl SceneArgs {
     /// The scene file, or the embedded default scene.
     pub fn load(&self) -> Result<Scene, String> {
-        match &self.scene {
-            Some(path) => Scene::load(path).map_err(|e| e.to_string()),
-            None => Ok(Scene::embedded_default()),
-        }
+        load_scene(self.scene.as_deref())
     }
 
     /// The cache directory.
@@ -40,12 +38,15 @@ impl SceneArgs {
     /// Loads and builds the scene behind the progress bar, and says on stderr what the
     /// precompute did (computed, or loaded from the cache).
     pub fn build(&self) -> Result<BuiltScene, String> {
-        let scene = self.load()?;
         let (bar, mut on_progress) = progress_bar("building the scene");
-        let built = scene::build(scene, &self.cache_dir(), &mut on_progress);
+        let built = build_scene(
+            self.scene.as_deref(),
+            self.cache_dir.as_deref(),
+            &mut on_progress,
+        );
         bar.finish_and_clear();
-        let built = built.map_err(|e| e.to_string())?;
-        eprintln!("precompute: {}", describe(&built.precompute));
+        let built = built?;
+        eprintln!("precompute: {}", built.precompute);
         Ok(built)
     }
 }
@@ -58,71 +59,31 @@ pub struct PrecomputeArgs {
     pub scene: SceneArgs,
 }
 
-/// Describes a precompute outcome in one line.
-pub fn describe(outcome: &PrecomputeOutcome) -> String {
-    match outcome {
-        PrecomputeOutcome::Loaded { path } => format!("loaded from cache {}", path.display()),
-        PrecomputeOutcome::Computed {
-            path,
-            reason,
-            seconds,
-        } => format!(
-            "computed in {seconds:.2} s ({reason}), cache written to {}",
-            path.display()
-        ),
-        PrecomputeOutcome::NotModal => {
-            "not the modal backend: nothing to precompute offline".into()
-        }
-    }
-}
-
 /// Runs `palpa precompute`; errors are messages for the user.
 pub fn run(args: &PrecomputeArgs) -> Result<(), String> {
     let start = Instant::now();
     let scene = args.scene.load()?;
-    let inputs = FemInputs::resolve(&scene).map_err(|e| e.to_string())?;
-    let mesh = &inputs.mesh.mesh;
+    let (bar, mut on_progress) = progress_bar("loading the precompute cache");
+    let report = precompute(&scene, &args.scene.cache_dir(), &mut on_progress);
+    bar.finish_and_clear();
+    let PrecomputeReport {
+        mesh,
+        modes,
+        outcome,
+    } = report?;
     println!(
         "scene {}: {} nodes, {} tetrahedra, volume {:.4e} m³",
-        scene.source,
-        mesh.nodes.len(),
-        mesh.tets.len(),
-        mesh.volume()
+        scene.source, mesh.nodes, mesh.tets, mesh.volume
     );
-    if !scene::has_modes(&scene) {
-        println!("{}", describe(&PrecomputeOutcome::NotModal));
-        return Ok(());
+    if let Some(m) = modes {
+        println!(
+            "{} free DOFs, {} fixed nodes; kept {} of {} modes ({:.2}–{:.2} Hz)",
+            m.free_dofs, m.fixed_nodes, m.kept, m.computed, m.frequency_hz.0, m.frequency_hz.1,
+        );
     }
-    let dir = args.scene.cache_dir();
-    let (bar, mut on_progress) = progress_bar("loading the precompute cache");
-    let system = inputs.assemble(&scene).map_err(|e| e.to_string())?;
-    let result = scene::modal_precompute(&scene, &inputs, &system, &dir, &mut on_progress);
-    bar.finish_and_clear();
-    let (pre, outcome) = result.map_err(|e| e.to_string())?;
-    println!(
-        "{} free DOFs, {} fixed nodes; kept {} of {} modes ({:.2}–{:.2} Hz)",
-        pre.n_free_dofs,
-        pre.n_fixed_nodes,
-        pre.basis.n_modes(),
-        pre.reports.len(),
-        lowest(&pre, true),
-        lowest(&pre, false),
-    );
-    println!("{}", describe(&outcome));
-    println!("total {:.2} s", start.elapsed().as_secs_f64());
+    println!("{outcome}");
+    if modes.is_some() {
+        println!("total {:.2} s", start.elapsed().as_secs_f64());
+    }
     Ok(())
-}
-
-/// Lowest (or highest) kept frequency (Hz).
-fn lowest(pre: &crate::modal::Precomputed, low: bool) -> f64 {
-    let kept = pre
-        .reports
-        .iter()
-        .filter(|r| r.fate.kept())
-        .map(|r| r.freq_hz);
-    if low {
-        kept.fold(f64::INFINITY, f64::min)
-    } else {
-        kept.fold(f64::NEG_INFINITY, f64::max)
-    }
 }

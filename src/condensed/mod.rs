@@ -13,7 +13,7 @@
 //! constraint forces'.
 
 use crate::fem::{ComplianceColumns, Support, MAX_SUPPORT_NODES};
-use crate::model::{
+use crate::tissue::{
     add_point_compliance, push_nodal_loads, require_positions, validate_step, ConstraintRows,
     HeldLoads, ModelError, PointConstraint, PointLoad, TissueGeometry, TissueModel,
 };

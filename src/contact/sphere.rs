@@ -25,7 +25,7 @@
 //! through (a probe pressed deep never catches the far side of the body).
 
 use crate::fem::Support;
-use crate::model::PointConstraint;
+use crate::tissue::PointConstraint;
 use crate::Vec3;
 
 use super::bvh::SurfaceBvh;

@@ -140,7 +140,8 @@ impl DeviceChoice {
     pub fn open(&self, scene_profile: Option<&Path>) -> Result<OpenedDevice, String> {
         let load = |p: &Path| -> Result<(DeviceProfile, String, String), String> {
             let profile = DeviceProfile::load(p).map_err(|e| e.to_string())?;
-            let toml = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let toml = crate::files::read_text(p, crate::files::FileKind::Profile)
+                .map_err(|e| e.to_string())?;
             Ok((profile, toml, p.display().to_string()))
         };
         let shipped = |file: &str| format!("the shipped profiles/{file}");

@@ -45,8 +45,71 @@
 //!   arm (the elbow on the outer side of the line from the motor axis to the forearm's
 //!   far end) and rejects points the forward kinematics would not return.
 
+//!
+//! # Force safety at every pose
+//!
+//! Currents are limited together, never one by one: when one motor would pass
+//! `max_current`, every motor's current is scaled by the same factor, so the torques and
+//! hence the tip force keep their direction (clamping each motor alone turns the force).
+//! Near a singular pose a small torque error makes a large force error and a modest force
+//! asks for very large torques, so the force fades with the Jacobian's condition number
+//! κ = σ_max/σ_min: full below `max_condition / 2`, zero from `max_condition`, a smooth
+//! step between ([`singularity_scale`]).
+
 use crate::{Mat3, Vec3};
 use std::f64::consts::{PI, TAU};
+
+/// Default largest Jacobian condition number at which an arm renders any force: a
+/// delta arm of Falcon size stays below 3 over its usable workspace and passes 8 only
+/// with an upper arm turned 60° or more from its calibration angle.
+pub const DEFAULT_MAX_CONDITION: f64 = 25.0;
+
+/// The factor (0 ..= 1) on the force at a pose whose Jacobian has condition number
+/// `condition`: 1 up to `max_condition / 2`, 0 from `max_condition` (and for a
+/// non-finite condition), a smoothstep between.
+pub fn singularity_scale(condition: f64, max_condition: f64) -> f64 {
+    let start = max_condition / 2.0;
+    if !condition.is_finite() || condition >= max_condition {
+        0.0
+    } else if condition <= start {
+        1.0
+    } else {
+        let x = (max_condition - condition) / (max_condition - start);
+        x * x * (3.0 - 2.0 * x)
+    }
+}
+
+/// The condition number σ_max/σ_min of `jacobian` (∞ when singular).
+pub fn condition_number(jacobian: &Mat3) -> f64 {
+    let singular = jacobian.singular_values();
+    let (max, min) = (singular.max(), singular.min());
+    if min > 0.0 && max.is_finite() {
+        max / min
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Currents `wanted` (A) scaled together so that none passes `max` (A): the largest
+/// `s ≤ 1` with `|offset + s · wanted| ≤ max` on every motor. `offset` (gravity
+/// compensation) is kept as far as it fits on its own and clamped where it does not.
+fn limit_together(offset: [f64; 3], wanted: [f64; 3], max: f64) -> [f64; 3] {
+    let mut scale = 1.0f64;
+    for (g, w) in offset.iter().zip(wanted) {
+        let g = g.clamp(-max, max);
+        if w > 0.0 {
+            scale = scale.min((max - g) / w);
+        } else if w < 0.0 {
+            scale = scale.min((-max - g) / w);
+        }
+    }
+    let scale = if scale.is_finite() {
+        scale.max(0.0)
+    } else {
+        0.0
+    };
+    std::array::from_fn(|i| (offset[i].clamp(-max, max) + scale * wanted[i]).clamp(-max, max))
+}
 
 /// A 3R capstan-driven arm and its drive train (WoodenHaptics and relatives).
 ///
@@ -82,6 +145,9 @@ pub struct CapstanArm {
     pub centre_of_mass_c: f64,
     /// Gravitational acceleration used for compensation (m/s²); 0 turns it off.
     pub gravity: f64,
+    /// Jacobian condition number from which no force is rendered; the force fades from
+    /// half of it ([`singularity_scale`]).
+    pub max_condition: f64,
 }
 
 impl CapstanArm {
@@ -105,6 +171,7 @@ impl CapstanArm {
             centre_of_mass_b: 0.051,
             centre_of_mass_c: 0.091,
             gravity: 0.0,
+            max_condition: DEFAULT_MAX_CONDITION,
         }
     }
 
@@ -155,31 +222,42 @@ impl CapstanArm {
         )
     }
 
-    /// Joint torques (N·m) that render `force` (N) at the tip, plus gravity
-    /// compensation: `τ = Jᵀ f + ∂U/∂θ`.
-    pub fn joint_torques(&self, angles: [f64; 3], force: Vec3) -> [f64; 3] {
+    /// Gravity compensation torques `∂U/∂θ` (N·m) at joint angles (rad).
+    fn gravity_torques(&self, angles: [f64; 3]) -> [f64; 3] {
         let [_, lb, _] = self.link_length;
         let [_, tb, tc] = angles;
-        let rendered = self.jacobian(angles).tr_mul(&force);
         let g = self.gravity;
         let compensation_b =
             -g * (self.mass_b * self.centre_of_mass_b + self.mass_c * lb) * tb.sin();
         let compensation_c = g * self.mass_c * self.centre_of_mass_c * tc.sin();
-        [
-            rendered.x,
-            rendered.y + compensation_b,
-            rendered.z + compensation_c,
-        ]
+        [0.0, compensation_b, compensation_c]
     }
 
-    /// Motor currents (A) for `force` (N) at the tip, each clamped to
-    /// `±max_current`.
+    /// Joint torques (N·m) that render `force` (N) at the tip, plus gravity
+    /// compensation: `τ = Jᵀ f + ∂U/∂θ`.
+    pub fn joint_torques(&self, angles: [f64; 3], force: Vec3) -> [f64; 3] {
+        let rendered = self.jacobian(angles).tr_mul(&force);
+        let g = self.gravity_torques(angles);
+        [rendered.x + g[0], rendered.y + g[1], rendered.z + g[2]]
+    }
+
+    /// Motor current (A) for a joint torque (N·m).
+    fn current(&self, joint: usize, torque: f64) -> f64 {
+        torque * self.transmission(joint) / self.torque_constant[joint]
+    }
+
+    /// Motor currents (A) for `force` (N) at the tip: the force faded near singular
+    /// poses ([`singularity_scale`]) and the currents it asks for limited together to
+    /// `±max_current`, so the rendered force keeps the request's direction; gravity
+    /// compensation is added first.
     pub fn motor_currents(&self, angles: [f64; 3], force: Vec3) -> [f64; 3] {
-        let torques = self.joint_torques(angles, force);
-        std::array::from_fn(|joint| {
-            let motor_torque = torques[joint] * self.transmission(joint);
-            (motor_torque / self.torque_constant[joint]).clamp(-self.max_current, self.max_current)
-        })
+        let jacobian = self.jacobian(angles);
+        let fade = singularity_scale(condition_number(&jacobian), self.max_condition);
+        let rendered = jacobian.tr_mul(&(force * fade));
+        let gravity = self.gravity_torques(angles);
+        let wanted = std::array::from_fn(|j| self.current(j, rendered[j]));
+        let offset = std::array::from_fn(|j| self.current(j, gravity[j]));
+        limit_together(offset, wanted, self.max_current)
     }
 }
 
@@ -332,6 +410,9 @@ pub struct DeltaDrive {
     pub max_current: f64,
     /// Effector position at which the reported position is zero (m, base frame).
     pub workspace_origin: Vec3,
+    /// Jacobian condition number from which no force is rendered; the force fades from
+    /// half of it ([`singularity_scale`]).
+    pub max_condition: f64,
 }
 
 impl DeltaDrive {
@@ -355,16 +436,20 @@ impl DeltaDrive {
         self.arm.forward(angles).map(|p| p - self.workspace_origin)
     }
 
-    /// Motor currents (A) for `force` (N) at the effector, each clamped to
-    /// `±max_current`; zero at a pose without a Jacobian (unreachable or singular).
+    /// Motor currents (A) for `force` (N) at the effector: faded near singular poses
+    /// ([`singularity_scale`]), zero at a pose without a Jacobian (unreachable or
+    /// singular), and limited together to `±max_current` so the force keeps its
+    /// direction.
     pub fn motor_currents(&self, angles: [f64; 3], force: Vec3) -> [f64; 3] {
-        let Some(torques) = self.arm.joint_torques(angles, force) else {
+        let Some(jacobian) = self.arm.jacobian(angles) else {
             return [0.0; 3];
         };
-        std::array::from_fn(|arm| {
-            let motor_torque = torques[arm] * self.transmission(arm);
-            (motor_torque / self.torque_constant[arm]).clamp(-self.max_current, self.max_current)
-        })
+        let fade = singularity_scale(condition_number(&jacobian), self.max_condition);
+        let torques = jacobian.tr_mul(&(force * fade));
+        let wanted = std::array::from_fn(|arm| {
+            torques[arm] * self.transmission(arm) / self.torque_constant[arm]
+        });
+        limit_together([0.0; 3], wanted, self.max_current)
     }
 }
 
@@ -560,8 +645,14 @@ mod tests {
         for (current, expected) in currents.iter().zip(expected) {
             assert!((current - expected).abs() < 1e-12, "{currents:?} A");
         }
+        // 10 N asks for 6.6 A and −7.9 A: both scaled by 3/7.9, so the force keeps
+        // its direction.
         let clamped = arm.motor_currents(angles, Vec3::new(10.0, 0.0, -10.0));
-        assert_eq!(clamped, [0.0, 3.0, -3.0]);
+        let scale = 3.0 / (0.245 / 12.0 / 0.0259 * 10.0);
+        let expected = [0.0, 0.205 / 12.0 / 0.0259 * 10.0 * scale, -3.0];
+        for (current, expected) in clamped.iter().zip(expected) {
+            assert!((current - expected).abs() < 1e-12, "{clamped:?} A");
+        }
     }
 
     #[test]

@@ -98,9 +98,10 @@ pub struct Trajectory {
     samples: Vec<TrajectorySample>,
 }
 
-/// A trajectory file that cannot be read, naming the file and line.
+/// A trajectory file that cannot be read, naming the file and line (`FILE:LINE: …`, or
+/// `FILE: …` for the file as a whole).
 #[derive(Debug, thiserror::Error)]
-#[error("{file}:{line}: {message}")]
+#[error("{file}{}: {message}", if *line > 0 { format!(":{line}") } else { String::new() })]
 pub struct TrajectoryError {
     /// File (or source) name.
     pub file: String,
@@ -150,7 +151,7 @@ fn sample_problem(
 impl Trajectory {
     /// A trajectory from samples: at least one, every value finite, times strictly
     /// increasing within [0, [`MAX_TRAJECTORY_TIME`]] s. `source` names it in errors,
-    /// which name the sample (0-based) with line 0.
+    /// which name the sample (0-based).
     pub fn new(samples: Vec<TrajectorySample>, source: &str) -> Result<Self, TrajectoryError> {
         let err = |message: String| TrajectoryError {
             file: source.to_string(),
@@ -308,11 +309,14 @@ impl Trajectory {
     /// Reads a trajectory file, with the note about a torn last row if one was dropped
     /// ([`Trajectory::parse_noting`]).
     pub fn load_noting(path: &Path) -> Result<(Self, Option<String>), TrajectoryError> {
-        let text = std::fs::read_to_string(path).map_err(|e| TrajectoryError {
-            file: path.display().to_string(),
-            line: 0,
-            message: e.to_string(),
-        })?;
+        let text =
+            crate::files::read_text(path, crate::files::FileKind::Trajectory).map_err(|e| {
+                TrajectoryError {
+                    file: path.display().to_string(),
+                    line: 0,
+                    message: e.reason(),
+                }
+            })?;
         Self::parse_noting(&text, &path.display().to_string())
     }
 

@@ -81,6 +81,18 @@ impl NodalPressure {
         }
     }
 
+    /// The same terms without those of the nodes `off` marks (their coefficient set to
+    /// 0): another formulation carries those nodes' volumetric energy (the large-strain
+    /// laws' nodal volume, `nonlinear/volume.rs`). The coupling pattern stays.
+    pub fn without_nodes(mut self, off: &[bool]) -> Self {
+        for (c, &off) in self.coefficient.iter_mut().zip(off) {
+            if off {
+                *c = 0.0;
+            }
+        }
+        self
+    }
+
     /// Number of mesh nodes.
     pub fn n_nodes(&self) -> usize {
         self.coefficient.len()

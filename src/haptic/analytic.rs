@@ -10,7 +10,7 @@
 //! only over the block's top face (|x − cx| ≤ hx, |y − cy| ≤ hy); past its edge the
 //! probe has left the tissue.
 
-use crate::model::{LocalForceModel, ModelStep, SurfaceEntry};
+use crate::tissue::{LocalForceModel, ModelStep, SurfaceEntry};
 use crate::{Mat3, Vec3};
 
 /// Hertz indentation of an elastic half-space bounded laterally by a block's top face.

@@ -1,39 +1,8 @@
 //! Force between model updates (DESIGN §2.5): the haptic thread evaluates the newest
 //! [`LocalForceModel`] at its own time and probe position every tick.
 
-use crate::model::LocalForceModel;
+use crate::tissue::{ForceStrategy, LocalForceModel};
 use crate::{Mat3, Vec3};
-use serde::Deserialize;
-
-/// How the haptic thread computes force between two model steps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum ForceStrategy {
-    /// f₀: zero-order hold of the last model force (the baseline).
-    Hold,
-    /// f₀ + ḟ·(t − t₀): linear in time (Basdogan).
-    LinearTime,
-    /// f₀ + K_loc·(x − x₀): linear in position, with local contact loss and re-engagement.
-    LocalStiffness,
-}
-
-impl ForceStrategy {
-    /// All strategies, for harnesses that compare them.
-    pub const ALL: [ForceStrategy; 3] = [
-        ForceStrategy::Hold,
-        ForceStrategy::LinearTime,
-        ForceStrategy::LocalStiffness,
-    ];
-
-    /// The name used on the command line and in scene files.
-    pub fn name(self) -> &'static str {
-        match self {
-            ForceStrategy::Hold => "hold",
-            ForceStrategy::LinearTime => "linear-time",
-            ForceStrategy::LocalStiffness => "local-stiffness",
-        }
-    }
-}
 
 /// Longest time `linear-time` extrapolates past t₀ (s); beyond it the force is held, so
 /// a late model cannot make the force run away (the watchdog fades it soon after).

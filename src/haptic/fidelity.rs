@@ -2,12 +2,12 @@
 //! every tick (truth) and the model every `ticks_per_model_step` ticks with a strategy
 //! — and measures how far the rendered force strays from the truth.
 
-use super::extrapolate::ForceStrategy;
 use super::lockstep::LockStep;
 use super::safety::SafetyLimits;
 use super::tick::{HapticConfig, TickRecord};
 use crate::device::replay::{ReplayDevice, Trajectory};
-use crate::model::ModelStep;
+use crate::tissue::ForceStrategy;
+use crate::tissue::ModelStep;
 
 /// How one strategy compares with the every-tick truth on one trajectory.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -4,7 +4,7 @@
 
 use super::tick::{HapticConfig, HapticLoop, TickRecord};
 use crate::device::HapticDevice;
-use crate::model::{LocalForceModel, ModelStep};
+use crate::tissue::{LocalForceModel, ModelStep};
 
 /// A haptic loop and a model stepped together on the calling thread.
 pub struct LockStep<D: HapticDevice, M: ModelStep> {

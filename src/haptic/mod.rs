@@ -22,7 +22,7 @@ pub mod tick;
 pub mod tick_csv;
 pub mod tick_ring;
 
-pub use extrapolate::ForceStrategy;
+pub use crate::tissue::ForceStrategy;
 pub use lockstep::LockStep;
 pub use safety::{SafetyFilter, SafetyLimits, SafetyState};
 pub use tick::{HapticConfig, HapticLoop, TickRecord};

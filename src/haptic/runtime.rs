@@ -6,10 +6,10 @@ use super::stats::TickStats;
 use super::tick::{HapticConfig, HapticLoop, ProbeSample, TickRecord, ZeroForceGuard};
 use super::tick_ring::TickSink;
 use crate::device::HapticDevice;
-use crate::model::{LocalForceModel, ModelStep};
 use crate::rt::{
     self, slot, DropCounter, RealtimeMode, RealtimePolicy, ResidentSet, SlotReader, SlotWriter,
 };
+use crate::tissue::{LocalForceModel, ModelStep};
 use crate::Vec3;
 use crossbeam::queue::ArrayQueue;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -2,10 +2,10 @@
 //! [`HapticLoop::sense`] reads the device, [`HapticLoop::actuate`] evaluates the local
 //! force model, applies safety and writes the force. Neither allocates, locks or blocks.
 
-use super::extrapolate::{cap_stiffness, force_at, ForceStrategy};
+use super::extrapolate::{cap_stiffness, force_at};
 use super::safety::{Health, SafetyFilter, SafetyLimits, SafetyState};
 use crate::device::{DeviceError, DeviceSample, HapticDevice, Orientation};
-use crate::model::LocalForceModel;
+use crate::tissue::{ForceStrategy, LocalForceModel};
 use crate::{Mat3, Vec3};
 
 /// Configuration of the haptic loop.

@@ -5,9 +5,9 @@ use super::{MeshError, TetMesh};
 use crate::Vec3;
 
 /// Most hexahedral cells a generated box or lattice may have: 6 · 333,334 ≈ 2·10⁶
-/// tetrahedra. Measured: a 32³ box (196,608 tetrahedra) needs 1.5 GB to precompute 40
-/// modes and factor memory grows faster than the element count, so a mesh at this limit
-/// already needs tens of GB; past it, an input would only exhaust memory.
+/// tetrahedra: a mesh at this limit already needs tens of GB to precompute (factor memory
+/// grows faster than the element count; docs/benchmarks.md, "precompute memory"), so
+/// past it an input would only exhaust memory.
 pub const MAX_GENERATED_CELLS: usize = 333_334;
 
 /// Tetrahedra of [`MAX_GENERATED_CELLS`] six-way split cells.

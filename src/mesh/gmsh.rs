@@ -1,4 +1,4 @@
-//! What the ASCII ([`super::msh`]) and binary ([`super::msh_binary`]) Gmsh readers share:
+//! What the ASCII (`msh.rs`) and binary (`msh_binary.rs`) Gmsh readers share:
 //! the element type table, the sections collected from a file ([`Raw`]), the
 //! `$PhysicalNames` section (text in both encodings) and the final assembly into a
 //! [`TetMesh`]. Both readers import this file; it imports neither.

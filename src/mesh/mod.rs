@@ -33,6 +33,8 @@ use crate::Vec3;
 /// extension), `.vtk` (legacy ASCII unstructured grid). Surfaces (`.obj`, `.stl`) are read
 /// by [`surface::load_surface`] and filled by [`lattice::fill_surface`].
 pub fn load(path: &Path) -> Result<TetMesh, MeshError> {
+    // A device, FIFO or directory is named as such, whatever its name ends with.
+    crate::files::check_regular(path, crate::files::FileKind::Mesh)?;
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -66,6 +68,10 @@ pub enum MeshError {
         /// Underlying error.
         source: std::io::Error,
     },
+    /// The file was refused before parsing: not a regular file, too large, unreadable
+    /// (the error names it).
+    #[error(transparent)]
+    Read(#[from] crate::files::ReadError),
     /// A syntax or content problem at a line of a text file.
     #[error("{file}:{line}: {msg}")]
     Parse {

@@ -19,10 +19,7 @@ use crate::Vec3;
 /// Reads a Gmsh `.msh` file (ASCII 4.1 or 2.2, binary 4.1).
 pub fn read_msh(path: &Path) -> Result<TetMesh, MeshError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| MeshError::Io {
-        file: file.clone(),
-        source,
-    })?;
+    let bytes = crate::files::read_bytes(path, crate::files::FileKind::Mesh)?;
     if is_binary(&bytes) {
         return super::msh_binary::parse_msh_binary(&file, &bytes);
     }

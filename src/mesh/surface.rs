@@ -123,6 +123,7 @@ impl SurfaceMesh {
 
 /// Reads a surface by extension: `.obj` or `.stl`.
 pub fn load_surface(path: &Path) -> Result<SurfaceMesh, MeshError> {
+    crate::files::check_regular(path, crate::files::FileKind::Surface)?;
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -234,10 +235,10 @@ pub fn parse_stl(file: &str, bytes: &[u8]) -> Result<SurfaceMesh, MeshError> {
 }
 
 fn read_bytes(path: &Path) -> Result<Vec<u8>, MeshError> {
-    std::fs::read(path).map_err(|source| MeshError::Io {
-        file: path.display().to_string(),
-        source,
-    })
+    Ok(crate::files::read_bytes(
+        path,
+        crate::files::FileKind::Surface,
+    )?)
 }
 
 /// Merges bit-identical vertex positions (OBJ objects each carry their own copies).

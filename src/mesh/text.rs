@@ -219,9 +219,6 @@ pub(crate) fn locate(err: MeshError, node_lines: &[usize], tet_lines: &[usize]) 
 /// Reads a whole text file, naming it in the error. Invalid UTF-8 (e.g. in a comment) is
 /// replaced rather than rejected; the parsers then report any token it spoils.
 pub(crate) fn read_to_string(path: &std::path::Path) -> Result<String, MeshError> {
-    let bytes = std::fs::read(path).map_err(|source| MeshError::Io {
-        file: path.display().to_string(),
-        source,
-    })?;
+    let bytes = crate::files::read_bytes(path, crate::files::FileKind::Mesh)?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

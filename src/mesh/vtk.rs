@@ -117,6 +117,30 @@ pub fn parse_vtk(file: &str, text: &str) -> Result<TetMesh, MeshError> {
         ));
     }
 
+    let sections = read_sections(file, &mut t)?;
+    to_mesh(file, sections)
+}
+
+/// The sections of a VTK unstructured grid this reader uses.
+struct Sections {
+    nodes: Vec<Vec3>,
+    /// Line of each point.
+    node_lines: Vec<usize>,
+    /// Each cell's point ids and its line.
+    cells: Vec<(Vec<usize>, usize)>,
+    cell_types: Vec<usize>,
+    /// The region id of each cell (a `SCALARS` of cell data named as in
+    /// [`REGION_NAMES`]).
+    cell_regions: Option<Vec<i32>>,
+}
+
+/// Reads the sections after the header, skipping those this reader does not use.
+fn read_sections(file: &str, t: &mut Tokens) -> Result<Sections, MeshError> {
+    let err = |line: usize, msg: String| MeshError::Parse {
+        file: file.to_string(),
+        line,
+        msg,
+    };
     let mut nodes = Vec::new();
     let mut node_lines = Vec::new();
     let mut cells: Vec<(Vec<usize>, usize)> = Vec::new();
@@ -141,7 +165,7 @@ pub fn parse_vtk(file: &str, text: &str) -> Result<TetMesh, MeshError> {
                     node_lines.push(l);
                 }
             }
-            "CELLS" => cells = read_cells(&mut t)?,
+            "CELLS" => cells = read_cells(t)?,
             "CELL_TYPES" => {
                 let (n, n_line) = t.usize("number of cell types")?;
                 if n != cells.len() {
@@ -224,6 +248,30 @@ pub fn parse_vtk(file: &str, text: &str) -> Result<TetMesh, MeshError> {
             _ => skipping = true,
         }
     }
+    Ok(Sections {
+        nodes,
+        node_lines,
+        cells,
+        cell_types,
+        cell_regions,
+    })
+}
+
+/// The tetrahedral mesh of `sections`: tetrahedra (quadratic ones by their corners),
+/// lower-dimensional cells left out, other volume cells refused.
+fn to_mesh(file: &str, sections: Sections) -> Result<TetMesh, MeshError> {
+    let err = |line: usize, msg: String| MeshError::Parse {
+        file: file.to_string(),
+        line,
+        msg,
+    };
+    let Sections {
+        mut nodes,
+        mut node_lines,
+        cells,
+        cell_types,
+        cell_regions,
+    } = sections;
     if cell_types.len() != cells.len() {
         return Err(MeshError::Invalid {
             file: file.to_string(),

@@ -17,9 +17,6 @@
 //! wrong basis. Only regular files are read or written: a FIFO or device at the cache
 //! path is refused rather than blocking.
 
-use std::fs::{File, OpenOptions};
-use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use faer::Mat;
@@ -85,14 +82,22 @@ pub enum CacheError {
     /// numbers, negative eigenvalues); says which.
     #[error("cache contents are invalid: {0}")]
     Contents(String),
-    /// The cache path is not a regular file (a FIFO, device, socket or directory).
-    #[error("{path}: is {kind}, not a regular file; remove it or use another cache directory")]
-    NotAFile {
-        /// The path.
-        path: String,
-        /// What it is, e.g. "a FIFO".
-        kind: &'static str,
-    },
+    /// The cache could not be read: not a regular file, too large, unreadable (the
+    /// error names the path).
+    #[error(transparent)]
+    Read(#[from] crate::files::ReadError),
+}
+
+impl CacheError {
+    /// Whether the cache file does not exist (not yet computed), rather than being bad.
+    pub fn is_missing(&self) -> bool {
+        let source = match self {
+            CacheError::Io { source, .. }
+            | CacheError::Read(crate::files::ReadError::Io { source, .. }) => source,
+            _ => return false,
+        };
+        source.kind() == std::io::ErrorKind::NotFound
+    }
 }
 
 /// [`input_hash`] of what [`precompute()`](super::precompute()) would be given.
@@ -285,22 +290,22 @@ impl ModalCache {
     /// leaves a half-written cache under the final name, a link or FIFO planted at either
     /// name is never written through, and a failed write (a full disk) leaves no
     /// temporary behind.
+    /// Its directory is created first if need be (an existing one is checked to be a
+    /// directory, not a link to one).
     pub fn save(&self, path: &Path) -> Result<(), CacheError> {
-        crate::files::write_file_atomic(path, &self.encode()).map_err(|e| CacheError::Io {
+        let io = |e: crate::files::WriteError| CacheError::Io {
             path: e.path.display().to_string(),
             source: e.source,
-        })
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            crate::files::OutputDir::create(dir).map_err(io)?;
+        }
+        crate::files::write_file_atomic(path, &self.encode()).map_err(io)
     }
 
     /// Reads and checks the cache at `path` against `expected_hash`.
     pub fn load(path: &Path, expected_hash: &[u8; 32]) -> Result<Self, CacheError> {
-        let mut file = open_regular(path, OpenOptions::new().read(true))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|source| CacheError::Io {
-                path: path.display().to_string(),
-                source,
-            })?;
+        let bytes = crate::files::read_bytes(path, crate::files::FileKind::ModalCache)?;
         Self::decode(&bytes, expected_hash)
     }
 }
@@ -360,47 +365,6 @@ fn check_contents(p: &Payload) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Refuses `meta` unless it describes a regular file.
-fn regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), CacheError> {
-    let t = meta.file_type();
-    let kind = if t.is_file() {
-        return Ok(());
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "of an unknown file type"
-    };
-    Err(CacheError::NotAFile {
-        path: path.display().to_string(),
-        kind,
-    })
-}
-
-/// Opens `path` with `options`, refusing anything but a regular file. The path is checked
-/// before opening, and the open does not block (`O_NONBLOCK`), so a FIFO put there
-/// between the check and the open cannot hang the caller either.
-fn open_regular(path: &Path, options: &mut OpenOptions) -> Result<File, CacheError> {
-    let io = |source| CacheError::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    if let Ok(meta) = std::fs::metadata(path) {
-        regular(path, &meta)?;
-    }
-    let file = options
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(io)?;
-    regular(path, &file.metadata().map_err(io)?)?;
-    Ok(file)
 }
 
 fn checksum(version: &[u8], body: &[u8]) -> blake3::Hash {

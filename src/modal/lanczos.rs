@@ -2,10 +2,9 @@
 //! positive semi-definite operator given as a block apply (here shift-invert).
 //!
 //! Written here instead of using faer's matrix-free Krylov–Schur because that solver
-//! applies the operator to one vector at a time and reorthogonalises element by element:
-//! on the bunny (9.4k DOFs, 40 modes) it needed 1.13 s, of which only 0.37 s were the
-//! 120 triangular solves. A block of b vectors goes through each supernode of the
-//! Cholesky factor together (≈5× cheaper per vector at b = 8), and the
+//! applies the operator to one vector at a time and reorthogonalises element by element,
+//! three times slower on the bunny (docs/benchmarks.md, "eigen solve"): a block of
+//! vectors goes through each supernode of the Cholesky factor together, and the
 //! reorthogonalisation is a few tall matrix products per block.
 
 use std::time::Instant;
@@ -136,8 +135,7 @@ const TWO_THREAD_ROWS: usize = 8192;
 ///
 /// These tall, narrow products stream the whole basis through memory. They are split by
 /// rows between two threads by hand (partial Bᵀ w summed after the join): faer's
-/// parallel matmul splits them finely and was 3–7× slower than sequential when other
-/// processes loaded the two cores (see docs/benchmarks.md).
+/// parallel matmul splits them too finely on a loaded machine (docs/benchmarks.md).
 fn project_out(basis: MatRef<'_, f64>, w: MatMut<'_, f64>, mut coef: MatMut<'_, f64>) {
     let (n, m, b) = (basis.nrows(), basis.ncols(), w.ncols());
     let mut c = Mat::<f64>::zeros(m, b);

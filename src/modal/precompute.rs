@@ -159,6 +159,24 @@ pub struct Timings {
     pub eigen: f64,
 }
 
+/// What the eigen solve for `n_modes` modes of `n` free DOFs holds at once (bytes),
+/// besides the sparse factor: dense, the matrix, its eigenvectors and the solver's
+/// workspace (3 n²); Lanczos, the Krylov basis and its image (2 n · dim), the projected
+/// problem (3 dim²) and the Ritz vectors being polished (3 n · nev); then the basis
+/// over the mesh nodes (3 · nodes · modes).
+fn eigen_solve_bytes(n: usize, n_modes: usize, dense: bool, nodes: usize) -> f64 {
+    let (n, k) = (n as f64, n_modes as f64);
+    let basis = 3.0 * nodes as f64 * k;
+    let solve = if dense {
+        3.0 * n * n
+    } else {
+        let nev = (k + GUARD_VECTORS as f64).min(n);
+        let dim = (6.0 * nev).max(nev + 128.0);
+        2.0 * n * dim + 3.0 * dim * dim + 3.0 * n * nev
+    };
+    8.0 * (basis + solve)
+}
+
 /// The lowest `n_modes` modes of `system`. Returns the basis over all mesh nodes, the
 /// factor it used (of K itself when `shift == 0`, reusable for static solves), and how
 /// they were obtained. Times the factorisation and the eigen solve into `timings`.
@@ -174,7 +192,18 @@ pub fn compute_modes(
             "asked for {n_modes} modes, but the system has {n} free DOFs (ask for 1..={n})"
         )));
     }
-    if n <= DENSE_MAX_DOFS.max(3 * (n_modes + GUARD_VECTORS)) {
+    let dense = n <= DENSE_MAX_DOFS.max(3 * (n_modes + GUARD_VECTORS));
+    crate::budget::check(
+        eigen_solve_bytes(n, n_modes, dense, system.dofs.n_nodes()),
+        || {
+            format!(
+                "asking for {n_modes} modes of {n} free DOFs: the {} eigen solve",
+                if dense { "dense" } else { "Lanczos" }
+            )
+        },
+    )
+    .map_err(ModalError::Request)?;
+    if dense {
         let t = Instant::now();
         let (x, lambda) = dense_modes(system, n_modes)?;
         timings.eigen = t.elapsed().as_secs_f64();

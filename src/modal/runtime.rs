@@ -47,7 +47,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 
 use super::oscillator::{ModeTransition, Oscillators};
 use crate::fem::{ComplianceColumns, Support, MAX_SUPPORT_NODES};
-use crate::model::{
+use crate::tissue::{
     add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, ConstraintRows,
     HeldLoads, ModelError, PointConstraint, PointLoad, TissueGeometry, TissueModel,
 };

@@ -1,7 +1,7 @@
 //! Nonlinear corrections computed on a thread beside the model thread.
 //!
 //! A correction is a residual over every element of the mesh and a solve with K's
-//! factor: on the 5 mm block about 20 ms, four model periods. In a replay or the
+//! factor: several model periods. In a replay or the
 //! virtual indentation test each step corrects itself, so the result does not depend
 //! on timing. A server stepping in real time instead hands the state to this thread
 //! (`palpa-corrections`) and keeps stepping in the basis it has; the shape joins the
@@ -14,8 +14,10 @@
 //! of the basis fed with the shapes appended since the last job, the correction's own
 //! shape joined to it as the model thread will join it. That tangent is what the model
 //! thread's Newton iterations and the haptic stiffness then use: taking it in step was
-//! the larger part of a pressing step (every step, 6–25 ms on the 5 mm block,
-//! against a fraction of a millisecond for a pass of the forces alone).
+//! the larger part of a pressing step (docs/benchmarks.md). When the mirror's basis is
+//! nearly full, the thread recycles it (`reduced/recycle.rs`) and hands the model thread
+//! the new tables to take as they are, so a full basis costs the model thread no pass
+//! over it.
 
 use std::thread::JoinHandle;
 
@@ -23,8 +25,8 @@ use crossbeam::channel::{bounded, Receiver, Sender, TryRecvError};
 
 use super::correction::Correction;
 use super::cubature::CubatureKeeper;
-use super::quadrature::Quadrature;
-use super::reduced::{BasisUpdate, Estimate, ReducedStatics, Tangent};
+use super::quadrature::{Active, Quadrature};
+use super::reduced::{BasisUpdate, Estimate, Recycled, ReducedStatics, Tangent};
 use super::statics::{LinearConstraint, NonlinearError};
 use crate::Vec3;
 
@@ -39,8 +41,11 @@ pub(super) struct CorrectionJob {
     pub(super) tolerance: f64,
     pub(super) loads: Vec<Vec3>,
     pub(super) constraints: Vec<LinearConstraint>,
-    pub(super) active: Vec<usize>,
+    pub(super) active: Active,
     pub(super) basis: BasisUpdate,
+    /// Recycle the basis once it holds this many shapes, keeping the first `.1`
+    /// (dynamic) and the newest `.2`.
+    pub(super) recycle: (usize, usize, usize),
 }
 
 /// What the model thread receives for a job.
@@ -58,14 +63,88 @@ pub(super) struct CorrectionReply {
     /// A cubature of those active elements, offset to their full sum at that q (over
     /// the same basis as the tangent), or `None` while the full sum is cheap enough.
     pub(super) quadrature: Option<Quadrature>,
+    /// The basis recycled after the correction joined it, if it was.
+    pub(super) recycled: Option<RecycledBasis>,
+}
+
+/// A basis the thread recycled: the model thread takes it as it is.
+pub(super) struct RecycledBasis {
+    /// How the shapes combined.
+    pub(super) recycled: Recycled,
+    /// U and KU.
+    pub(super) tables: (Vec<f64>, Vec<f64>),
+    /// The recycled basis's restarts.
+    pub(super) restarts: u64,
 }
 
 /// A correction as it joined the thread's mirror of the basis.
 pub(super) struct MirroredJoin {
     /// The estimate [`ReducedStatics::join_correction`] returned.
     pub(super) estimate: Estimate,
-    /// The shape it added, U's column (m) and KU's (N), if it added one.
-    pub(super) shape: Option<(Vec<f64>, Vec<f64>)>,
+    /// The shapes it added, U's column (m) and KU's (N) of each.
+    pub(super) shapes: Vec<(Vec<f64>, Vec<f64>)>,
+}
+
+/// Corrects `job`'s state on the thread's `mirror` of the basis: the correction, how
+/// it joined the mirror, the tangent (and a cubature) at the state, and the basis
+/// recycled when it is nearly full.
+fn correct_job(
+    mirror: &mut ReducedStatics,
+    corrector: &super::correction::Corrector,
+    cubatures: &mut CubatureKeeper,
+    displacement: &mut Vec<Vec3>,
+    job: CorrectionJob,
+) -> CorrectionReply {
+    mirror.apply(&job.basis);
+    mirror.set_active(&job.active);
+    displacement.resize(mirror.nodes(), Vec3::zeros());
+    mirror.displacement(&job.q, displacement);
+    let size = job.q.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let correction = corrector.correct(
+        displacement,
+        &job.loads,
+        &job.constraints,
+        &job.active,
+        size,
+    );
+    // A full basis recycles on the model thread, which then drops this tangent and
+    // joins the correction itself.
+    let before = mirror.shapes();
+    let join = correction.as_ref().ok().and_then(|c| {
+        let estimate = mirror.join_correction(c, job.tolerance).ok()?;
+        let shapes = (before..mirror.shapes())
+            .map(|j| mirror.shape_columns(j))
+            .collect();
+        Some(MirroredJoin { estimate, shapes })
+    });
+    let mut q = job.q;
+    q.resize(mirror.shapes(), 0.0);
+    let (threshold, keep, newest) = job.recycle;
+    let recycled = (join.is_some() && mirror.shapes() >= threshold).then(|| {
+        let recycled = mirror.recycle(&mut q, keep, newest);
+        RecycledBasis {
+            recycled,
+            tables: mirror.tables(),
+            restarts: mirror.restarts(),
+        }
+    });
+    let (forces, mut tangent) = mirror.forces_and_tangent_at(&q);
+    let quadrature = job
+        .cubature
+        .then(|| cubatures.quadrature(mirror, &q, &forces, &tangent.values))
+        .flatten();
+    tangent.restarts = match &recycled {
+        Some(r) => r.restarts,
+        None => job.basis.restarts(),
+    };
+    CorrectionReply {
+        correction,
+        constraints: job.constraints,
+        tangent,
+        join,
+        quadrature,
+        recycled,
+    }
 }
 
 /// The model thread's end of the correction thread.
@@ -93,42 +172,13 @@ impl CorrectionThread {
             .name("palpa-corrections".into())
             .spawn(move || {
                 for job in incoming {
-                    mirror.apply(&job.basis);
-                    mirror.set_active(&job.active);
-                    displacement.resize(mirror.nodes(), Vec3::zeros());
-                    mirror.displacement(&job.q, &mut displacement);
-                    let size = job.q.iter().map(|x| x * x).sum::<f64>().sqrt();
-                    let correction = corrector.correct(
-                        &displacement,
-                        &job.loads,
-                        &job.constraints,
-                        &job.active,
-                        size,
+                    let done = correct_job(
+                        &mut mirror,
+                        &corrector,
+                        &mut cubatures,
+                        &mut displacement,
+                        job,
                     );
-                    // A full basis restarts on the model thread, which then drops
-                    // this tangent and joins the correction itself.
-                    let before = mirror.shapes();
-                    let join = correction.as_ref().ok().and_then(|c| {
-                        let estimate = mirror.join_correction(c, job.tolerance).ok()?;
-                        let shape =
-                            (mirror.shapes() > before).then(|| mirror.shape_columns(before));
-                        Some(MirroredJoin { estimate, shape })
-                    });
-                    let mut q = job.q;
-                    q.resize(mirror.shapes(), 0.0);
-                    let (forces, mut tangent) = mirror.forces_and_tangent_at(&q);
-                    let quadrature = job
-                        .cubature
-                        .then(|| cubatures.quadrature(&mirror, &q, &forces, &tangent.values))
-                        .flatten();
-                    tangent.restarts = job.basis.restarts();
-                    let done = CorrectionReply {
-                        correction,
-                        constraints: job.constraints,
-                        tangent,
-                        join,
-                        quadrature,
-                    };
                     if reply.send(done).is_err() {
                         return;
                     }
@@ -194,8 +244,14 @@ impl CorrectionThread {
 impl Drop for CorrectionThread {
     fn drop(&mut self) {
         self.jobs = None;
+        // A correction in flight (a residual over the whole mesh and solves with K) can
+        // take seconds on a busy machine: the thread is left to finish it and exit on
+        // its failed reply, so a stopping server never waits for it. An idle thread
+        // ends as its job channel closes.
         if let Some(handle) = self.handle.take() {
-            let _ = handle.join();
+            if !self.in_flight {
+                let _ = handle.join();
+            }
         }
     }
 }
@@ -245,7 +301,7 @@ mod tests {
             .expect("in place");
         let mut thread = CorrectionThread::start(reduced.mirror()).expect("starts");
         let basis = reduced.basis_update(None);
-        let active = reduced.active().to_vec();
+        let active = reduced.active().clone();
         assert!(thread.take().expect("runs").is_none(), "nothing posted yet");
         thread
             .post(CorrectionJob {
@@ -256,6 +312,7 @@ mod tests {
                 constraints: constraints.clone(),
                 active,
                 basis,
+                recycle: (usize::MAX, 0, 0),
             })
             .expect("posts");
         assert!(!thread.idle());

@@ -1,23 +1,28 @@
 //! A nonlinear correction of a reduced state: the residual the reduced model's own laws
-//! leave on the whole mesh and K⁻¹ of it, with the elements that have become strained.
+//! leave on the whole mesh and K⁻¹ of it, with the terms that have become strained.
 //!
 //! It needs only the displacement, the loads, the constraints' multipliers and the
-//! active elements, with read-only shared data (the mesh, K, its factor and the
-//! elements' small-strain laws: a [`Corrector`]). So the same computation runs inside a
-//! model step ([`super::ReducedStatics::enrich`]) or on a thread beside it
-//! ([`super::background`]); the basis it joins stays with the model
-//! ([`super::ReducedStatics::join_correction`]).
+//! active terms, with read-only shared data (the mesh, K, its factor and the elements'
+//! small-strain laws: a [`Corrector`]). So the same computation runs inside a model step
+//! or on a thread beside it (`background.rs`); the basis it joins stays with the model.
 
 use std::sync::Arc;
 
 use faer::sparse::SparseColMat;
 use faer::Mat;
 
-use super::reduced::ACTIVE_NONLINEARITY;
+use super::kinematics::cofactor;
+use super::quadrature::Active;
 use super::statics::{LinearConstraint, NonlinearError};
 use super::{Hyperelastic, NonlinearStatics};
 use crate::fem::Factor;
-use crate::Vec3;
+use crate::{Mat3, Vec3};
+
+/// How far a term's large-strain stress must differ from its linearised one, relative
+/// to its shear modulus (‖P − P_lin‖ / μ; a nodal volume term: its pressures'), for
+/// the reduced model to solve it with its large-strain law; the rest keep their
+/// linearisation (exact in UᵀKU).
+pub const ACTIVE_NONLINEARITY: f64 = 3e-3;
 
 /// What a correction reads of a reduced model, shared (cheap to clone).
 #[derive(Clone)]
@@ -37,9 +42,13 @@ pub(super) struct Correction {
     pub(super) residual: Vec<f64>,
     /// K⁻¹ r (m).
     pub(super) solved: Vec<f64>,
-    /// The elements past [`ACTIVE_NONLINEARITY`] at the state, ascending.
-    pub(super) active: Vec<usize>,
-    /// ‖K⁻¹ c‖_K / |q| of what the inactive elements' (f − f_lin), c, adds to r
+    /// The forces on the tissue, f_ext + Σλc, zero at the prescribed DOFs (N), and K⁻¹
+    /// of them (m): the contact's own shape, which the basis holds once the contact's
+    /// residual flexibility is spent (`tissue/residual.rs`). Empty without any.
+    pub(super) applied: (Vec<f64>, Vec<f64>),
+    /// The terms past [`ACTIVE_NONLINEARITY`] at the state.
+    pub(super) active: Active,
+    /// ‖K⁻¹ c‖_K / |q| of what the inactive terms' (f − f_lin), c, adds to r
     /// (dimensionless).
     pub(super) cut: f64,
     /// |q| = ‖u‖_K at the state (√J).
@@ -49,73 +58,155 @@ pub(super) struct Correction {
 impl Corrector {
     /// The correction at the displacement `u` (m per node, |q| = `size` in the basis)
     /// under `loads` (N per node) and `constraints` (their multipliers as solved), with
-    /// `active` the elements the state was solved with their large-strain law.
+    /// `active` the terms the state was solved with their large-strain law.
     pub(super) fn correct(
         &self,
         u: &[Vec3],
         loads: &[Vec3],
         constraints: &[LinearConstraint],
-        active: &[usize],
+        active: &Active,
         size: f64,
     ) -> Result<Correction, NonlinearError> {
         let statics = &self.statics;
         let n = statics.prescribed.len();
         let flat: Vec<f64> = u.iter().flat_map(|v| [v.x, v.y, v.z]).collect();
-        // r = Ku − f_ext − Σλc, then each active element's (f − f_lin); `cut` collects
-        // the inactive ones' (f − f_lin).
-        let mut residual = k_times(&self.k, &flat);
-        for (d, r) in residual.iter_mut().enumerate() {
-            *r -= loads[d / 3][d % 3];
+        // r = Ku − f_ext − Σλc, then each active term's (f − f_lin); `cut` collects the
+        // inactive ones'.
+        let mut applied = vec![0.0; n];
+        for (d, a) in applied.iter_mut().enumerate() {
+            *a = loads[d / 3][d % 3];
         }
         for c in constraints {
             for &(d, w) in &c.coefficients {
-                residual[d] -= c.multiplier * w;
+                applied[d] += c.multiplier * w;
             }
         }
+        let mut residual = k_times(&self.k, &flat);
+        for (r, a) in residual.iter_mut().zip(&applied) {
+            *r -= a;
+        }
         let mut cut = vec![0.0; n];
+        let defs: Vec<Mat3> = (0..statics.tets.len())
+            .map(|e| statics.deformation_gradient(e, u))
+            .collect();
+        let elements = self.element_terms(&defs, &active.elements, &mut residual, &mut cut)?;
+        let volumes = self.volume_terms(&defs, &active.volumes, &mut residual, &mut cut);
+        for d in (0..n).filter(|&d| statics.prescribed[d]) {
+            residual[d] = 0.0;
+            cut[d] = 0.0;
+            applied[d] = 0.0;
+        }
+        // K⁻¹ of the three in one solve: a solve with the factor is bound by reading it.
+        let mut solved = Mat::<f64>::from_fn(n, 3, |d, j| [residual[d], cut[d], applied[d]][j]);
+        self.factor.solve_in_place(solved.as_mut())?;
+        let cut_norm = energy_norm(solved.col(1).iter(), &cut);
+        let any = applied.iter().any(|&a| a != 0.0);
+        Ok(Correction {
+            solved: solved.col(0).iter().copied().collect(),
+            applied: if any {
+                (applied, solved.col(2).iter().copied().collect())
+            } else {
+                (Vec::new(), Vec::new())
+            },
+            residual,
+            active: Active { elements, volumes },
+            cut: if size > 0.0 { cut_norm / size } else { 0.0 },
+            size,
+        })
+    }
+
+    /// Each element's (f − f_lin) into `residual` (active in `active`) or `cut`; returns
+    /// the elements now past [`ACTIVE_NONLINEARITY`].
+    fn element_terms(
+        &self,
+        defs: &[Mat3],
+        active: &[usize],
+        residual: &mut [f64],
+        cut: &mut [f64],
+    ) -> Result<Vec<usize>, NonlinearError> {
+        let statics = &self.statics;
         let mut now_active = Vec::with_capacity(active.len());
         let mut was_active = vec![false; statics.tets.len()];
         for &e in active {
             was_active[e] = true;
         }
-        for (e, tet) in statics.tets.iter().enumerate() {
-            let def = statics.deformation_gradient(e, u);
-            if statics.laws[e].energy_density(&def).is_none() {
-                return Err(NonlinearError::Inverted(e));
+        for (e, (tet, def)) in statics.tets.iter().zip(defs).enumerate() {
+            if statics.laws[e].energy_density(def).is_none() {
+                return Err(NonlinearError::NonFinite(e));
             }
-            let difference = statics.laws[e].stress(&def) - self.linear[e].stress(&def);
+            let difference = statics.laws[e].stress(def) - self.linear[e].stress(def);
             if difference.norm() > ACTIVE_NONLINEARITY * statics.laws[e].mu {
                 now_active.push(e);
             }
             let into = if was_active[e] {
-                &mut residual
+                &mut *residual
             } else {
-                &mut cut
+                &mut *cut
             };
             let el = &statics.elements[e];
-            for (a, &v) in tet.iter().enumerate() {
-                let f = difference * el.grads[a] * el.volume;
-                for c in 0..3 {
-                    into[3 * v + c] += f[c];
-                }
+            add_nodal(into, tet, &el.grads, &(difference * el.volume));
+        }
+        Ok(now_active)
+    }
+
+    /// Each nodal volume term's (f − f_lin) into `residual` (active in `active`) or
+    /// `cut`; returns the nodes now past [`ACTIVE_NONLINEARITY`].
+    fn volume_terms(
+        &self,
+        defs: &[Mat3],
+        active: &[usize],
+        residual: &mut [f64],
+        cut: &mut [f64],
+    ) -> Vec<usize> {
+        let statics = &self.statics;
+        let Some(volume) = &statics.volume else {
+            return Vec::new();
+        };
+        let mut was_active = vec![false; volume.n_nodes()];
+        for &a in active {
+            was_active[a] = true;
+        }
+        let mut now_active = Vec::new();
+        for a in (0..volume.n_nodes()).filter(|&a| volume.carries(a)) {
+            let around = volume.around(a);
+            let mean: f64 = around.iter().map(|&(e, w)| w * defs[e].determinant()).sum();
+            let theta: f64 = around
+                .iter()
+                .map(|&(e, w)| w * (defs[e].trace() - 3.0))
+                .sum();
+            let (p1, _) = volume.node_pressure(a, mean);
+            let linear = volume.node_stiffness(a) * theta;
+            // Vₐ (πₐ − πₐ,lin) against Vₐ μ̄ₐ, μ̄ₐ the mean shear modulus around a.
+            let node_volume: f64 = around
+                .iter()
+                .map(|&(e, _)| statics.elements[e].volume / 4.0)
+                .sum();
+            let mu: f64 = around.iter().map(|&(e, w)| w * statics.laws[e].mu).sum();
+            if (p1 - linear).abs() > ACTIVE_NONLINEARITY * mu * node_volume {
+                now_active.push(a);
+            }
+            let into = if was_active[a] {
+                &mut *residual
+            } else {
+                &mut *cut
+            };
+            for &(e, w) in around {
+                let p = cofactor(&defs[e]) * (w * p1) - Mat3::identity() * (w * linear);
+                add_nodal(into, &statics.tets[e], &statics.elements[e].grads, &p);
             }
         }
-        for d in (0..n).filter(|&d| statics.prescribed[d]) {
-            residual[d] = 0.0;
-            cut[d] = 0.0;
+        now_active
+    }
+}
+
+/// Adds the nodal forces P ∇N_a of a tetrahedron's stress `p` (times its volume; N/m²·m³)
+/// to the DOF vector `into` (N).
+fn add_nodal(into: &mut [f64], tet: &[usize; 4], grads: &[Vec3; 4], p: &Mat3) {
+    for (a, &v) in tet.iter().enumerate() {
+        let f = p * grads[a];
+        for c in 0..3 {
+            into[3 * v + c] += f[c];
         }
-        // K⁻¹ of both in one solve: a solve with the factor is bound by reading it
-        // (8–13 ms of a 28 ms enrichment on the 5 mm block), not by the columns.
-        let mut solved = Mat::<f64>::from_fn(n, 2, |d, j| [residual[d], cut[d]][j]);
-        self.factor.solve_in_place(solved.as_mut())?;
-        let cut_norm = energy_norm(solved.col(1).iter(), &cut);
-        Ok(Correction {
-            solved: solved.col(0).iter().copied().collect(),
-            residual,
-            active: now_active,
-            cut: if size > 0.0 { cut_norm / size } else { 0.0 },
-            size,
-        })
     }
 }
 

@@ -1,37 +1,31 @@
-//! Optimized cubature for the reduced model (An, Kim & James 2008): a few elements with
-//! non-negative weights whose weighted share of the reduced internal forces matches the
-//! sum over every active element at a set of training states.
+//! Optimized cubature for the reduced model (An, Kim & James 2008): a few terms
+//! (elements, and with nodal-averaged pressure nodes) with non-negative weights whose
+//! weighted share of the reduced internal forces matches the sum over every active term
+//! at a set of training states.
 //!
 //! Greedy selection: the candidate whose force column best correlates with what the
 //! chosen ones still miss joins them, the weights are refitted by least squares, and
 //! any that turn negative leave again (An, Kim & James §4). Written here rather than
 //! taken from the `nnls` crate: that solves one non-negative least-squares problem
 //! over all columns (on ndarray), not this incremental selection, and a full
-//! Lawson–Hanson over 6,000–11,000 candidate elements picks far more of them. On the 5 mm
-//! block pressed to 6 mm (neo-Hookean and Veronda–Westmann γ = 5, 15–19 shapes,
-//! 24 training states) 36–51 elements of 6,118–11,064 active fit the training forces to
-//! 1e-3 and give the full FEM's force over 0.25–6 mm to 0.03 %
-//! (`tests/nonlinear_reduced.rs`), and a Newton iteration's reduced forces and tangent
-//! cost 62 µs instead of 15 ms (`cargo bench --bench nonlinear -- nonlinear_reduced`).
+//! Lawson–Hanson over thousands of candidates picks far more of them
+//! (docs/benchmarks.md has the counts and times).
 
 use faer::linalg::matmul::matmul;
 use faer::linalg::solvers::Solve;
 use faer::{Accum, Mat, Par};
 
-use super::quadrature::Quadrature;
+use super::quadrature::{Cubature, Quadrature};
 use super::reduced::ReducedStatics;
 
-/// A cubature: elements and their weights (dimensionless, ≥ 0).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Cubature {
-    /// (element, weight) pairs.
-    pub elements: Vec<(usize, f64)>,
-    /// ‖b − A w‖ / ‖b‖ over the training states, each state's forces scaled to unit
-    /// norm (dimensionless).
-    pub training_error: f64,
+/// A candidate term of a cubature.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Term {
+    Element(usize),
+    Volume(usize),
 }
 
-/// Trains a cubature for `reduced`'s current basis over its active elements at the
+/// Trains a cubature for `reduced`'s current basis over its active terms at the
 /// training states `states` (reduced coordinates, each as long as the basis): at most
 /// `max_elements` elements, stopping once the training error is at most `tolerance`.
 pub fn train_cubature(
@@ -41,7 +35,13 @@ pub fn train_cubature(
     tolerance: f64,
 ) -> Cubature {
     let r = reduced.shapes();
-    let candidates = reduced.active();
+    let active = reduced.active();
+    let candidates: Vec<Term> = active
+        .elements
+        .iter()
+        .map(|&e| Term::Element(e))
+        .chain(active.volumes.iter().map(|&a| Term::Volume(a)))
+        .collect();
     let rows = states.len() * r;
     // A: each candidate's reduced forces at each state; b = A·1, the exact sum. Each
     // state's rows are scaled to unit ‖b‖ so shallow states count as much as deep ones.
@@ -50,8 +50,11 @@ pub fn train_cubature(
     let mut displacement = vec![crate::Vec3::zeros(); reduced.nodes()];
     for (s, q) in states.iter().enumerate() {
         reduced.displacement(q, &mut displacement);
-        for (c, &el) in candidates.iter().enumerate() {
-            reduced.element_forces(el, &displacement, &mut column);
+        for (c, &term) in candidates.iter().enumerate() {
+            match term {
+                Term::Element(el) => reduced.element_forces(el, &displacement, &mut column),
+                Term::Volume(a) => reduced.volume_forces(a, &displacement, &mut column),
+            }
             for (j, f) in column.iter().enumerate() {
                 a[(s * r + j, c)] = *f;
             }
@@ -140,12 +143,18 @@ pub fn train_cubature(
         }
         error = residual.norm_l2() / b_norm;
     }
+    let (mut elements, mut volumes) = (Vec::new(), Vec::new());
+    for (&c, &w) in chosen.iter().zip(&weights) {
+        match candidates[c] {
+            Term::Element(e) => elements.push((e, w)),
+            Term::Volume(a) => volumes.push((a, w)),
+        }
+    }
+    elements.sort_unstable_by_key(|&(e, _)| e);
+    volumes.sort_unstable_by_key(|&(a, _)| a);
     Cubature {
-        elements: chosen
-            .iter()
-            .zip(&weights)
-            .map(|(&c, &w)| (candidates[c], w))
-            .collect(),
+        elements,
+        volumes,
         training_error: error,
     }
 }
@@ -167,7 +176,7 @@ const TRAINING_TOLERANCE: f64 = 1e-2;
 const WORTHWHILE: usize = 8;
 
 /// The cubature the correction thread hands the model thread with each correction
-/// ([`super::background`]): trained over the state corrected and a few before it,
+/// (`background.rs`): trained over the state corrected and a few before it,
 /// offset to the full sum at each corrected state ([`super::quadrature::TaylorOffset`]),
 /// and trained again when its error at one exceeds [`RETRAIN`] or the basis restarts.
 #[derive(Default)]
@@ -226,7 +235,7 @@ impl CubatureKeeper {
         states.extend([0.5, 1.0, 1.25].map(|scale| q.iter().map(|x| scale * x).collect()));
         let cubature = train_cubature(mirror, &states, most, TRAINING_TOLERANCE);
         self.remember(q);
-        if cubature.elements.is_empty() {
+        if cubature.elements.is_empty() && cubature.volumes.is_empty() {
             self.cubature = None;
             return None;
         }
@@ -323,9 +332,9 @@ mod tests {
             .map(|&t| reduced.forces_and_tangent_at(&along(t)).0)
             .collect();
         let quadrature = reduced.cubature_at(&cubature, &q, &forces, &tangent.values);
-        let active = reduced.active().to_vec();
+        let active = reduced.active().clone();
         reduced
-            .join_mirrored(&active, None, Some(quadrature))
+            .join_mirrored(&active, Vec::new(), Some(quadrature))
             .expect("joins");
         let cubature_at = |t: f64| reduced.forces_and_tangent_at(&along(t));
         let (at_q, tangent_at_q) = cubature_at(0.0);
@@ -346,9 +355,9 @@ mod tests {
             misfit(&cubature_at(0.01).0, &full[2]),
         );
         eprintln!(
-            "offset cubature of {} elements: error {near:.3e} at t = 0.005, {far:.3e} at \
+            "offset cubature of {} terms: error {near:.3e} at t = 0.005, {far:.3e} at \
              0.01 (forces beyond linear {scale:.3e})",
-            cubature.elements.len()
+            cubature.elements.len() + cubature.volumes.len()
         );
         assert!(
             far > 1e-9 * scale,

@@ -8,6 +8,9 @@
 //! * Veronda–Westmann (exponential): Ψ = μ/(2γ) (exp(γ(Ī₁ − 3)) − 1), stiffening γ ≥ 0;
 //!   γ → 0 gives the neo-Hookean law.
 
+use super::kinematics::Kinematics;
+#[cfg(test)]
+use super::kinematics::J_FLOOR;
 use crate::fem::Material;
 use crate::Mat3;
 
@@ -50,24 +53,23 @@ impl Hyperelastic {
         }
     }
 
-    /// Strain-energy density W(F) (J/m³); `None` for an inverted or degenerate
-    /// deformation (J ≤ 0) under a large-strain law.
+    /// Strain-energy density W(F) (J/m³), finite for every finite F: an inverted
+    /// element (J ≤ 0) has the energy of the laws' continuation below
+    /// the floor J₀ (`nonlinear/kinematics.rs`), which pushes it back. `None` only where
+    /// F or the energy is not finite.
     pub fn energy_density(&self, f: &Mat3) -> Option<f64> {
-        match self.kind {
+        let w = match self.kind {
             LawKind::Linear => {
                 let e = sym(f - Mat3::identity());
-                Some(self.mu * e.component_mul(&e).sum() + 0.5 * self.lambda * e.trace().powi(2))
+                self.mu * e.component_mul(&e).sum() + 0.5 * self.lambda * e.trace().powi(2)
             }
             _ => {
-                let j = f.determinant();
-                if j.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
-                    return None;
-                }
-                let i1_bar = j.powf(-2.0 / 3.0) * f.dot(f);
-                let (psi, _, _) = self.isochoric(i1_bar);
-                Some(psi + 0.5 * self.kappa * j.ln().powi(2))
+                let k = Kinematics::new(f);
+                let (psi, _, _) = self.isochoric(k.i1_bar);
+                psi + 0.5 * self.kappa * k.log_j.powi(2)
             }
-        }
+        };
+        w.is_finite().then_some(w)
     }
 
     /// [`Hyperelastic::energy_density`] and [`Hyperelastic::stress`] at once (J/m³, Pa),
@@ -76,22 +78,17 @@ impl Hyperelastic {
         match self.kind {
             LawKind::Linear => Some((self.energy_density(f)?, self.stress(f))),
             _ => {
-                let j = f.determinant();
-                if j.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
-                    return None;
-                }
                 let k = Kinematics::new(f);
                 let (psi, d1, _) = self.isochoric(k.i1_bar);
-                let log_j = k.j.ln();
-                let energy = psi + 0.5 * self.kappa * log_j.powi(2);
-                let stress = k.a_dev * (2.0 * d1 * k.a) + k.f_inv_t * (self.kappa * log_j);
-                Some((energy, stress))
+                let energy = psi + 0.5 * self.kappa * k.log_j.powi(2);
+                let stress = k.a_dev * (2.0 * d1 * k.a) + k.g * (self.kappa * k.log_j);
+                energy.is_finite().then_some((energy, stress))
             }
         }
     }
 
-    /// First Piola–Kirchhoff stress P = ∂W/∂F (Pa). F must have J > 0 under a
-    /// large-strain law (the solver checks with [`Hyperelastic::energy_density`]).
+    /// First Piola–Kirchhoff stress P = ∂W/∂F (Pa), for every F (inverted ones through
+    /// the continuation below the floor J₀).
     pub fn stress(&self, f: &Mat3) -> Mat3 {
         match self.kind {
             LawKind::Linear => {
@@ -101,7 +98,7 @@ impl Hyperelastic {
             _ => {
                 let k = Kinematics::new(f);
                 let (_, d1, _) = self.isochoric(k.i1_bar);
-                k.a_dev * (2.0 * d1 * k.a) + k.f_inv_t * (self.kappa * k.j.ln())
+                k.a_dev * (2.0 * d1 * k.a) + k.g * (self.kappa * k.log_j)
             }
         }
     }
@@ -126,18 +123,17 @@ impl Hyperelastic {
             _ => {
                 let k = Kinematics::new(f);
                 let (_, d1, d2) = self.isochoric(k.i1_bar);
-                let finv_t = k.f_inv_t;
+                let g = k.g;
                 for (o, df) in out.iter_mut().zip(dfs) {
-                    let tr_finv_df = finv_t.dot(df);
-                    // d(F⁻ᵀ) = −F⁻ᵀ dFᵀ F⁻ᵀ
-                    let d_finv_t = -(finv_t * df.transpose() * finv_t);
+                    // dℓ = G:dF; G = F⁻ᵀ above the floor, so dG = −F⁻ᵀ dFᵀ F⁻ᵀ there.
+                    let d_log_j = g.dot(df);
+                    let d_g = k.d_g(f, df);
                     let d_i1_bar = 2.0 * k.a * k.a_dev.dot(df);
-                    let d_a = -2.0 / 3.0 * k.a * tr_finv_df;
-                    let d_a_dev = df - finv_t * (2.0 / 3.0 * f.dot(df)) - d_finv_t * (k.i1 / 3.0);
+                    let d_a = -2.0 / 3.0 * k.a * d_log_j;
+                    let d_a_dev = df - g * (2.0 / 3.0 * f.dot(df)) - d_g * (k.i1 / 3.0);
                     let iso = k.a_dev * (2.0 * d2 * d_i1_bar * k.a)
                         + (k.a_dev * d_a + d_a_dev * k.a) * (2.0 * d1);
-                    let vol =
-                        finv_t * (self.kappa * tr_finv_df) + d_finv_t * (self.kappa * k.j.ln());
+                    let vol = g * (self.kappa * d_log_j) + d_g * (self.kappa * k.log_j);
                     *o = iso + vol;
                 }
             }
@@ -179,16 +175,25 @@ impl Hyperelastic {
         }
     }
 
-    /// Ψ(Ī₁) and its first two derivatives in Ī₁ (Pa).
+    /// Ψ(Ī₁) and its first two derivatives in Ī₁ (Pa). The exponential continues as its
+    /// second-order Taylor polynomial beyond γ(Ī₁ − 3) = [`STIFFENING_CAP`], so that no
+    /// finite F overflows it.
     fn isochoric(&self, i1_bar: f64) -> (f64, f64, f64) {
         let x = i1_bar - 3.0;
         match self.kind {
             LawKind::VerondaWestmann { stiffening: g } if g > 0.0 => {
-                let e = (g * x).exp();
-                (
+                let capped = (g * x).min(STIFFENING_CAP);
+                let e = capped.exp();
+                let (psi, d1, d2) = (
                     0.5 * self.mu / g * (e - 1.0),
                     0.5 * self.mu * e,
                     0.5 * self.mu * g * e,
+                );
+                let beyond = x - capped / g;
+                (
+                    psi + d1 * beyond + 0.5 * d2 * beyond * beyond,
+                    d1 + d2 * beyond,
+                    d2,
                 )
             }
             _ => (0.5 * self.mu * x, 0.5 * self.mu, 0.0),
@@ -196,41 +201,10 @@ impl Hyperelastic {
     }
 }
 
-/// The kinematic quantities the large-strain laws share.
-struct Kinematics {
-    /// J = det F.
-    j: f64,
-    /// F⁻ᵀ.
-    f_inv_t: Mat3,
-    /// I₁ = F:F.
-    i1: f64,
-    /// a = J^(−2/3).
-    a: f64,
-    /// Ī₁ = a I₁.
-    i1_bar: f64,
-    /// ∂Ī₁/∂F = 2 a (F − I₁/3 F⁻ᵀ); this holds F − I₁/3 F⁻ᵀ.
-    a_dev: Mat3,
-}
-
-impl Kinematics {
-    fn new(f: &Mat3) -> Self {
-        let j = f.determinant();
-        let f_inv_t = f
-            .try_inverse()
-            .unwrap_or_else(|| Mat3::repeat(f64::NAN))
-            .transpose();
-        let i1 = f.dot(f);
-        let a = j.powf(-2.0 / 3.0);
-        Self {
-            j,
-            f_inv_t,
-            i1,
-            a,
-            i1_bar: a * i1,
-            a_dev: f - f_inv_t * (i1 / 3.0),
-        }
-    }
-}
+/// γ(Ī₁ − 3) beyond which the Veronda–Westmann exponential continues quadratically: a
+/// shear stiffening of e²⁰, far past any tissue's, so that only states no equilibrium
+/// reaches (a line search's trial, an inverted element) see the continuation.
+const STIFFENING_CAP: f64 = 20.0;
 
 fn sym(m: Mat3) -> Mat3 {
     (m + m.transpose()) * 0.5
@@ -256,7 +230,12 @@ mod tests {
         }
         let inverted = Mat3::new(-1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0);
         let law = Hyperelastic::new(LawKind::NeoHookean, &material);
-        assert_eq!(law.energy_and_stress(&inverted), None);
+        let (w, p) = law.energy_and_stress(&inverted).expect("finite");
+        assert_eq!(
+            (Some(w), p),
+            (law.energy_density(&inverted), law.stress(&inverted))
+        );
+        assert_eq!(law.energy_and_stress(&Mat3::repeat(f64::NAN)), None);
     }
 
     #[test]
@@ -368,11 +347,69 @@ mod tests {
         assert!(vw(5.0).norm() > vw(1.0).norm() && vw(1.0).norm() > nh.norm());
     }
 
+    /// An inverted element has a finite energy, and its stress and the stress
+    /// differential are still the energy's derivatives (central differences), so a
+    /// Newton solve that strays into inversion is pushed back rather than stopped.
     #[test]
-    fn inverted_elements_have_no_energy() {
-        let f = Mat3::from_diagonal(&crate::Vec3::new(1.0, 1.0, -0.5));
+    fn inverted_elements_have_a_finite_energy_and_its_derivatives() {
+        let inverted = [
+            Mat3::from_diagonal(&crate::Vec3::new(1.0, 1.0, -0.5)),
+            Mat3::new(0.3, 0.4, -0.2, 0.1, 0.05, 0.3, -0.2, 0.1, 0.1),
+            Mat3::from_diagonal(&crate::Vec3::new(1.0, 1.0, 0.0)),
+        ];
+        let h = 1e-7;
         for law in &laws()[1..] {
-            assert_eq!(law.energy_density(&f), None);
+            for f in &inverted {
+                let w = law.energy_density(f).expect("finite");
+                assert!(w > law.energy_density(&Mat3::identity()).unwrap());
+                let p = law.stress(f);
+                for i in 0..9 {
+                    let mut e = Mat3::zeros();
+                    e[i] = h;
+                    let fd = (law.energy_density(&(f + e)).unwrap()
+                        - law.energy_density(&(f - e)).unwrap())
+                        / (2.0 * h);
+                    assert!(
+                        (fd - p[i]).abs() <= 1e-5 * p.abs().max(),
+                        "{:?} at {f}: ∂W/∂F[{i}] {fd} against P {}",
+                        law.kind,
+                        p[i]
+                    );
+                }
+                let df = Mat3::new(0.3, -0.2, 0.1, 0.5, 0.2, -0.4, 0.1, 0.7, -0.3);
+                let dp = law.stress_differential(f, &df);
+                let dp_fd = (law.stress(&(f + df * h)) - law.stress(&(f - df * h))) / (2.0 * h);
+                assert!(
+                    (dp - dp_fd).abs().max() < 1e-5 * dp.abs().max(),
+                    "{:?} at {f}: {dp} vs {dp_fd}",
+                    law.kind
+                );
+            }
+            // Pressed flat from J = 1 to J = −0.5 along one axis, the volumetric
+            // continuation resists all the way: the stress along the axis stays
+            // compressive.
+            for s in [0.9, J_FLOOR, 0.0, -0.5] {
+                let f = Mat3::from_diagonal(&crate::Vec3::new(1.0, 1.0, s));
+                assert!(law.stress(&f)[(2, 2)] < 0.0, "{:?} at J = {s}", law.kind);
+            }
         }
+    }
+
+    /// Far past any tissue's stiffening the exponential law stays finite, and its
+    /// continuation is the exponential's second-order Taylor polynomial.
+    #[test]
+    fn the_exponential_law_stays_finite_under_extreme_shear() {
+        let m = Material::new(3.0e4, 0.45, 1000.0).unwrap();
+        let law = Hyperelastic::new(LawKind::VerondaWestmann { stiffening: 5.0 }, &m);
+        let mut f = Mat3::identity();
+        f[(0, 1)] = 40.0;
+        let w = law.energy_density(&f).expect("finite");
+        assert!(w.is_finite() && w > 0.0);
+        assert!(law.stress(&f).iter().all(|x| x.is_finite()));
+        let x_cap = STIFFENING_CAP / 5.0;
+        let (psi, d1, d2) = law.isochoric(3.0 + x_cap);
+        let (psi2, d1b, _) = law.isochoric(3.0 + x_cap + 0.1);
+        assert!((psi2 - (psi + 0.1 * d1 + 0.005 * d2)).abs() < 1e-9 * psi2);
+        assert!((d1b - (d1 + 0.1 * d2)).abs() < 1e-9 * d1b);
     }
 }

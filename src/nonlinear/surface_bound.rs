@@ -1,11 +1,10 @@
 //! An upper bound on the surface displacement of the reduced model, cheap per step.
 //!
-//! Taking max |U q| over the surface nodes each step reads their rows of U: on the 5 mm
-//! block 1,600 nodes at 40–60 shapes, 0.25–0.45 ms a step, a third of a pressed
-//! model step with the cubature (`cargo bench --bench nonlinear -- model_step`). The
-//! bound here takes that maximum now and then, at q₀, and in between adds what q's
-//! change can move a surface node by: |U(q − q₀)| ≤ Σⱼ |qⱼ − q₀ⱼ| maxᵥ|Uᵥⱼ|, each
-//! shape's largest surface value taken once, when it joins the basis.
+//! Taking max |U q| over the surface nodes each step reads all their rows of U, a large
+//! part of a pressed model step with the cubature. The bound here takes that maximum
+//! now and then, at q₀, and in between adds what q's change can move a surface node by:
+//! |U(q − q₀)| ≤ Σⱼ |qⱼ − q₀ⱼ| maxᵥ|Uᵥⱼ|, each shape's largest surface value taken
+//! once, when it joins the basis.
 
 use super::reduced::ReducedStatics;
 
@@ -57,6 +56,12 @@ impl SurfaceBound {
             return self.exact;
         }
         self.exact + drift
+    }
+
+    /// Σⱼ |xⱼ| maxᵥ|Uᵥⱼ|: a bound on |U x| over the surface (m) for coordinates `x`,
+    /// from the peaks of the shapes [`SurfaceBound::at`] has seen.
+    pub(super) fn peak_sum(&self, x: &[f64]) -> f64 {
+        x.iter().zip(&self.peaks).map(|(x, p)| x.abs() * p).sum()
     }
 }
 

@@ -3,24 +3,37 @@
 
 use crate::condensed::CondensedModel;
 use crate::modal::ModalRuntime;
-use crate::model::{
+use crate::nonlinear::NonlinearTissue;
+use crate::tissue::{
     LocalForceModel, ModelError, ModelStep, PointConstraint, SurfaceEntry, TissueModel,
 };
-use crate::nonlinear::NonlinearTissue;
 use crate::Vec3;
 
-use super::{ProbeContact, Simulation};
+use super::{ContactPipeline, ProbeContact};
 
-/// The tissue model a scene runs: a [`Simulation`] over one of the three backends
+/// Runs `$body` with `$s` bound to the contact pipeline of whichever backend `$model` holds
+/// (tokio's `match_flavor!`): one line per dispatched method.
+macro_rules! dispatch {
+    ($model:expr, $s:ident => $body:expr) => {
+        match $model {
+            SceneModel::Modal($s) => $body,
+            SceneModel::Condensed($s) => $body,
+            SceneModel::Nonlinear($s) => $body,
+        }
+    };
+}
+pub(super) use dispatch;
+
+/// The tissue model a scene runs: a [`ContactPipeline`] over one of the three backends
 /// (boxed: each carries kilobytes of inline state and is built once per scene).
 pub enum SceneModel {
     /// Modal dynamics.
-    Modal(Box<Simulation<ModalRuntime>>),
+    Modal(Box<ContactPipeline<ModalRuntime>>),
     /// Condensed static FEM.
-    Condensed(Box<Simulation<CondensedModel>>),
+    Condensed(Box<ContactPipeline<CondensedModel>>),
     /// Large-strain tissue in a reduced basis: its lowest modes dynamic, its other
     /// shapes static.
-    Nonlinear(Box<Simulation<NonlinearTissue>>),
+    Nonlinear(Box<ContactPipeline<NonlinearTissue>>),
 }
 
 impl SceneModel {
@@ -35,24 +48,16 @@ impl SceneModel {
 
     /// The first probe's contact at the last step (its indentation, contact point).
     pub fn contact(&self) -> Option<ProbeContact> {
-        match self {
-            SceneModel::Modal(s) => s.contact(),
-            SceneModel::Condensed(s) => s.contact(),
-            SceneModel::Nonlinear(s) => s.contact(),
-        }
+        dispatch!(self, s => s.contact())
     }
 
     /// The proxy (god-object) position after the last step (m), once placed.
     pub fn proxy_position(&self) -> Option<Vec3> {
-        match self {
-            SceneModel::Modal(s) => s.proxy_position(),
-            SceneModel::Condensed(s) => s.proxy_position(),
-            SceneModel::Nonlinear(s) => s.proxy_position(),
-        }
+        dispatch!(self, s => s.proxy_position())
     }
 
-    /// Steps `count` probes (1 ..= [`crate::model::MAX_PROBES`]) with contacts solved
-    /// together ([`Simulation::with_probes`]).
+    /// Steps `count` probes (1 ..= [`crate::tissue::MAX_PROBES`]) with contacts solved
+    /// together ([`ContactPipeline::with_probes`]).
     pub fn with_probes(self, count: usize) -> Self {
         match self {
             SceneModel::Modal(s) => SceneModel::Modal(Box::new(s.with_probes(count))),
@@ -63,29 +68,17 @@ impl SceneModel {
 
     /// The constraints of the last step (all probes' contact rows, in probe order).
     pub fn constraints(&self) -> &[PointConstraint] {
-        match self {
-            SceneModel::Modal(s) => s.constraints(),
-            SceneModel::Condensed(s) => s.constraints(),
-            SceneModel::Nonlinear(s) => s.constraints(),
-        }
+        dispatch!(self, s => s.constraints())
     }
 
     /// The box the probe is kept in (lowest and highest corner, m).
     pub fn workspace(&self) -> (Vec3, Vec3) {
-        match self {
-            SceneModel::Modal(s) => s.workspace(),
-            SceneModel::Condensed(s) => s.workspace(),
-            SceneModel::Nonlinear(s) => s.workspace(),
-        }
+        dispatch!(self, s => s.workspace())
     }
 
-    /// Never pushes the tissue harder than `force` (N) ([`Simulation::set_force_cap`]).
+    /// Never pushes the tissue harder than `force` (N) ([`ContactPipeline::set_force_cap`]).
     pub fn set_force_cap(&mut self, force: f64) {
-        match self {
-            SceneModel::Modal(s) => s.set_force_cap(force),
-            SceneModel::Condensed(s) => s.set_force_cap(force),
-            SceneModel::Nonlinear(s) => s.set_force_cap(force),
-        }
+        dispatch!(self, s => s.set_force_cap(force))
     }
 
     /// Moves the work a step would wait for to a thread beside the model thread, for a
@@ -106,47 +99,27 @@ impl SceneModel {
 
     /// Puts the tissue back at rest and forgets the contact.
     pub fn reset(&mut self) {
-        match self {
-            SceneModel::Modal(s) => s.reset(),
-            SceneModel::Condensed(s) => s.reset(),
-            SceneModel::Nonlinear(s) => s.reset(),
-        }
+        dispatch!(self, s => s.reset())
     }
 
     /// Rest positions of all mesh nodes (m).
     pub fn rest_positions(&self) -> &[Vec3] {
-        match self {
-            SceneModel::Modal(s) => s.model().rest_positions(),
-            SceneModel::Condensed(s) => s.model().rest_positions(),
-            SceneModel::Nonlinear(s) => s.model().rest_positions(),
-        }
+        dispatch!(self, s => s.model().rest_positions())
     }
 
     /// Current displacements (m) of mesh nodes `nodes` into `out` (same length).
     pub fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
-        match self {
-            SceneModel::Modal(s) => s.model_mut().displacements(nodes, out),
-            SceneModel::Condensed(s) => s.model_mut().displacements(nodes, out),
-            SceneModel::Nonlinear(s) => s.model_mut().displacements(nodes, out),
-        }
+        dispatch!(self, s => s.model_mut().displacements(nodes, out))
     }
 
     /// Outward surface triangles (mesh node indices), in the contact's numbering.
     pub fn surface_triangles(&self) -> &[[usize; 3]] {
-        match self {
-            SceneModel::Modal(s) => s.model().surface_triangles(),
-            SceneModel::Condensed(s) => s.model().surface_triangles(),
-            SceneModel::Nonlinear(s) => s.model().surface_triangles(),
-        }
+        dispatch!(self, s => s.model().surface_triangles())
     }
 
     /// The mesh nodes on the surface.
     pub fn surface_nodes(&self) -> &[usize] {
-        match self {
-            SceneModel::Modal(s) => s.model().surface_nodes(),
-            SceneModel::Condensed(s) => s.model().surface_nodes(),
-            SceneModel::Nonlinear(s) => s.model().surface_nodes(),
-        }
+        dispatch!(self, s => s.model().surface_nodes())
     }
 
     /// Indentation (m) of the first probe at `probe` (m; its centre, a point probe's
@@ -165,18 +138,10 @@ impl SceneModel {
 
 impl ModelStep for SceneModel {
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
-        match self {
-            SceneModel::Modal(s) => s.step(t, dt, probe),
-            SceneModel::Condensed(s) => s.step(t, dt, probe),
-            SceneModel::Nonlinear(s) => s.step(t, dt, probe),
-        }
+        dispatch!(self, s => s.step(t, dt, probe))
     }
 
     fn step_probes(&mut self, t: f64, dt: f64, probes: &[Vec3], out: &mut [LocalForceModel]) {
-        match self {
-            SceneModel::Modal(s) => s.step_probes(t, dt, probes, out),
-            SceneModel::Condensed(s) => s.step_probes(t, dt, probes, out),
-            SceneModel::Nonlinear(s) => s.step_probes(t, dt, probes, out),
-        }
+        dispatch!(self, s => s.step_probes(t, dt, probes, out))
     }
 }

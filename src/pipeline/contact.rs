@@ -9,7 +9,7 @@ use crate::contact::{
     StickPoint, SurfaceBvh,
 };
 use crate::fem::Support;
-use crate::model::{
+use crate::tissue::{
     DenseConstraintSolver, LocalForceModel, ModelStep, PointConstraint, PointLoad, SurfaceEntry,
     TissueModel,
 };
@@ -92,8 +92,8 @@ impl ProbeState {
 /// linear complementarity problem by the backend, so the contact set grows and shrinks
 /// node by node and several probes interact through the tissue. A point probe presses
 /// the material point under it, spread over a contact patch ([`ContactPatch`], radius
-/// set by [`Simulation::with_patch_radius`]). Optional Coulomb friction
-/// ([`Simulation::with_friction`]) adds a tangential force from a stick point, and its
+/// set by [`ContactPipeline::with_patch_radius`]). Optional Coulomb friction
+/// ([`ContactPipeline::with_friction`]) adds a tangential force from a stick point, and its
 /// reaction drags the tissue: a load through the contact's footprint (the pushing rows'
 /// supports weighted by their forces), applied from the next step (5 ms later: the
 /// friction needs the step's normal force).
@@ -103,7 +103,7 @@ impl ProbeState {
 /// reach get current positions ([`TissueModel::displacement_bound_beyond`]), the
 /// others keep their rest positions, so the per-step cost does not grow with the
 /// surface size.
-pub struct Simulation<M: TissueModel> {
+pub struct ContactPipeline<M: TissueModel> {
     model: M,
     bvh: SurfaceBvh,
     sphere: SphereContact,
@@ -163,7 +163,7 @@ impl StiffnessScratch {
     }
 }
 
-impl<M: TissueModel> Simulation<M> {
+impl<M: TissueModel> ContactPipeline<M> {
     /// Wraps `model` with one probe of `probe_radius` (m; 0 for a point probe). Builds
     /// the surface BVH from the rest shape.
     pub fn new(model: M, probe_radius: f64) -> Self {
@@ -191,7 +191,7 @@ impl<M: TissueModel> Simulation<M> {
             failed_steps: 0,
             constraints: Vec::with_capacity(capacity),
             forces: vec![Vec3::zeros(); capacity],
-            loads: Vec::with_capacity(crate::model::MAX_PROBES),
+            loads: Vec::with_capacity(crate::tissue::MAX_PROBES),
             friction: Friction::NONE,
             force_cap: None,
             workspace,
@@ -200,10 +200,10 @@ impl<M: TissueModel> Simulation<M> {
         }
     }
 
-    /// Probes this simulation steps (1 to [`crate::model::MAX_PROBES`]); each has its
+    /// Probes this pipeline steps (1 to [`crate::tissue::MAX_PROBES`]); each has its
     /// own proxy, contact and friction, and all share one constraint system.
     pub fn with_probes(mut self, count: usize) -> Self {
-        let count = count.clamp(1, crate::model::MAX_PROBES);
+        let count = count.clamp(1, crate::tissue::MAX_PROBES);
         let capacity = self.model.constraint_capacity();
         self.probes = (0..count)
             .map(|_| ProbeState::new(self.sphere.radius(), self.sphere.held_rows(capacity)))
@@ -309,7 +309,7 @@ impl<M: TissueModel> Simulation<M> {
     }
 
     /// Puts the tissue back at rest and forgets the contacts and proxies, as if the
-    /// simulation had just been built.
+    /// pipeline had just been built.
     pub fn reset(&mut self) {
         self.model.reset();
         let radius = self.sphere.radius();
@@ -513,7 +513,7 @@ impl<M: TissueModel> Simulation<M> {
         let reach = reach + 0.5 * self.patch.radius();
         self.near_triangles.clear();
         self.ahead_nodes.clear();
-        let mut centres = [None; crate::model::MAX_PROBES];
+        let mut centres = [None; crate::tissue::MAX_PROBES];
         for (c, state) in centres.iter_mut().zip(&self.probes) {
             *c = state.centre.or(state.entry.map(|e| e.point));
             if let Some(c) = c {
@@ -756,7 +756,7 @@ impl<M: TissueModel> Simulation<M> {
     }
 }
 
-impl<M: TissueModel> ModelStep for Simulation<M> {
+impl<M: TissueModel> ModelStep for ContactPipeline<M> {
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel {
         let mut out = [LocalForceModel::NONE];
         self.step_probes(t, dt, &[probe], &mut out);
@@ -764,7 +764,7 @@ impl<M: TissueModel> ModelStep for Simulation<M> {
     }
 
     fn step_probes(&mut self, t: f64, dt: f64, probes: &[Vec3], out: &mut [LocalForceModel]) {
-        Simulation::step_probes(self, t, dt, probes, out);
+        ContactPipeline::step_probes(self, t, dt, probes, out);
     }
 }
 

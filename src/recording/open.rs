@@ -19,7 +19,7 @@ pub struct Recorded {
 }
 
 fn read_text(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+    crate::files::read_text(path, crate::files::FileKind::Record).map_err(|e| e.to_string())
 }
 
 impl Recorded {
@@ -93,7 +93,8 @@ impl Recorded {
     pub fn verify_inputs(&self) -> Result<(), String> {
         for f in &self.manifest.files {
             let path = self.dir.join(&f.name);
-            let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let kind = super::scene_copy::file_kind(&f.key);
+            let bytes = crate::files::read_bytes(&path, kind).map_err(|e| e.to_string())?;
             let hash = blake3::hash(&bytes).to_hex().to_string();
             if hash != f.blake3 {
                 return Err(format!(
@@ -205,7 +206,7 @@ pub fn check(dir: &Path) -> Vec<CheckLine> {
 }
 
 fn check_ticks(path: &Path, name: &str) -> CheckLine {
-    let rows = std::fs::read_to_string(path).map(|t| {
+    let rows = crate::files::read_text(path, crate::files::FileKind::Trajectory).map(|t| {
         t.lines()
             .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
             .count()
@@ -241,7 +242,7 @@ fn check_ticks(path: &Path, name: &str) -> CheckLine {
 }
 
 fn check_stream(path: &Path, name: &str) -> CheckLine {
-    let bytes = match std::fs::read(path) {
+    let bytes = match crate::files::read_bytes(path, crate::files::FileKind::StreamRecording) {
         Ok(b) => b,
         Err(e) => {
             return CheckLine {

@@ -20,6 +20,17 @@ pub const FILE_KEYS: [&str; 5] = [
     "device.trajectory",
 ];
 
+/// What the file under a [`FILE_KEYS`] key is read as (its size limit).
+pub fn file_kind(key: &str) -> crate::files::FileKind {
+    use crate::files::FileKind;
+    match key {
+        "mesh.file" => FileKind::Mesh,
+        "device.profile" => FileKind::Profile,
+        "device.trajectory" => FileKind::Trajectory,
+        _ => FileKind::Surface,
+    }
+}
+
 /// A file the scene names, read.
 #[derive(Clone, Debug)]
 pub struct NamedFile {
@@ -64,8 +75,8 @@ impl SceneInputs {
     pub fn load(path: Option<&Path>) -> Result<(Scene, Self), String> {
         let (scene, text) = match path {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let text = crate::files::read_text(path, crate::files::FileKind::Scene)
+                    .map_err(|e| e.to_string())?;
                 let base = path.parent().unwrap_or(Path::new("."));
                 let base = if base.as_os_str().is_empty() {
                     Path::new(".")
@@ -91,8 +102,8 @@ impl SceneInputs {
                 continue;
             };
             let path = scene.resolve(Path::new(value));
-            let bytes = std::fs::read(&path)
-                .map_err(|e| format!("{}: {key}: {}: {e}", scene.source, path.display()))?;
+            let bytes = crate::files::read_bytes(&path, file_kind(key))
+                .map_err(|e| format!("{}: {key}: {e}", scene.source))?;
             files.push(NamedFile { key, path, bytes });
         }
         Ok(Self {

@@ -302,11 +302,12 @@ fn clear(dir: &OutputDir, existing: Existing) -> Result<(), String> {
 /// The entries of a recording among `entries`: the known names, and the copies the old
 /// manifest lists.
 fn recording_files(dir: &OutputDir, entries: &[String]) -> Vec<String> {
-    let mut listed: Vec<String> = std::fs::read_to_string(dir.join(MANIFEST))
-        .ok()
-        .and_then(|t| toml::from_str::<Manifest>(&t).ok())
-        .map(|m| m.files.into_iter().map(|f| f.name).collect())
-        .unwrap_or_default();
+    let mut listed: Vec<String> =
+        crate::files::read_text(&dir.join(MANIFEST), crate::files::FileKind::Record)
+            .ok()
+            .and_then(|t| toml::from_str::<Manifest>(&t).ok())
+            .map(|m| m.files.into_iter().map(|f| f.name).collect())
+            .unwrap_or_default();
     listed.extend([MANIFEST, SCENE, STREAM, REPLAY].map(String::from));
     entries
         .iter()

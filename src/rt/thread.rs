@@ -14,9 +14,8 @@ pub const MAX_FIFO_PRIORITY: i32 = 49;
 
 /// SCHED_FIFO priority of the model thread, the lowest real-time one: above every
 /// normal thread (a browser drawing the viewer, a build), below the haptic thread,
-/// which preempts it at any moment. Beside headless Chromium on a 2-core VM the
-/// watchdog faded the force for a stalled model thread in 96 and 284 ticks of 28,000
-/// on the normal scheduler, and in 1 and 3 at this priority (docs/realtime.md).
+/// which preempts it at any moment: beside a browser on the normal scheduler the
+/// watchdog faded the force for a stalled model thread (docs/realtime.md).
 pub const MODEL_FIFO_PRIORITY: i32 = 1;
 
 /// Where the documentation on allowing real-time scheduling lives.

@@ -1,6 +1,7 @@
 //! Scenes: what a scene file says — mesh, materials, fixed nodes, backend, contact,
 //! rates, force strategy, safety limits, device and stream — and the running model it
-//! builds (`docs/scenes.md` documents every key).
+//! builds (`docs/scenes.md` documents every key). A pure factory: the device, haptic and
+//! stream sections are data here; `app` turns them into those parts' settings.
 //!
 //! Two stages: the schema ([`Scene::load`], [`Scene::parse`], or
 //! [`Scene::embedded_default`]) parses the file with unknown keys rejected and checks
@@ -10,9 +11,10 @@
 mod build;
 mod schema;
 
+pub use build::plausible;
 pub use build::{
     build, build_mesh, cache_dir, cache_path, has_modes, modal_precompute, precompute_params,
-    BuildError, BuiltScene, FemInputs, PrecomputeOutcome, RenderSurface, SceneMesh, CACHE_DIR_ENV,
-    FORCE_CAP_MARGIN, MAX_CONSTRAINT_ROWS,
+    BuildError, BuiltScene, FemInputs, MaterialRegion, PrecomputeOutcome, RenderSurface, SceneMesh,
+    CACHE_DIR_ENV,
 };
 pub use schema::*;

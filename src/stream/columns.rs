@@ -73,9 +73,6 @@ pub struct ColumnFeed {
 /// Columns the publisher keeps by default (each ≈ 40 bytes per moving surface vertex).
 pub const STORE_CAPACITY: usize = 256;
 
-/// Columns a client is asked to hold at once (told in the scene init).
-pub const CLIENT_CAPACITY: usize = 64;
-
 /// Residual compliance blocks smaller than this are not sent (m/N, Frobenius norm): at
 /// the scenes' 10 N force cap a dropped block moves its vertex by at most 0.1 µm, and
 /// the frame's corrections cover whatever the dropped blocks add up to beyond the

@@ -7,7 +7,12 @@ use std::time::Duration;
 
 use palpa_protocol as wire;
 
+use super::access::{normalise_host, normalise_origin, AccessPolicy};
+use super::token::weak_token;
 use crate::Vec3;
+
+/// Columns a client is asked to hold at once (told in the scene init).
+pub const CLIENT_CAPACITY: usize = 64;
 
 /// Frame rates the server accepts (Hz): below 1 Hz a viewer looks frozen, above 240 Hz
 /// no display shows the difference and the publisher only burns CPU.
@@ -68,9 +73,10 @@ impl ProbeWorkspace {
     }
 }
 
-/// Settings of the stream server. Defaults: loopback, 30 Hz, 64 clients, 1024
-/// connections (128 per remote address), 4 KiB client messages, 10 s idle timeout, 3 s
-/// send stall, 10 s for a request's headers, 30 s for a connection to upgrade.
+/// Settings of the stream server. Defaults: loopback, 30 Hz, 64 clients (32 read-only
+/// viewers per address and per web origin), 1024 connections (128 per remote address),
+/// 4 KiB client messages, 10 s idle timeout, 3 s send stall, 10 s for a request's
+/// headers, 30 s for a connection to upgrade; only the server's own origin and host.
 #[derive(Clone, Debug)]
 pub struct StreamConfig {
     /// Address to bind; port 0 picks a free port. A non-loopback address is logged as a
@@ -79,8 +85,21 @@ pub struct StreamConfig {
     /// Frame rate (Hz), within [`FRAME_RATE_RANGE_HZ`].
     pub frame_rate_hz: f64,
     /// Most simultaneous WebSocket clients (1 ..= [`MAX_CLIENTS`], at most
-    /// `max_connections`); further ones get `ServerFull`.
+    /// `max_connections`); further ones get `ServerFull`, but for a client that proves
+    /// the control token, who takes the oldest read-only viewer's seat.
     pub max_clients: usize,
+    /// Most read-only viewers from one remote address (1 ..= [`MAX_CLIENTS`]; above
+    /// `max_clients` it does not bind).
+    pub max_viewers_per_address: usize,
+    /// Most read-only viewers from one web origin (1 ..= [`MAX_CLIENTS`]; above
+    /// `max_clients` it does not bind).
+    pub max_viewers_per_origin: usize,
+    /// Web origins (`scheme://host[:port]`) whose pages may use the server besides its
+    /// own (a viewer served elsewhere); every other `Origin` is refused with 403.
+    pub allowed_origins: Vec<String>,
+    /// Host names the server answers to besides its IP address and `localhost` (the
+    /// machine's name on a lab network); every other `Host` is refused with 403.
+    pub allowed_hosts: Vec<String>,
     /// Most simultaneous TCP connections of any kind (1 ..= [`MAX_CONNECTIONS`]). Further
     /// connections wait in the kernel's accept queue until one closes. Lowered at start
     /// to what the process's file-descriptor limit allows.
@@ -117,6 +136,10 @@ impl Default for StreamConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 7878)),
             frame_rate_hz: 30.0,
             max_clients: 64,
+            max_viewers_per_address: 32,
+            max_viewers_per_origin: 32,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             max_connections: 1024,
             max_connections_per_address: 128,
             max_message_bytes: wire::MAX_CLIENT_MESSAGE_BYTES,
@@ -150,6 +173,18 @@ impl StreamConfig {
             1,
             MAX_CLIENTS.min(self.max_connections),
         )?;
+        for (field, value) in [
+            ("max_viewers_per_address", self.max_viewers_per_address),
+            ("max_viewers_per_origin", self.max_viewers_per_origin),
+        ] {
+            within(field, value, 1, MAX_CLIENTS)?;
+        }
+        for origin in &self.allowed_origins {
+            normalise_origin(origin).map_err(|e| format!("stream.allowed_origins: {e}"))?;
+        }
+        for host in &self.allowed_hosts {
+            normalise_host(host).map_err(|e| format!("stream.allowed_hosts: {e}"))?;
+        }
         within(
             "max_connections_per_address",
             self.max_connections_per_address,
@@ -180,8 +215,10 @@ impl StreamConfig {
         if let Some(workspace) = &self.probe_workspace {
             workspace.validate()?;
         }
-        if self.control_token.as_deref() == Some("") {
-            return Err("stream.control_token: must not be empty".into());
+        if let Some(token) = &self.control_token {
+            if let Some(why) = weak_token(token) {
+                return Err(format!("stream.control_token: {why}"));
+            }
         }
         Ok(())
     }
@@ -190,6 +227,23 @@ impl StreamConfig {
     /// passed.
     pub fn frame_period(&self) -> Duration {
         Duration::from_secs_f64(1.0 / self.frame_rate_hz)
+    }
+
+    /// The hosts and origins requests may name (valid once [`StreamConfig::validate`]
+    /// passed).
+    pub(crate) fn access_policy(&self) -> AccessPolicy {
+        AccessPolicy {
+            hosts: self
+                .allowed_hosts
+                .iter()
+                .filter_map(|h| normalise_host(h).ok())
+                .collect(),
+            origins: self
+                .allowed_origins
+                .iter()
+                .filter_map(|o| normalise_origin(o).ok())
+                .collect(),
+        }
     }
 
     /// The workspace `MoveProbe` targets are clamped to (m).

@@ -1,8 +1,9 @@
-//! One client connection: its task sends hello, scene init and the first frame, then
-//! stats, control-status messages, pings and whatever frames the publisher's fan-out
-//! could not send at once; a reader checks control messages. A control message with a
-//! wrong token is refused with a `ControlStatus` and the connection stays open,
-//! read-only; the token is never logged.
+//! One client connection: it takes a seat ([`super::seats`]), its task sends hello, scene
+//! init and the first frame, then stats, control-status messages, pings and whatever
+//! frames the publisher's fan-out could not send at once; a reader checks control
+//! messages ([`super::control`]). On a full server a client may still prove the control
+//! token within [`TOKEN_GRACE`] and take the oldest anonymous viewer's seat; the token is
+//! never logged.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,11 +16,16 @@ use palpa_protocol as wire;
 use tokio::sync::watch;
 use wire::ErrorCode;
 
+use super::access::{Peer, RequestOrigin};
+use super::control::{self, Credentials, Handled};
 use super::fan_out::{ClientLink, SendFailure};
-use super::log_limit::{limited_warn, Admit, LogBudget};
-use super::snapshot::ProbeControl;
+use super::log_limit::{Admit, LogBudget};
+use super::seats::{NoSeat, Seat};
 use super::state::Shared;
-use crate::Vec3;
+
+/// How long a client that found no seat may take to prove the control token (the
+/// browser viewer sends `CheckToken` as soon as the hello arrives).
+pub const TOKEN_GRACE: Duration = Duration::from_secs(2);
 
 /// Why a connection ends.
 enum Closed {
@@ -31,24 +37,70 @@ enum Closed {
     Error(ErrorCode, String),
 }
 
-/// Serves one upgraded WebSocket until it closes.
-pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
-    let (mut sink, stream) = socket.split();
-    let Ok(_permit) = shared.slots.clone().try_acquire_owned() else {
-        let max = shared.config.max_clients;
-        let why = format!("server is full ({max} clients)");
-        send_error(&mut sink, &shared, ErrorCode::ServerFull, why).await;
-        return;
-    };
+/// Serves one upgraded WebSocket from `peer` (whose request came from `origin`) until it
+/// closes.
+pub(crate) async fn serve(
+    socket: WebSocket,
+    shared: Arc<Shared>,
+    peer: Peer,
+    origin: RequestOrigin,
+) {
+    let (mut sink, mut stream) = socket.split();
+    let mut credentials = Credentials::new(peer.remote.ip());
     let log = LogBudget::new(shared.config.log_lines_per_second);
+    let (mut seat, granted) = match shared.seats.take_viewer(peer.remote.ip(), origin.0.clone()) {
+        Ok(seat) => (seat, None),
+        Err(no_seat) => {
+            let entry = prove_token(
+                &mut sink,
+                &mut stream,
+                &shared,
+                &log,
+                &mut credentials,
+                no_seat,
+            );
+            match entry.await {
+                Ok(answer) => match shared.seats.take_controller(peer.remote.ip(), origin.0) {
+                    Ok(seat) => (seat, Some(answer)),
+                    Err(no_seat) => {
+                        send_error(
+                            &mut sink,
+                            &shared,
+                            ErrorCode::ServerFull,
+                            no_seat.to_string(),
+                        )
+                        .await;
+                        return;
+                    }
+                },
+                Err(Some((code, why))) => {
+                    send_error(&mut sink, &shared, code, why).await;
+                    return;
+                }
+                Err(None) => return,
+            }
+        }
+    };
+    if credentials.trusted {
+        seat.promote();
+    }
     let link = Arc::new(ClientLink::new(sink));
     // The reader's answers to control messages, for the writer; only the newest counts.
-    let (status_tx, status_rx) = watch::channel(None);
+    let (status_tx, status_rx) = watch::channel(granted);
+    let hello_sent = credentials.trusted;
+    let eviction = seat.eviction();
     let closed = tokio::select! {
-        closed = write_loop(&link, &shared, status_rx) => closed,
-        closed = read_loop(stream, &shared, &log, &status_tx) => closed,
+        closed = write_loop(&link, &shared, status_rx, hello_sent) => closed,
+        closed = read_loop(stream, &shared, &log, &status_tx, &mut credentials, &seat) => closed,
+        () = eviction.wait() => Closed::Error(
+            ErrorCode::ServerFull,
+            "the holder of the control token needed a seat; the oldest read-only viewer \
+             gives it up"
+                .into(),
+        ),
     };
     shared.audience.leave(&link);
+    drop(seat);
     match closed {
         Closed::Gone => {}
         Closed::Stalled(stall) => {
@@ -78,6 +130,65 @@ pub(crate) async fn serve(socket: WebSocket, shared: Arc<Shared>) {
     }
 }
 
+/// A client that found no seat: on a server with control, it gets the hello and
+/// [`TOKEN_GRACE`] to present the right token; `Ok` carries the grant to send. `Err`
+/// carries the error to close with (`None`: the client went away).
+async fn prove_token(
+    sink: &mut SplitSink<WebSocket, Message>,
+    stream: &mut SplitStream<WebSocket>,
+    shared: &Shared,
+    log: &LogBudget,
+    credentials: &mut Credentials,
+    no_seat: NoSeat,
+) -> Result<Bytes, Option<(ErrorCode, String)>> {
+    let full = |why: &str| Some((ErrorCode::ServerFull, format!("{no_seat}{why}")));
+    if shared.control.is_none() {
+        return Err(full(""));
+    }
+    let hello = Message::Binary(shared.hello.clone());
+    let stall = shared.config.send_stall_timeout;
+    match tokio::time::timeout(stall, sink.send(hello)).await {
+        Ok(Ok(())) => {}
+        _ => return Err(None),
+    }
+    let deadline = tokio::time::Instant::now() + TOKEN_GRACE;
+    let only_token = "; only the holder of the control token may join now";
+    loop {
+        let message = match tokio::time::timeout_at(deadline, stream.next()).await {
+            Err(_) => return Err(full(only_token)),
+            Ok(None | Some(Err(_))) => return Err(None),
+            Ok(Some(Ok(message))) => message,
+        };
+        match message {
+            Message::Binary(bytes) => match control::handle(&bytes, shared, log, credentials) {
+                Ok(Handled::Answer(status)) if status.granted => {
+                    return Ok(status_message(status));
+                }
+                Ok(Handled::Quiet) if credentials.trusted => {
+                    let granted = wire::ControlStatus {
+                        granted: true,
+                        message: "control granted".into(),
+                    };
+                    return Ok(status_message(granted));
+                }
+                Ok(Handled::Answer(status)) => {
+                    return Err(full(&format!("; {}", status.message)));
+                }
+                Ok(Handled::Quiet) => return Err(full(only_token)),
+                Err(error) => return Err(Some(error)),
+            },
+            Message::Ping(_) | Message::Pong(_) => {}
+            Message::Text(_) | Message::Close(_) => return Err(None),
+        }
+    }
+}
+
+fn status_message(status: wire::ControlStatus) -> Bytes {
+    Bytes::from(wire::encode_server(&wire::ServerMessage::ControlStatus(
+        status,
+    )))
+}
+
 /// Sends hello, scene init and the newest frame, then joins the audience: from then on
 /// the publisher sends frames itself ([`super::fan_out`]) and this task sends stats,
 /// control-status messages, a ping every third of the idle timeout, and whatever the
@@ -87,6 +198,7 @@ async fn write_loop(
     link: &Arc<ClientLink>,
     shared: &Shared,
     mut status: watch::Receiver<Option<Bytes>>,
+    hello_sent: bool,
 ) -> Closed {
     let stall = shared.config.send_stall_timeout;
     let mut stats = shared.stats.clone();
@@ -95,7 +207,9 @@ async fn write_loop(
     let mut shutdown = shared.shutdown.clone();
     {
         let mut outbox = link.outbox().await;
-        outbox.queue(Message::Binary(shared.hello.clone()));
+        if !hello_sent {
+            outbox.queue(Message::Binary(shared.hello.clone()));
+        }
         outbox.queue(Message::Binary(shared.scene_init.clone()));
         outbox.queue_frame(&shared.frames.borrow().clone());
         if let Err(failure) = outbox.drain(stall).await {
@@ -108,6 +222,9 @@ async fn write_loop(
     stats.mark_changed();
     safety.mark_changed();
     notice.mark_changed();
+    if status.borrow().is_some() {
+        status.mark_changed();
+    }
     let mut ping = tokio::time::interval(shared.config.idle_timeout / 3);
     ping.tick().await;
     loop {
@@ -181,6 +298,8 @@ async fn read_loop(
     shared: &Shared,
     log: &LogBudget,
     status: &watch::Sender<Option<Bytes>>,
+    credentials: &mut Credentials,
+    seat: &Seat,
 ) -> Closed {
     let idle = shared.config.idle_timeout;
     loop {
@@ -196,14 +315,20 @@ async fn read_loop(
             Ok(Some(Ok(message))) => message,
         };
         match message {
-            Message::Binary(bytes) => match handle_client_message(&bytes, shared, log) {
-                Ok(None) => {}
-                Ok(Some(answer)) => {
-                    let answer = wire::encode_server(&wire::ServerMessage::ControlStatus(answer));
-                    status.send_replace(Some(Bytes::from(answer)));
+            Message::Binary(bytes) => {
+                let was_trusted = credentials.trusted;
+                let handled = control::handle(&bytes, shared, log, credentials);
+                if credentials.trusted && !was_trusted {
+                    seat.promote();
                 }
-                Err((code, why)) => return Closed::Error(code, why),
-            },
+                match handled {
+                    Ok(Handled::Quiet) => {}
+                    Ok(Handled::Answer(answer)) => {
+                        status.send_replace(Some(status_message(answer)));
+                    }
+                    Err((code, why)) => return Closed::Error(code, why),
+                }
+            }
             Message::Text(_) => {
                 let why = "text message; the palpa protocol is binary only".into();
                 return Closed::Error(ErrorCode::UnexpectedText, why);
@@ -212,72 +337,6 @@ async fn read_loop(
             Message::Close(_) => return Closed::Gone,
         }
     }
-}
-
-/// Checks size, decoding and token of one client message and forwards its command; a
-/// `MoveProbe` target outside the probe workspace is clamped to it. Returns the answer
-/// to send: a refusal for a wrong token or a disabled control (the command is dropped,
-/// the connection stays open), the grant for a `CheckToken` with the right token.
-fn handle_client_message(
-    bytes: &[u8],
-    shared: &Shared,
-    log: &LogBudget,
-) -> Result<Option<wire::ControlStatus>, (ErrorCode, String)> {
-    let limit = shared.config.max_message_bytes;
-    if bytes.len() > limit {
-        let why = format!(
-            "message of {} bytes exceeds the limit of {limit} bytes",
-            bytes.len()
-        );
-        return Err((ErrorCode::TooLarge, why));
-    }
-    let wire::ClientMessage::Control(control) =
-        wire::decode_client(bytes).map_err(|e| (ErrorCode::Malformed, e.to_string()))?;
-    let refuse = |why: &str| {
-        if let Admit::Log { suppressed } = shared.log.admit() {
-            tracing::debug!(suppressed, "stream client stays read-only: {why}");
-        }
-        Ok(Some(wire::ControlStatus {
-            granted: false,
-            message: format!("{why}: this viewer is read-only"),
-        }))
-    };
-    let Some((token, sender)) = &shared.control else {
-        return refuse("control is disabled on this server");
-    };
-    if !constant_time_eq(control.token.as_bytes(), token.as_bytes()) {
-        return refuse("wrong control token");
-    }
-    let command = match control.command {
-        wire::ControlCommand::MoveProbe { position } => {
-            if !position.iter().all(|x| x.is_finite()) {
-                let why = format!("probe position {position:?} is not finite");
-                return Err((ErrorCode::Malformed, why));
-            }
-            ProbeControl::MoveTo(shared.workspace.clamp(Vec3::from(position)))
-        }
-        wire::ControlCommand::ReleaseProbe => ProbeControl::Release,
-        wire::ControlCommand::ResetTissue => ProbeControl::ResetTissue,
-        wire::ControlCommand::CheckToken => {
-            return Ok(Some(wire::ControlStatus {
-                granted: true,
-                message: "control granted".into(),
-            }))
-        }
-    };
-    if sender.try_send(command).is_err() {
-        limited_warn!(
-            log,
-            &shared.log,
-            "probe control channel full or closed; command dropped"
-        );
-    }
-    Ok(None)
-}
-
-/// Token comparison whose time does not depend on where the first difference is.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 async fn send_error(

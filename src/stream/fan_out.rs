@@ -4,10 +4,9 @@
 //! queued when the socket drains and then the newest frame: a slow client still loses
 //! frames rather than queueing them, and never delays anyone.
 //!
-//! Written by hand because no crate fans one message out to many WebSockets: with one
-//! task per client woken for every frame, 64 clients cost 1.1 ms (one worker thread) to
-//! 1.4 ms (two) of server CPU per frame, against 0.58 ms for one tokio task writing the
-//! same bytes to 64 sockets (`cargo bench --bench stream -- fan_out`, 2026-11-24).
+//! Written by hand because no crate fans one message out to many WebSockets, and one
+//! task per client woken for every frame costs about twice the CPU (docs/benchmarks.md,
+//! "fan-out").
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -20,8 +19,18 @@ use futures_util::stream::SplitSink;
 use futures_util::SinkExt;
 use tokio::sync::{MutexGuard, Notify};
 
-use super::columns::{ClientColumns, CLIENT_CAPACITY};
-use super::publisher::PublishedFrame;
+use super::columns::ClientColumns;
+use super::config::CLIENT_CAPACITY;
+
+/// One encoded frame and the residual columns (mesh node, encoded `ResidualColumn`) a
+/// client must hold before it.
+#[derive(Clone, Debug, Default)]
+pub struct PublishedFrame {
+    /// The encoded `Frame`.
+    pub frame: Bytes,
+    /// The columns its loads name, in load order.
+    pub columns: Arc<[(u32, Bytes)]>,
+}
 
 /// Every client the publisher delivers frames to.
 #[derive(Default)]

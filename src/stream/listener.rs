@@ -23,6 +23,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
+use super::access::Peer;
 use super::log_limit::{Admit, LogBudget};
 
 /// First pause after a failed `accept` (EMFILE, ENFILE, ENOBUFS…); doubled after each
@@ -246,6 +247,20 @@ async fn serve_http(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
+    let local = stream.tcp.local_addr().unwrap_or(peer);
+    let peer_info = Peer {
+        remote: peer,
+        local,
+    };
+    // Every request learns which connection it came over (the Host check and the seats
+    // need both ends).
+    let app = tower::ServiceExt::map_request(
+        app,
+        move |mut request: hyper::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(peer_info);
+            request
+        },
+    );
     let connection = builder
         .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app))
         .with_upgrades();

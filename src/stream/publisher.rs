@@ -9,8 +9,9 @@ use bytes::Bytes;
 use palpa_protocol as wire;
 use tokio::sync::watch;
 
-use super::columns::{add_response, ColumnFeed, ColumnStore, CLIENT_CAPACITY, STORE_CAPACITY};
-use super::fan_out::Audience;
+use super::columns::{add_response, ColumnFeed, ColumnStore, STORE_CAPACITY};
+use super::config::CLIENT_CAPACITY;
+use super::fan_out::{Audience, PublishedFrame};
 use super::scene::{f32x3, f64x3, unix_now_us, StreamScene, SurfaceModalBasis};
 use super::snapshot::{SnapshotDeformation, SnapshotReader, VisualSnapshot};
 use crate::Vec3;
@@ -19,16 +20,6 @@ use crate::Vec3;
 /// (m): the columns travel in f32, so what they miss is far below this, and clients
 /// rebuild the server's surface to within it.
 pub const CORRECTION_TOLERANCE: f64 = 1e-6;
-
-/// One encoded frame and the residual columns (mesh node, encoded `ResidualColumn`) a
-/// client must hold before it.
-#[derive(Clone, Debug, Default)]
-pub struct PublishedFrame {
-    /// The encoded `Frame`.
-    pub frame: Bytes,
-    /// The columns its loads name, in load order.
-    pub columns: Arc<[(u32, Bytes)]>,
-}
 
 /// Encodes snapshots into frames, reusing its buffers (one per stream), and keeps the
 /// residual columns the model thread exported.

@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use palpa_protocol as wire;
 
-use super::columns::CLIENT_CAPACITY;
+use super::config::CLIENT_CAPACITY;
 use super::snapshot::{SnapshotDeformation, VisualSnapshot};
 use crate::mesh::TetMesh;
 use crate::Vec3;

@@ -9,11 +9,12 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::Router;
+use axum::{Extension, Router};
 use bytes::Bytes;
 use palpa_protocol as wire;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
+use super::access::{self, Peer, RequestOrigin};
 use super::columns::ColumnFeed;
 use super::config::StreamConfig;
 use super::connection;
@@ -22,8 +23,10 @@ use super::listener::{self, ConnectionCaps, ConnectionLimits};
 use super::log_limit::LogBudget;
 use super::publisher::{self, FrameEncoder};
 use super::scene::StreamScene;
+use super::seats::{SeatLimits, Seats};
 use super::snapshot::{ControlSender, SnapshotReader};
 use super::state::Shared;
+use super::token::{ControlToken, TokenThrottle};
 
 /// A running stream server. Dropping it does not stop it; call [`StreamServer::shutdown`].
 pub struct StreamServer {
@@ -36,10 +39,9 @@ pub struct StreamServer {
     stop_publisher: watch::Sender<bool>,
     publisher: tokio::task::JoinHandle<()>,
     server: tokio::task::JoinHandle<()>,
-    /// The clients' connection slots: every connection holds one until it has said
-    /// goodbye, so shutdown can wait for them.
-    slots: Arc<Semaphore>,
-    max_clients: usize,
+    /// The clients' seats: every connection holds one until it has said goodbye, so
+    /// shutdown can wait for them.
+    seats: Arc<Seats>,
     caps: Arc<ConnectionCaps>,
 }
 
@@ -74,7 +76,9 @@ impl StreamServer {
             .map_err(invalid_input)?;
         if !config.bind.ip().is_loopback() {
             tracing::warn!(
-                "visual stream bound to non-loopback address {}: anyone who can reach it can watch",
+                "visual stream bound to non-loopback address {}: anyone who can reach it can \
+                 watch; browsers reach it by IP address, `localhost` or a name in \
+                 [stream] allowed_hosts",
                 config.bind
             );
         }
@@ -100,7 +104,11 @@ impl StreamServer {
         let (stop_publisher_tx, stop_publisher_rx) = watch::channel(false);
 
         let audience = Arc::new(Audience::default());
-        let slots = Arc::new(Semaphore::new(config.max_clients));
+        let seats = Seats::new(SeatLimits {
+            total: config.max_clients,
+            per_address: config.max_viewers_per_address,
+            per_origin: config.max_viewers_per_origin,
+        });
         let log = Arc::new(LogBudget::new(config.log_lines_per_second));
         let shared = Arc::new(Shared {
             hello: Bytes::from(wire::encode_server(
@@ -113,8 +121,9 @@ impl StreamServer {
             safety: safety_rx,
             notice: notice_rx,
             shutdown: shutdown_rx.clone(),
-            slots: slots.clone(),
-            control: token.clone().zip(control),
+            seats: seats.clone(),
+            control: token.as_deref().map(ControlToken::new).zip(control),
+            throttle: TokenThrottle::default(),
             workspace: config.workspace(),
             log: log.clone(),
             config: config.clone(),
@@ -135,7 +144,11 @@ impl StreamServer {
             .route("/protocol.js", get(|| async { javascript(PROTOCOL_JS) }))
             .route("/plots.js", get(|| async { javascript(PLOTS_JS) }))
             .route("/ws", get(websocket))
-            .with_state(shared);
+            .with_state(shared)
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(config.access_policy()),
+                access::guard,
+            ));
         let caps = Arc::new(ConnectionCaps::new(ConnectionLimits {
             max_connections: config.max_connections,
             max_per_address: config.max_connections_per_address,
@@ -159,8 +172,7 @@ impl StreamServer {
             stop_publisher: stop_publisher_tx,
             publisher,
             server,
-            slots,
-            max_clients: config.max_clients,
+            seats,
             caps,
         };
         // The token is never logged: whoever starts the server prints it once.
@@ -191,9 +203,9 @@ impl StreamServer {
         }
     }
 
-    /// Number of WebSocket clients connected now (each holds one client slot).
+    /// Number of WebSocket clients connected now (each holds one seat).
     pub fn client_count(&self) -> usize {
-        self.max_clients - self.slots.available_permits()
+        self.seats.count()
     }
 
     /// Number of TCP connections open now, WebSocket or not.
@@ -245,8 +257,7 @@ impl StreamServer {
         // Upgraded WebSockets outlive the HTTP server's graceful shutdown: wait (briefly)
         // until every client got its last frame and the goodbye, so the process does not
         // exit under them.
-        let all = u32::try_from(self.max_clients).unwrap_or(u32::MAX);
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.slots.acquire_many(all)).await;
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.seats.all_empty()).await;
     }
 }
 
@@ -318,13 +329,18 @@ fn javascript(source: &'static str) -> impl IntoResponse {
     )
 }
 
-async fn websocket(ws: WebSocketUpgrade, State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+async fn websocket(
+    ws: WebSocketUpgrade,
+    State(shared): State<Arc<Shared>>,
+    Extension(peer): Extension<Peer>,
+    Extension(origin): Extension<RequestOrigin>,
+) -> impl IntoResponse {
     // Let tungstenite read messages up to 16× the limit so an oversized one still gets a
     // clear `TooLarge` reply; beyond that the read itself fails and the client is closed.
     let transport_limit = shared.config.max_message_bytes.saturating_mul(16);
     ws.max_message_size(transport_limit)
         .max_frame_size(transport_limit)
-        .on_upgrade(move |socket| connection::serve(socket, shared))
+        .on_upgrade(move |socket| connection::serve(socket, shared, peer, origin))
 }
 
 #[cfg(test)]

@@ -3,13 +3,15 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
 use super::config::{ProbeWorkspace, StreamConfig};
 use super::fan_out::Audience;
+use super::fan_out::PublishedFrame;
 use super::log_limit::LogBudget;
-use super::publisher::PublishedFrame;
+use super::seats::Seats;
 use super::snapshot::ControlSender;
+use super::token::{ControlToken, TokenThrottle};
 
 /// The server's state as its connections see it.
 pub(crate) struct Shared {
@@ -34,10 +36,12 @@ pub(crate) struct Shared {
     pub notice: watch::Receiver<Option<Bytes>>,
     /// Turns true when the server stops.
     pub shutdown: watch::Receiver<bool>,
-    /// One permit per WebSocket client.
-    pub slots: Arc<Semaphore>,
+    /// The WebSocket clients' seats.
+    pub seats: Arc<Seats>,
     /// The control token and the sim device's command channel, when control is enabled.
-    pub control: Option<(String, ControlSender)>,
+    pub control: Option<(ControlToken, ControlSender)>,
+    /// Control attempts per remote address.
+    pub throttle: TokenThrottle,
     /// Log lines the accept loop and all connections together may write per second.
     pub log: Arc<LogBudget>,
 }

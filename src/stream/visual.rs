@@ -6,15 +6,11 @@
 //! K⁻¹ columns over the surface go to the stream once each, so frames can carry the
 //! loads instead of the field.
 
-use crate::fem::ComplianceColumns;
+use super::columns::{column_link, ColumnExporter, ColumnFeed, SurfaceColumn};
+use super::frame_model::FrameModel;
+use super::scene::StreamScene;
+use super::snapshot::{SnapshotDeformation, VisualSnapshot};
 use crate::mesh::TetMesh;
-use crate::modal::ModalRuntime;
-use crate::model::TissueModel;
-use crate::pipeline::SceneModel;
-use crate::stream::{
-    column_link, ColumnExporter, ColumnFeed, SnapshotDeformation, StreamScene, SurfaceColumn,
-    VisualSnapshot,
-};
 use crate::Vec3;
 
 /// Turns the scene's model into visual snapshots for the stream; owns its scratch space,
@@ -35,21 +31,13 @@ impl SceneVisual {
     /// The streamed scene called `name` of `model` on `mesh` (its boundary surface,
     /// with the modal basis for modal models; the caller sets the rates), and the visual
     /// that fills its snapshots.
-    pub fn new(name: &str, mesh: &TetMesh, model: &SceneModel) -> (StreamScene, Self) {
+    pub fn new(name: &str, mesh: &TetMesh, model: &impl FrameModel) -> (StreamScene, Self) {
         let surface = StreamScene::from_mesh_surface(name, mesh);
         let mut scene = surface.scene;
         let nodes = surface.mesh_nodes;
-        if let SceneModel::Modal(sim) = model {
-            let runtime = sim.model();
-            let k = runtime.n_modes();
-            scene = scene.with_modal_basis(k, |v, j| {
-                let n = nodes[v];
-                Vec3::new(
-                    runtime.mode_row(n, 0)[j],
-                    runtime.mode_row(n, 1)[j],
-                    runtime.mode_row(n, 2)[j],
-                )
-            });
+        let k = model.mode_count();
+        if k > 0 {
+            scene = scene.with_modal_basis(k, |v, j| model.mode_shape(nodes[v], j));
         }
         let visual = Self {
             mode_count: scene.mode_count().unwrap_or(0),
@@ -81,7 +69,7 @@ impl SceneVisual {
     /// nodes the stream lacks before the snapshot names them.
     pub fn fill(
         &mut self,
-        model: &mut SceneModel,
+        model: &mut impl FrameModel,
         t: f64,
         probe: Vec3,
         force: Vec3,
@@ -89,12 +77,12 @@ impl SceneVisual {
     ) {
         snapshot.time = t;
         snapshot.probe = probe;
-        snapshot.proxy = model.proxy_position().unwrap_or(probe);
+        snapshot.proxy = model.proxy().unwrap_or(probe);
         snapshot.force = force;
         let contact = model.contact();
         snapshot.in_contact = contact.is_some();
-        snapshot.depth = contact.map_or(0.0, |c| c.depth);
-        snapshot.normal = contact.map_or(Vec3::zeros(), |c| c.normal);
+        snapshot.depth = contact.map_or(0.0, |c| c.0);
+        snapshot.normal = contact.map_or(Vec3::zeros(), |c| c.1);
         if !matches!(snapshot.deformation, SnapshotDeformation::Superposed { .. }) {
             snapshot.deformation = SnapshotDeformation::Superposed {
                 coordinates: Vec::new(),
@@ -114,53 +102,18 @@ impl SceneVisual {
         };
         coordinates.resize(self.mode_count, 0.0);
         field.resize(self.surface_nodes.len(), Vec3::zeros());
-        match model {
-            SceneModel::Modal(sim) => {
-                sim.model().visual_coordinates(coordinates);
-                // What the modes do not carry is the residual field near the contact.
-                sim.model_mut()
-                    .residual_displacements(&self.surface_nodes, field);
-                merge_loads(sim.model().last_loads(), loads);
-            }
-            SceneModel::Condensed(sim) => {
-                sim.model_mut().displacements(&self.surface_nodes, field);
-                merge_loads(sim.model().last_loads(), loads);
-            }
-            SceneModel::Nonlinear(sim) => {
-                sim.model_mut().displacements(&self.surface_nodes, field);
-                merge_loads(sim.model().last_loads(), loads);
-            }
-        }
+        model.coordinates(coordinates);
+        model.field(&self.surface_nodes, field);
+        merge_loads(model.loads(), loads);
         // A load whose columns are still being completed contributes to the field at
         // the cached nodes only (and its modal part stays in q): not its K⁻¹ response.
-        let complete =
-            |c: &ComplianceColumns| loads.iter().all(|&(n, _)| c.is_complete(n as usize));
-        match model {
-            SceneModel::Modal(sim) => {
-                let runtime = sim.model();
-                *field_from_loads = runtime.columns_ref().is_none_or(complete);
-                if let Some(columns) = runtime.columns_ref() {
-                    self.export(columns, Some(runtime), loads);
-                }
-            }
-            SceneModel::Condensed(sim) => {
-                *field_from_loads = complete(sim.model().columns_ref());
-                self.export(sim.model().columns_ref(), None, loads);
-            }
-            // A large-strain field is no superposition of columns: it goes whole, as
-            // corrections.
-            SceneModel::Nonlinear(_) => *field_from_loads = false,
-        }
+        *field_from_loads = model.field_from_loads(loads);
+        self.export(model, loads);
     }
 
     /// Exports the complete columns of `loads`' nodes that the stream does not hold,
-    /// with their static modal response under `modes`.
-    fn export(
-        &mut self,
-        columns: &ComplianceColumns,
-        modes: Option<&ModalRuntime>,
-        loads: &[(u32, Vec3)],
-    ) {
+    /// with their static modal response.
+    fn export(&mut self, model: &impl FrameModel, loads: &[(u32, Vec3)]) {
         let Some(exporter) = &self.exporter else {
             return;
         };
@@ -174,13 +127,13 @@ impl SceneVisual {
             if self.exported[n] {
                 continue;
             }
-            if let Some(entries) = columns.complete_column(n, &self.surface_nodes) {
-                let static_modes = modes.map_or_else(Vec::new, |m| static_modes(m, n));
-                if !exporter.export(SurfaceColumn {
+            if let Some(entries) = model.complete_column(n, &self.surface_nodes) {
+                let column = SurfaceColumn {
                     node,
                     entries,
-                    static_modes,
-                }) {
+                    static_modes: model.static_modes(n),
+                };
+                if !exporter.export(column) {
                     // The stream is gone: stop building columns for it.
                     self.exporter = None;
                     return;
@@ -189,23 +142,6 @@ impl SceneVisual {
             }
         }
     }
-}
-
-/// φ_j(node) / λ_j for every mode j of `modes`: the static modal coordinates per unit
-/// force at mesh node `node`.
-fn static_modes(modes: &ModalRuntime, node: usize) -> Vec<Vec3> {
-    modes
-        .inverse_eigenvalues()
-        .iter()
-        .enumerate()
-        .map(|(j, il)| {
-            Vec3::new(
-                modes.mode_row(node, 0)[j],
-                modes.mode_row(node, 1)[j],
-                modes.mode_row(node, 2)[j],
-            ) * *il
-        })
-        .collect()
 }
 
 /// The nodal loads `from` (node, N) summed per node into `out`, in order of first

@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod hardening;
 mod messages;
 mod plot;
 mod replay;

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 /// The default block, coarse (10 × 10 × 4 cells) so it precomputes in about a second.
 const SCENE: &str = include_str!("../data/scenes/coarse_block.toml");
 
-/// Plot width and heights (px) as documented in `palpa::cli::plot`.
+/// Plot width and heights (px) as documented in `palpa plot`'s source (src/cli/plot.rs).
 const WIDTH: u32 = 1000;
 const TITLE: u32 = 40;
 const PANEL: u32 = 300;

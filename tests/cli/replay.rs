@@ -131,7 +131,7 @@ fn replay_press_hold_release(scene: Option<&str>) {
         }
     };
     assert!(expected_outcome, "{:?}", built.precompute);
-    let expected = palpa::cli::replay::replay(built, traj.clone());
+    let expected = palpa::app::replay::replay(built, traj.clone());
     let ticks = (traj.duration() / 1e-3).floor() as usize + 1;
     assert_eq!(rows.len(), ticks);
     assert_eq!(expected.len(), ticks);

@@ -348,7 +348,7 @@ kind = "condensed"
 kind = "sim"
 [stream]
 bind = "127.0.0.1:0"
-token = "scene-token"
+token = "scene-token-4f9a2c7e1b8d3f6a0c5e9b2d7a4f1c8e"
 "#,
     )
     .unwrap();
@@ -356,7 +356,7 @@ token = "scene-token"
 
     let mut served = Served::start(BINARY, &["--scene", scene], dir.path());
     let ready = served.ready(START);
-    assert_eq!(ready.token, "scene-token");
+    assert_eq!(ready.token, "scene-token-4f9a2c7e1b8d3f6a0c5e9b2d7a4f1c8e");
     let printed = served.stdout.join("\n");
     assert!(printed.contains("device: virtual stylus"), "{printed}");
     assert!(printed.contains("condensed backend"), "{printed}");

@@ -6,17 +6,18 @@
 //! real `ServeStep`, control channel and visual frames) or moves there continuously as
 //! in `replay` (the real `cli::replay::replay`). Lifting out still releases.
 
-use palpa::app::serve::{ServeStep, Stylus, ViewerLink};
-use palpa::cli::replay::{replay, ReplayRow};
+use palpa::app::config::attach_device;
+use palpa::app::replay::{replay, ReplayRow};
+use palpa::app::serve::{ControlRouter, ServeStep, Stylus, ViewerLink};
 use palpa::device::force_log::ForceLog;
-use palpa::device::mapped::MappedDevice;
+use palpa::device::mapped::{MappedDevice, Workspace};
 use palpa::device::replay::{Trajectory, TrajectorySample};
 use palpa::device::sim::SimDevice;
 use palpa::device::HapticDevice;
 use palpa::haptic::{LockStep, TickRecord};
 use palpa::scene::{build, BackendKind, BuiltScene, Scene};
 use palpa::stream::SceneVisual;
-use palpa::stream::{control_channel, snapshot_slot, ProbeControl};
+use palpa::stream::{snapshot_slot, ProbeControl};
 use palpa::Vec3;
 use std::path::Path;
 
@@ -38,11 +39,11 @@ const CLAMP: f64 = 8.0;
 /// limit (500 N/s) needs 16 ms for 8 N, plus a model step.
 const SETTLE: f64 = 0.03;
 
-/// Time until the model has stepped with a jumped probe (s): the viewer's command is
-/// obeyed at the next 5 ms model step, the stylus sensed on the tick after, and the
-/// model steps with it 5 ms later; before that the haptic thread has no contact to
+/// Time until the model has stepped with a jumped probe (s): the viewer's command moves
+/// the stylus at once, the haptic thread senses it on its next tick and the model steps
+/// with it at the next 5 ms model step; before that the haptic thread has no contact to
 /// render.
-const MODEL_LAG: f64 = 0.011;
+const MODEL_LAG: f64 = 0.006;
 
 fn scene(text: &str, backend: BackendKind, cache: &Path) -> BuiltScene {
     let mut scene = Scene::parse(text, "deep press scene", Path::new(".")).unwrap();
@@ -61,37 +62,30 @@ struct ServeTick {
 /// force ramps in), a viewer's MoveProbe jumps it to `target` (m) for `hold` s, then
 /// the viewer releases it for 0.2 s. Returns the ticks from the jump on.
 fn serve_jump(mut built: BuiltScene, target: Vec3, hold: f64) -> Vec<ServeTick> {
-    let map = built.scene.device.given_mapping();
     let idle = built.above_the_middle(0.01);
-    let (stylus, input) = SimDevice::external(map.to_device(&idle));
-    let mut device = ForceLog::new(MappedDevice::new(stylus, map));
-    let config = built.attach_device(device.rating());
+    let (stylus, input) = SimDevice::external(idle);
+    let mut device = ForceLog::new(MappedDevice::new(stylus, Workspace::IDENTITY));
+    let config = attach_device(&mut built, device.rating());
     assert_eq!(config.limits.max_force, CLAMP);
     let (_, visual) = SceneVisual::new(&built.name(), &built.mesh.mesh, &built.model);
     let (frames_in, mut frames) = snapshot_slot(visual.at_rest(idle));
-    let (control, commands) = control_channel(16);
+    // What the control thread does with each viewer command, here between ticks.
+    let (mut control, resets) = ControlRouter::new(Some(Stylus::new(input, idle)));
     let link = ViewerLink {
         snapshots: frames_in,
-        control: commands,
+        resets,
         commanded: device.commanded(),
         samples: None,
     };
-    let step = ServeStep::new(
-        built.model,
-        visual,
-        link,
-        Some(Stylus::new(input, map, idle)),
-        built.scene.rates.visual,
-        idle,
-    );
+    let step = ServeStep::new(built.model, visual, link, built.scene.rates.visual, idle);
     let mut lock = LockStep::new(device, step, config);
     let ticks = |s: f64| (s / config.tick_period).round() as usize;
     lock.run(ticks(1.0));
-    control.send(ProbeControl::MoveTo(target)).unwrap();
+    control.route(ProbeControl::MoveTo(target));
     let mut out = Vec::new();
     for k in 0..ticks(hold + 0.2) {
         if k == ticks(hold) {
-            control.send(ProbeControl::Release).unwrap();
+            control.route(ProbeControl::Release);
         }
         let record = lock.step();
         out.push(ServeTick {

@@ -1,10 +1,10 @@
 //! The contact patch and Coulomb friction through the whole probe step
-//! (`Simulation`), on the default tissue block and the shared test block.
+//! (`ContactPipeline`), on the default tissue block and the shared test block.
 
-use palpa::model::{LocalForceModel, ModelStep};
 use palpa::pipeline::SceneModel;
 use palpa::scene::build;
 use palpa::scene::{BackendKind, Scene};
+use palpa::tissue::{LocalForceModel, ModelStep};
 use palpa::Vec3;
 
 /// The default scene's block (top at z = 0) on the condensed backend (static:
@@ -207,17 +207,17 @@ mod friction {
     use palpa::condensed::CondensedModel;
     use palpa::contact::{Friction, FrictionPhase};
 
-    use palpa::model::{LocalForceModel, ModelStep};
-    use palpa::pipeline::Simulation;
+    use palpa::pipeline::ContactPipeline;
+    use palpa::tissue::{LocalForceModel, ModelStep};
     use palpa::Vec3;
 
     const DT: f64 = 5e-3;
 
     /// The shared clamped block on the condensed backend, a 10 mm contact patch.
-    fn sim(friction: Friction) -> Simulation<CondensedModel> {
+    fn sim(friction: Friction) -> ContactPipeline<CondensedModel> {
         let b = block();
         let model = CondensedModel::new(b.geometry(), b.columns(256), 0, 6).unwrap();
-        Simulation::new(model, 0.0)
+        ContactPipeline::new(model, 0.0)
             .with_patch_radius(0.01)
             .with_friction(friction)
     }
@@ -228,7 +228,7 @@ mod friction {
     }
 
     /// Presses 1.5 mm at (x, y) and returns the step count used.
-    fn press(sim: &mut Simulation<CondensedModel>, x: f64, y: f64) -> LocalForceModel {
+    fn press(sim: &mut ContactPipeline<CondensedModel>, x: f64, y: f64) -> LocalForceModel {
         sim.step(0.0, DT, Vec3::new(x, y, SIZE.z + 1e-3));
         let mut last = LocalForceModel::NONE;
         for i in 1..=10 {

@@ -6,8 +6,8 @@ use palpa::condensed::CondensedModel;
 use palpa::fem::{Material, MaterialMap};
 use palpa::mesh::generate::{graded_axis, grid_mesh, CubeSplit};
 use palpa::mesh::TetMesh;
-use palpa::model::ModelStep;
-use palpa::pipeline::Simulation;
+use palpa::pipeline::ContactPipeline;
+use palpa::tissue::ModelStep;
 use palpa::Vec3;
 
 use crate::support::block::{Block, BOTTOM};
@@ -28,7 +28,13 @@ fn condensed(block: &Block, rows: usize) -> CondensedModel {
 /// (m; the sphere's indentation), settling each depth over a few static steps (the
 /// contact rows are linearised about the last step's surface). Returns per depth the
 /// normal force (N) and the simulation after it.
-fn press_to(sim: &mut Simulation<CondensedModel>, radius: f64, x: f64, y: f64, depth: f64) -> f64 {
+fn press_to(
+    sim: &mut ContactPipeline<CondensedModel>,
+    radius: f64,
+    x: f64,
+    y: f64,
+    depth: f64,
+) -> f64 {
     let mut f = 0.0;
     for _ in 0..6 {
         f = sim.step(0.0, 5e-3, Vec3::new(x, y, radius - depth)).f0.z;
@@ -50,7 +56,7 @@ fn a_sphere_pressed_into_a_graded_block_follows_hertz() {
         mesh.tets.len()
     );
     let block = clamped(mesh, young, poisson);
-    let mut sim = Simulation::new(condensed(&block, 384), radius);
+    let mut sim = ContactPipeline::new(condensed(&block, 384), radius);
     let e_star = young / (1.0 - poisson * poisson);
     let hertz = |d: f64| 4.0 / 3.0 * e_star * radius.sqrt() * d.powf(1.5);
     let depths = [0.5e-3, 0.75e-3, 1e-3, 1.5e-3, 2e-3, 2.5e-3, 3e-3];
@@ -152,9 +158,9 @@ fn direct(block: &Block, loads: &[(usize, Vec3)]) -> Vec<Vec3> {
 /// Checks the last step's contact rows against a direct solve: the forces the model
 /// reported, applied to K, put every pushing row exactly on its target and leave every
 /// other row short of it. Returns the largest miss over the depth scale.
-fn rows_hold_under_a_direct_solve(sim: &Simulation<CondensedModel>, block: &Block) -> f64 {
+fn rows_hold_under_a_direct_solve(sim: &ContactPipeline<CondensedModel>, block: &Block) -> f64 {
     let mut loads = Vec::new();
-    palpa::model::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut loads);
+    palpa::tissue::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut loads);
     let u = direct(block, &loads);
     let rest = &block.mesh.nodes;
     let mut worst: f64 = 0.0;
@@ -188,8 +194,8 @@ fn two_probes_solved_together_match_a_direct_solve_and_interact() {
     let radius = 5e-3;
     let (a, b) = (Vec3::new(-0.008, 0.002, 0.0), Vec3::new(0.009, -0.001, 0.0));
     for depth in [2e-4, 1e-3, 4e-3] {
-        let mut two = Simulation::new(condensed(&block, 384), radius).with_probes(2);
-        let mut out = [palpa::model::LocalForceModel::NONE; 2];
+        let mut two = ContactPipeline::new(condensed(&block, 384), radius).with_probes(2);
+        let mut out = [palpa::tissue::LocalForceModel::NONE; 2];
         let at = |p: Vec3| p + Vec3::z() * (radius - depth);
         for _ in 0..4 {
             two.step_probes(0.0, 5e-3, &[at(a), at(b)], &mut out);
@@ -201,7 +207,7 @@ fn two_probes_solved_together_match_a_direct_solve_and_interact() {
         );
         // Alone, each probe pushes harder than beside the other: the other's dent
         // lowers the surface under it.
-        let mut alone = Simulation::new(condensed(&block, 384), radius);
+        let mut alone = ContactPipeline::new(condensed(&block, 384), radius);
         let mut f_alone = 0.0;
         for _ in 0..4 {
             f_alone = alone.step(0.0, 5e-3, at(a)).f0.z;
@@ -232,7 +238,7 @@ fn a_straight_press_over_a_symmetric_point_keeps_the_contact_point_still() {
     // mirror symmetric about the planes through its centre node.
     let block = small_block(CubeSplit::Five);
     for radius in [0.0, 5e-3] {
-        let mut sim = Simulation::new(condensed(&block, 384), radius);
+        let mut sim = ContactPipeline::new(condensed(&block, 384), radius);
         sim.step(0.0, 5e-3, Vec3::new(0.0, 0.0, radius + 1e-3));
         let mut worst: f64 = 0.0;
         for i in 1..=60 {
@@ -251,11 +257,11 @@ fn a_straight_press_over_a_symmetric_point_keeps_the_contact_point_still() {
 #[test]
 fn friction_drags_the_surface_by_the_compliance_of_its_load() {
     use palpa::contact::{Friction, FrictionPhase};
-    use palpa::model::TissueModel;
+    use palpa::tissue::TissueModel;
     let block = small_block(CubeSplit::Six);
     let radius = 5e-3;
     let depth = 2e-3;
-    let mut sim = Simulation::new(condensed(&block, 384), radius)
+    let mut sim = ContactPipeline::new(condensed(&block, 384), radius)
         .with_friction(Friction::new(1.0, 0.8).unwrap());
     let at = |x: f64| Vec3::new(x, 0.001, radius - depth);
     sim.step(0.0, 5e-3, Vec3::new(0.0, 0.001, radius + 1e-3));
@@ -266,7 +272,7 @@ fn friction_drags_the_surface_by_the_compliance_of_its_load() {
     for i in 1..=12 {
         sim.step(0.0, 5e-3, at(5e-5 * i as f64));
     }
-    let mut last = palpa::model::LocalForceModel::NONE;
+    let mut last = palpa::tissue::LocalForceModel::NONE;
     for _ in 0..6 {
         last = sim.step(0.0, 5e-3, at(6e-4));
     }
@@ -284,7 +290,7 @@ fn friction_drags_the_surface_by_the_compliance_of_its_load() {
     );
     // Independent reference: K⁻¹ of the contact rows' forces plus the drag.
     let mut loads = Vec::new();
-    palpa::model::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut loads);
+    palpa::tissue::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut loads);
     for l in sim.loads() {
         loads.extend(l.support.iter().map(|(v, w)| (v, l.force * w)));
     }
@@ -310,7 +316,7 @@ fn friction_drags_the_surface_by_the_compliance_of_its_load() {
     assert!(footprint.x > 0.0);
     // Without the drag the footprint would not move along x at this point.
     let mut without = Vec::new();
-    palpa::model::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut without);
+    palpa::tissue::push_nodal_loads(sim.constraints(), sim.constraint_forces(), &mut without);
     let u0 = direct(&block, &without);
     let footprint0: Vec3 = sim.loads()[0].support.iter().map(|(v, w)| u0[v] * w).sum();
     assert!(

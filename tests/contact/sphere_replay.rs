@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use palpa::cli::replay::{replay, ReplayRow};
+use palpa::app::replay::{replay, ReplayRow};
 use palpa::device::replay::Trajectory;
 use palpa::fem::Pressure;
 use palpa::scene::{build, BackendKind, Scene};

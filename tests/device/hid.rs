@@ -139,11 +139,20 @@ fn force_is_clamped_to_the_rated_force_and_never_non_finite() {
 
 #[test]
 fn field_encoding_saturates_the_integer_range() {
-    // A profile with a tiny force range: 1 N per count in an i8.
+    // A profile with a tiny force range: 0.01 N per count in an i8 (±1.27 N). With the
+    // reference's rated 8 N the field would saturate below the rated force (and turn the
+    // force), so the profile is refused naming the field; rated at 1.2 N it is valid.
     let text = palpa::device::profile::REFERENCE_PROFILE_TOML.replace(
         "x = { offset = 3, type = \"i16\", scale = 1e-3 }",
         "x = { offset = 3, type = \"i8\", scale = 0.01 }",
     );
+    let e = DeviceProfile::from_toml(&text, "test.toml").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("output.force.x: rating.max_force = 8"),
+        "{e}"
+    );
+    let text = text.replace("max_force = 8.0", "max_force = 1.2");
     let profile = DeviceProfile::from_toml(&text, "test.toml").unwrap();
     let mut buf = [0u8; MAX_REPORT_LEN];
     let mut codec = profile.codec();

@@ -10,6 +10,7 @@ mod haply;
 mod hid;
 mod kinematic;
 mod record;
+mod safety;
 mod standin_arm;
 mod trajectory;
 mod vendor_sdk;

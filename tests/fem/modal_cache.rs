@@ -213,13 +213,12 @@ fn a_fifo_at_the_cache_path_is_refused_without_blocking() {
     mkfifo(&fifo);
     let path = fifo.clone();
     let err = within_10_s(move || ModalCache::load(&path, &hash).unwrap_err());
+    assert!(matches!(err, CacheError::Read(_)), "{err}");
     assert!(
-        matches!(err, CacheError::NotAFile { kind: "a FIFO", .. }),
+        err.to_string()
+            .contains("box.palpa: is a FIFO (named pipe), not a regular file"),
         "{err}"
     );
-    assert!(err
-        .to_string()
-        .contains("box.palpa: is a FIFO, not a regular file"));
     // Saving over it renames a new file onto the name: the FIFO is replaced, never
     // opened (so never blocked on), and no temporary is left.
     let (c2, path) = (c.clone(), fifo.clone());

@@ -18,8 +18,8 @@ use palpa::haptic::stats::TickStats;
 use palpa::haptic::tick::ProbeSample;
 use palpa::haptic::tick_ring::tick_ring;
 use palpa::haptic::{HapticConfig, HapticLoop, SafetyLimits, TickRecord};
-use palpa::model::{LocalForceModel, ModelStep};
 use palpa::rt::{slot, RealtimePolicy};
+use palpa::tissue::{LocalForceModel, ModelStep};
 use palpa::Vec3;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -258,7 +258,7 @@ fn tissue_steps_with_point_loads_allocate_nothing() {
     use palpa::contact::{ContactPatch, SurfaceBvh};
     use palpa::fem::{Ordering as FemOrdering, Support};
     use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
-    use palpa::model::{PointConstraint, PointLoad, TissueModel};
+    use palpa::tissue::{PointConstraint, PointLoad, TissueModel};
 
     let b = block();
     let bvh = SurfaceBvh::build(b.triangles.clone(), &b.mesh.nodes);

@@ -7,7 +7,7 @@ use palpa::haptic::safety::Health;
 use palpa::haptic::{
     ForceStrategy, HapticConfig, LockStep, SafetyFilter, SafetyLimits, TickRecord,
 };
-use palpa::model::{LocalForceModel, ModelStep};
+use palpa::tissue::{LocalForceModel, ModelStep};
 use palpa::{Mat3, Vec3};
 use proptest::prelude::*;
 

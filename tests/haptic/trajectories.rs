@@ -8,9 +8,9 @@ use palpa::device::HapticDevice;
 use palpa::haptic::analytic::HertzHalfSpace;
 use palpa::haptic::fidelity;
 use palpa::haptic::{ForceStrategy, HapticConfig, LockStep, SafetyLimits, TickRecord};
-use palpa::model::ModelStep;
 use palpa::scene::build;
 use palpa::scene::Scene;
+use palpa::tissue::ModelStep;
 use palpa::Vec3;
 use std::path::PathBuf;
 

@@ -582,7 +582,14 @@ async fn serve_a_drag_presses_along_the_normal_where_it_began_the_plots_follow_x
         page.mouse("mouseMoved", x, y + 5.0 * step as f64).await;
     }
     page.wait_for("palpaViewer.frame.in_contact && palpaViewer.press && Math.abs(palpaViewer.frame.probe[2] - palpaViewer.press.target[2]) < 1e-9", "the probe at its target").await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The force ramps in after the contact; a loaded machine may fade it meanwhile
+    // (a stalled model thread), so wait for it rather than a fixed time.
+    page.wait_for(
+        "Math.hypot(...palpaViewer.frame.force) > 0.05",
+        "the tissue pushing back",
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let pressed: Value = serde_json::from_str(
         page.evaluate("JSON.stringify({grab: palpaViewer.press.grab, normal: palpaViewer.press.normal, probe: palpaViewer.frame.probe, force: palpaViewer.frame.force, depth: palpaViewer.frame.depth, contact_normal: palpaViewer.frame.normal})")
             .await

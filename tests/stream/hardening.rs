@@ -431,7 +431,11 @@ async fn many_connections_sending_malformed_messages_log_a_bounded_number_of_lin
     let tissue = AnalyticTissue::modal([2, 2, 1], 2);
     let (_writer, reader) = snapshot_slot(tissue.snapshot_at(0.0, AnalyticTissue::idle_probe()));
     let (control_tx, _control_rx) = control_channel(64);
-    let config = loopback_config();
+    // 50 at a time from one address: more than its default share of read-only seats.
+    let config = StreamConfig {
+        max_viewers_per_address: 64,
+        ..loopback_config()
+    };
     let per_second = u64::from(config.log_lines_per_second);
     let server = StreamServer::start(config, tissue.scene.clone(), reader, Some(control_tx))
         .await

@@ -11,5 +11,6 @@ mod hardening;
 mod load;
 mod model_e2e;
 mod safety;
+mod security;
 mod stylus;
 mod visual;

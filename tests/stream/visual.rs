@@ -3,12 +3,12 @@
 //! (modal coordinates, nodal loads times columns, corrections), and a reset returns it
 //! to rest.
 
-use palpa::model::ModelStep;
 use palpa::pipeline::SceneModel;
 use palpa::scene::build;
 use palpa::scene::Scene;
 use palpa::stream::SceneVisual;
 use palpa::stream::{snapshot_slot, FrameEncoder, StreamScene};
+use palpa::tissue::ModelStep;
 use palpa::Vec3;
 use palpa_client::palpa_protocol as wire;
 

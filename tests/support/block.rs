@@ -11,7 +11,7 @@ use palpa::fem::{
 };
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
-use palpa::model::TissueGeometry;
+use palpa::tissue::TissueGeometry;
 use palpa::Vec3;
 
 /// Block size (m).

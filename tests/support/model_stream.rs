@@ -4,17 +4,19 @@
 //! can check what clients rebuild. Shared by `stream_model_e2e` and `stream_browser`.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use palpa::model::ModelStep;
 use palpa::pipeline::SceneModel;
 use palpa::scene::{build, BackendKind, Scene};
 use palpa::stream::SceneVisual;
-use palpa::stream::{snapshot_slot, SnapshotWriter, StreamConfig, StreamScene, StreamServer};
+use palpa::stream::{
+    snapshot_slot, SnapshotDeformation, SnapshotWriter, StreamConfig, StreamScene, StreamServer,
+};
+use palpa::tissue::ModelStep;
 use palpa::Vec3;
 
 const DEFAULT: &str = include_str!("../../scenes/default.toml");
@@ -28,6 +30,10 @@ pub const DURATION: f64 = 3.2;
 /// The model's surface (m) after each published snapshot, by scene time in µs
 /// ([`time_key`]).
 pub type Truth = Arc<Mutex<HashMap<i64, Vec<Vec3>>>>;
+
+/// The scene times ([`time_key`]) of the snapshots whose loads' K⁻¹ columns were all
+/// complete: the frames that can carry loads instead of per-vertex corrections.
+pub type Complete = Arc<Mutex<HashSet<i64>>>;
 
 /// The key of scene time `t` (s) in [`Truth`]: whole microseconds, so a time that went
 /// through JSON finds its entry.
@@ -57,6 +63,8 @@ pub struct ModelStream {
     pub server: StreamServer,
     /// The model's surface for every published snapshot.
     pub truth: Truth,
+    /// The snapshots whose columns were complete.
+    pub complete: Complete,
     model: Option<(SceneModel, SceneVisual, SnapshotWriter, Vec<usize>)>,
 }
 
@@ -92,6 +100,7 @@ impl ModelStream {
         Self {
             server,
             truth,
+            complete: Complete::default(),
             model: Some((built.model, visual, writer, nodes)),
         }
     }
@@ -128,6 +137,7 @@ impl ModelStream {
         let (mut model, mut visual, mut writer, nodes) =
             self.model.take().expect("the script runs once");
         let truth = self.truth.clone();
+        let complete = self.complete.clone();
         std::thread::spawn(move || {
             let mut start = Instant::now();
             let mut snapshot = visual.at_rest(probe_at(0.0));
@@ -146,6 +156,13 @@ impl ModelStream {
                     .map(|(&n, d)| rest[n] + d)
                     .collect();
                 truth.lock().unwrap().insert(time_key(t), surface);
+                if let SnapshotDeformation::Superposed {
+                    field_from_loads: true,
+                    ..
+                } = snapshot.deformation
+                {
+                    complete.lock().unwrap().insert(time_key(t));
+                }
                 writer.publish(&snapshot);
                 if let Some(hold) = hold.as_ref().filter(|h| i % h.every == 0) {
                     let held_since = Instant::now();

@@ -56,10 +56,13 @@ impl Served {
     }
 
     /// Starts `command` (a `palpa serve` with its arguments and environment, perhaps
-    /// behind a wrapper such as `setpriv`) with `RUST_LOG=info` and piped output.
+    /// behind a wrapper such as `setpriv`) with `RUST_LOG=info` (unless the command sets
+    /// it) and piped output.
     pub fn spawn(mut command: Command) -> Self {
+        if !command.get_envs().any(|(name, _)| name == "RUST_LOG") {
+            command.env("RUST_LOG", "info");
+        }
         let mut child = command
-            .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -169,7 +172,15 @@ impl Served {
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
-                panic!("palpa serve did not exit within {timeout:?} of signal {signal}");
+                let _ = self.child.wait();
+                let stderr = self.stderr.take().map(|h| h.join().unwrap());
+                let stderr = stderr.unwrap_or_default();
+                let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
+                panic!(
+                    "palpa serve did not exit within {timeout:?} of signal {signal}; the \
+                     last lines of its stderr, newest first:\n{}",
+                    tail.join("\n")
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         };

@@ -9,8 +9,8 @@ use palpa::fem::Support;
 use palpa::fem::{Material, MaterialMap, Shape};
 use palpa::mesh::generate::box_mesh;
 use palpa::mesh::TetMesh;
-use palpa::model::{ModelError, ModelStep, PointConstraint, PointLoad, TissueModel};
-use palpa::pipeline::Simulation;
+use palpa::pipeline::ContactPipeline;
+use palpa::tissue::{ModelError, ModelStep, PointConstraint, PointLoad, TissueModel};
 use palpa::{Mat3, Vec3};
 
 use crate::support::block::{block, Block, BOTTOM, SIZE};
@@ -269,7 +269,7 @@ fn first_contact_step_of_the_simulation_returns_the_direct_solve_force() {
     let b = block();
     let mut model = condensed(&b, 0, 8);
     model.columns().set_completion_budget(1);
-    let mut sim = Simulation::new(model, 0.0);
+    let mut sim = ContactPipeline::new(model, 0.0);
     let dt = 5e-3;
     let (nodes, w, x) = top_point(&b, 0.031, 0.027);
     let above = sim.step(0.0, dt, x + Vec3::z() * 2e-3);
@@ -293,13 +293,13 @@ fn first_contact_step_of_the_simulation_returns_the_direct_solve_force() {
     );
 }
 
-fn probe_sim(b: &Block) -> Simulation<CondensedModel> {
-    Simulation::new(condensed(b, usize::MAX, 8), 0.0)
+fn probe_sim(b: &Block) -> ContactPipeline<CondensedModel> {
+    ContactPipeline::new(condensed(b, usize::MAX, 8), 0.0)
 }
 
 /// The same with a contact patch of `radius` (m) and a cache large enough for it.
-fn patch_sim(b: &Block, radius: f64) -> Simulation<CondensedModel> {
-    Simulation::new(condensed(b, usize::MAX, 64), 0.0).with_patch_radius(radius)
+fn patch_sim(b: &Block, radius: f64) -> ContactPipeline<CondensedModel> {
+    ContactPipeline::new(condensed(b, usize::MAX, 64), 0.0).with_patch_radius(radius)
 }
 
 #[test]
@@ -344,7 +344,7 @@ fn sliding_while_pressed_has_no_force_jumps() {
     }
 }
 
-fn slide_without_jumps(sim: &mut Simulation<CondensedModel>) {
+fn slide_without_jumps(sim: &mut ContactPipeline<CondensedModel>) {
     let dt = 5e-3;
     sim.step(0.0, dt, Vec3::new(0.012, 0.027, SIZE.z + 0.001));
     let mut prev = sim.step(dt, dt, Vec3::new(0.012, 0.027, SIZE.z - 0.0015));
@@ -409,7 +409,7 @@ fn press(
     patch: f64,
 ) -> f64 {
     let blk = Block::clamped(mesh.clone(), materials, BOTTOM);
-    let mut sim = Simulation::new(condensed(&blk, 0, 64), 0.0).with_patch_radius(patch);
+    let mut sim = ContactPipeline::new(condensed(&blk, 0, 64), 0.0).with_patch_radius(patch);
     sim.step(0.0, 5e-3, Vec3::new(x, y, SIZE.z + 1e-3));
     let mut f = 0.0;
     for i in 1..=5 {

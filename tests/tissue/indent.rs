@@ -3,7 +3,7 @@
 //! against the runtime's K⁻¹ columns and complementarity solve), the large-strain laws
 //! against each other, and the command as a user runs it.
 
-use palpa::cli::indent::{indent, Indentation, Method};
+use palpa::app::indent::{indent, IndentOptions, Indentation, Method};
 use palpa::scene::{build, Scene};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,14 +33,23 @@ fn scene_with(law: &str, extra: &str) -> Scene {
 fn press(scene: Scene, at: [f64; 2], full: bool) -> Indentation {
     let cache = tempfile::tempdir().unwrap();
     let built = build(scene, cache.path(), &mut |_| {}).unwrap();
-    indent(built, at, &DEPTHS, full, &mut |_, _| {}).unwrap()
+    indent(built, &options(at, &DEPTHS, full), &mut |_, _| {}).unwrap()
 }
 
 /// The runtime model pressed to `depths` (m).
 fn press_at(scene: Scene, at: [f64; 2], depths: &[f64]) -> Indentation {
     let cache = tempfile::tempdir().unwrap();
     let built = build(scene, cache.path(), &mut |_| {}).unwrap();
-    indent(built, at, depths, false, &mut |_, _| {}).unwrap()
+    indent(built, &options(at, depths, false), &mut |_, _| {}).unwrap()
+}
+
+/// Pressing at `at` to `depths` (m), on the full FEM when `full`.
+fn options(at: [f64; 2], depths: &[f64], full: bool) -> IndentOptions {
+    IndentOptions {
+        at,
+        depths: depths.to_vec(),
+        full,
+    }
 }
 
 fn assert_close(a: &Indentation, b: &Indentation, tolerance: f64, what: &str) {
@@ -280,17 +289,13 @@ fn the_full_fem_presses_a_sphere_probe() {
     let cache = tempfile::tempdir().unwrap();
     let full = indent(
         build(scene.clone(), cache.path(), &mut |_| {}).unwrap(),
-        at,
-        &depths,
-        true,
+        &options(at, &depths, true),
         &mut |_, _| {},
     )
     .unwrap();
     let runtime = indent(
         build(scene, cache.path(), &mut |_| {}).unwrap(),
-        at,
-        &depths[..3],
-        false,
+        &options(at, &depths[..3], false),
         &mut |_, _| {},
     )
     .unwrap();
@@ -439,7 +444,7 @@ fn indent_gives_a_force_at_every_depth_on_the_shipped_bunny_and_block() {
     ];
     for (place, scene, at) in cases {
         let built = build(scene, cache.path(), &mut |_| {}).unwrap();
-        let got = indent(built, at, &[0.001, 0.003], false, &mut |_, _| {})
+        let got = indent(built, &options(at, &[0.001, 0.003], false), &mut |_, _| {})
             .unwrap_or_else(|e| panic!("{place}: {e}"));
         let [f1, f3] = [got.force_n[0], got.force_n[1]];
         assert!(f1 > 0.01, "{place}: {f1} N at 1 mm");

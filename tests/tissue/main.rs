@@ -7,6 +7,7 @@ mod support;
 mod condensed;
 mod indent;
 mod modal_runtime;
+mod nonlinear_brisk;
 mod nonlinear_reduced;
 mod nonlinear_runtime;
 mod nonlinear_statics;

@@ -222,7 +222,7 @@ mod with_fem {
     use palpa::modal::{
         compute_modes, ModalBasis, ModalParams, ModalRuntime, Oscillators, Timings,
     };
-    use palpa::model::{ModelError, PointConstraint, PointLoad, TissueGeometry, TissueModel};
+    use palpa::tissue::{ModelError, PointConstraint, PointLoad, TissueGeometry, TissueModel};
     use palpa::Vec3;
 
     struct Fixture {
@@ -437,7 +437,7 @@ mod with_fem {
 
     #[test]
     fn velocity_and_acceleration_constraints_hit_their_targets() {
-        use palpa::model::{ConstraintKind, Directions};
+        use palpa::tissue::{ConstraintKind, Directions};
         let size = Vec3::new(0.06, 0.06, 0.03);
         let fx = block_fixture();
         let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
@@ -919,7 +919,7 @@ mod with_fem {
 
     #[test]
     fn velocity_and_acceleration_constraints_hit_their_targets_under_a_point_load() {
-        use palpa::model::{ConstraintKind, Directions};
+        use palpa::tissue::{ConstraintKind, Directions};
         let size = Vec3::new(0.06, 0.06, 0.03);
         let fx = block_fixture();
         let bvh = SurfaceBvh::build(fx.triangles.clone(), &fx.mesh.nodes);
@@ -1126,15 +1126,15 @@ mod contact_through_modal {
 
     use palpa::fem::Ordering;
     use palpa::modal::{compute_modes, ModalParams, ModalRuntime, Timings};
-    use palpa::model::{ModelStep, TissueModel};
-    use palpa::pipeline::Simulation;
+    use palpa::pipeline::ContactPipeline;
+    use palpa::tissue::{ModelStep, TissueModel};
     use palpa::Vec3;
 
-    fn sim() -> Simulation<ModalRuntime> {
+    fn sim() -> ContactPipeline<ModalRuntime> {
         sim_with_patch(0.0)
     }
 
-    fn sim_with_patch(radius: f64) -> Simulation<ModalRuntime> {
+    fn sim_with_patch(radius: f64) -> ContactPipeline<ModalRuntime> {
         let b = block();
         let (basis, _, _) =
             compute_modes(&b.system, 20, Ordering::default(), &mut Timings::default()).unwrap();
@@ -1152,7 +1152,7 @@ mod contact_through_modal {
             Some(b.columns(64)),
         )
         .unwrap();
-        Simulation::new(model, 0.0).with_patch_radius(radius)
+        ContactPipeline::new(model, 0.0).with_patch_radius(radius)
     }
 
     #[test]

@@ -6,10 +6,10 @@
 
 use std::path::Path;
 
-use palpa::cli::indent::indent;
-use palpa::model::{LocalForceModel, ModelStep, PointConstraint, TissueModel};
+use palpa::app::indent::{indent, IndentOptions};
 use palpa::pipeline::SceneModel;
 use palpa::scene::{build, Scene};
+use palpa::tissue::{LocalForceModel, ModelStep, PointConstraint, TissueModel};
 use palpa::Vec3;
 
 const DT: f64 = 0.005;
@@ -120,7 +120,12 @@ fn a_slide_is_smooth_and_ends_on_the_full_fems_force() {
     // The same press, held there, by the full FEM (the probe comes down at the end).
     let cache = tempfile::tempdir().unwrap();
     let built = build(scene(), cache.path(), &mut |_| {}).unwrap();
-    let full = indent(built, [end.x, end.y], &[0.004], true, &mut |_, _| {}).unwrap();
+    let options = IndentOptions {
+        at: [end.x, end.y],
+        depths: vec![0.004],
+        full: true,
+    };
+    let full = indent(built, &options, &mut |_, _| {}).unwrap();
     let at_end = forces[forces.len() - 1];
     eprintln!("full FEM at the end: {:.4} N", full.force_n[0]);
     assert!(
@@ -247,7 +252,7 @@ fn bad_input_is_named() {
     let tissue = sim.model_mut();
     let node = tissue.surface_nodes()[0];
     let mut c = PointConstraint::hold_on(palpa::fem::Support::node(node), Vec3::zeros());
-    c.kind = palpa::model::ConstraintKind::Velocity;
+    c.kind = palpa::tissue::ConstraintKind::Velocity;
     let err = tissue
         .advance(DT, &[c], &mut [Vec3::zeros()])
         .unwrap_err()

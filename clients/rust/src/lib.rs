@@ -20,9 +20,11 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 pub use palpa_protocol;
 
+mod bounds;
 pub mod recording;
 pub mod watch;
 
+pub use bounds::{Limits, DEFAULT_MAX_HELD_BYTES, MAX_COLUMN_CAPACITY};
 pub use recording::{
     read_recording, Recorder, RecorderSummary, StreamRecording, TornTail, RECORDING_MAGIC,
 };
@@ -83,6 +85,9 @@ pub struct Client {
     pub stats: StreamStats,
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
     recorder: Option<Recorder>,
+    limits: Limits,
+    /// Bytes the scene and the held columns take.
+    held_bytes: usize,
 }
 
 impl Client {
@@ -97,18 +102,56 @@ impl Client {
         url: &str,
         recorder: Option<Recorder>,
     ) -> Result<Self, ClientError> {
+        Self::connect_as(url, recorder, None).await
+    }
+
+    /// Connects as the holder of the control `token`: right after the hello it asks
+    /// whether the token grants control (`CheckToken`; the answer comes as an
+    /// [`Event::ControlStatus`]), so it gets a seat even on a full server, which gives it
+    /// the oldest read-only viewer's.
+    pub async fn connect_with_token(
+        url: &str,
+        token: &str,
+        recorder: Option<Recorder>,
+    ) -> Result<Self, ClientError> {
+        Self::connect_as(url, recorder, Some(token)).await
+    }
+
+    async fn connect_as(
+        url: &str,
+        recorder: Option<Recorder>,
+        token: Option<&str>,
+    ) -> Result<Self, ClientError> {
         let url = websocket_url(url);
         // TCP_NODELAY: a control message must not wait for the ACK of the previous one.
         let (socket, _) =
             tokio_tungstenite::connect_async_with_config(url.as_str(), None, true).await?;
-        Self::over(socket, recorder).await
+        Self::handshake(socket, recorder, token, Limits::default()).await
     }
 
     /// Reads the hello and the scene init from a WebSocket the caller connected itself
     /// (to choose socket options such as buffer sizes), recording to `recorder` if given.
     pub async fn over(
+        socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
+        recorder: Option<Recorder>,
+    ) -> Result<Self, ClientError> {
+        Self::handshake(socket, recorder, None, Limits::default()).await
+    }
+
+    /// Like [`Client::over`], holding at most what `limits` allow.
+    pub async fn over_with_limits(
+        socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
+        recorder: Option<Recorder>,
+        limits: Limits,
+    ) -> Result<Self, ClientError> {
+        Self::handshake(socket, recorder, None, limits).await
+    }
+
+    async fn handshake(
         mut socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
         mut recorder: Option<Recorder>,
+        token: Option<&str>,
+        limits: Limits,
     ) -> Result<Self, ClientError> {
         let mut stats = StreamStats::new();
         let hello = match next_message(&mut socket, &mut stats, &mut recorder)
@@ -125,6 +168,16 @@ impl Client {
                 wire::PROTOCOL_VERSION
             )));
         }
+        bounds::check_hello(&hello)?;
+        if let Some(token) = token.filter(|_| hello.control_allowed) {
+            let check = wire::ClientMessage::Control(wire::Control {
+                token: token.into(),
+                command: wire::ControlCommand::CheckToken,
+            });
+            socket
+                .send(Message::Binary(wire::encode_client(&check).into()))
+                .await?;
+        }
         let scene = match next_message(&mut socket, &mut stats, &mut recorder)
             .await?
             .0
@@ -132,6 +185,7 @@ impl Client {
             wire::ServerMessage::SceneInit(s) => s,
             other => return Err(unexpected("SceneInit", &other)),
         };
+        let held_bytes = bounds::check_scene(&scene, &limits)?;
         Ok(Self {
             hello,
             scene,
@@ -139,6 +193,8 @@ impl Client {
             stats,
             socket,
             recorder,
+            limits,
+            held_bytes,
         })
     }
 
@@ -156,11 +212,27 @@ impl Client {
                 }
                 wire::ServerMessage::ResidualColumn(column) => {
                     self.stats.record_one_off(bytes);
+                    bounds::admit_column(
+                        &column,
+                        &self.columns,
+                        &self.scene,
+                        self.held_bytes,
+                        &self.limits,
+                    )?;
+                    let freed = self
+                        .columns
+                        .get(column.node)
+                        .map_or(0, std::mem::size_of_val);
+                    self.held_bytes = self.held_bytes - freed + bounds::column_bytes(&column);
                     self.columns.insert(column);
                 }
                 wire::ServerMessage::ForgetColumns(forget) => {
                     self.stats.record_one_off(bytes);
-                    self.columns.forget(&forget);
+                    for node in &forget.nodes {
+                        if let Some(entries) = self.columns.remove(*node) {
+                            self.held_bytes -= std::mem::size_of_val(entries.as_slice());
+                        }
+                    }
                 }
                 wire::ServerMessage::HapticStats(s) => return Ok(Event::HapticStats(s)),
                 wire::ServerMessage::ControlStatus(s) => return Ok(Event::ControlStatus(s)),
@@ -374,6 +446,9 @@ impl StreamStats {
             .front()
             .is_some_and(|(t, _, _)| now.duration_since(*t) > Self::RATE_WINDOW)
         {
+            self.recent.pop_front();
+        }
+        if self.recent.len() >= Self::HISTORY {
             self.recent.pop_front();
         }
         self.recent.push_back((now, bytes, frame));

@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::model::{LocalForceModel, ModelStep, MAX_PROBES};
+use crate::tissue::{LocalForceModel, ModelStep, MAX_PROBES};
 use crate::Vec3;
 
 /// Per probe: its newest position (m; non-finite until its device reports one) and the

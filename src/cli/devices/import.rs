@@ -282,9 +282,9 @@ calibration = "{calibration}"
 /// The configuration's text and the name it goes by: the file, or a named one.
 fn source(args: &ImportArgs) -> Result<(String, PathBuf), String> {
     match (&args.config, &args.builtin) {
-        (Some(path), _) => std::fs::read_to_string(path)
+        (Some(path), _) => crate::files::read_text(path, crate::files::FileKind::DeviceConfig)
             .map(|text| (text, path.clone()))
-            .map_err(|e| format!("{}: {e}", path.display())),
+            .map_err(|e| e.to_string()),
         (None, Some(name)) => {
             if let Some((_, why)) = REFUSED.iter().find(|(n, _)| n == name) {
                 return Err(format!("--builtin {name}: {why}"));

@@ -69,10 +69,14 @@ pub fn record(dir: &Path, record: &CheckRecord) -> Result<PathBuf, String> {
 /// The record of `identity` under `dir`, if the device passed a check.
 pub fn lookup(dir: &Path, identity: &str) -> Result<Option<CheckRecord>, String> {
     let path = record_path(dir, identity);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::files::read_text(&path, crate::files::FileKind::Record) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(crate::files::ReadError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e.to_string()),
     };
     let table: toml::Table = text
         .parse()

@@ -75,7 +75,8 @@ impl FieldType {
         }
     }
 
-    fn range(self) -> (f64, f64) {
+    /// Smallest and largest count the type holds.
+    pub fn range(self) -> (f64, f64) {
         match self {
             FieldType::U8 => (0.0, u8::MAX as f64),
             FieldType::I8 => (i8::MIN as f64, i8::MAX as f64),

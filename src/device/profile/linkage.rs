@@ -2,7 +2,7 @@
 //! and the stylus tip, with the parameters and meanings of the public WoodenHaptics
 //! configuration for the capstan arm (see [`crate::device::kinematics`]).
 
-use crate::device::kinematics::{CapstanArm, DeltaArm, DeltaDrive};
+use crate::device::kinematics::{CapstanArm, DeltaArm, DeltaDrive, DEFAULT_MAX_CONDITION};
 use crate::Vec3;
 use serde::Deserialize;
 
@@ -74,6 +74,9 @@ pub struct CapstanSpec {
     /// Button mask that, pressed with the arm held at the calibration pose, makes that
     /// pose the reference (the calibration step).
     pub calibrate_button: Option<u32>,
+    /// Jacobian condition number from which no force is rendered (the force fades from
+    /// half of it); default [`DEFAULT_MAX_CONDITION`].
+    pub max_condition: Option<f64>,
 }
 
 /// A rotary delta arm and its drive train. Arrays are per arm 0, 1, 2 (at 0°, 120°,
@@ -112,6 +115,41 @@ pub struct DeltaSpec {
     pub calibration: Calibration,
     /// Button mask that, pressed at the calibration pose, makes it the reference.
     pub calibrate_button: Option<u32>,
+    /// Jacobian condition number from which no force is rendered (the force fades from
+    /// half of it); default [`DEFAULT_MAX_CONDITION`].
+    pub max_condition: Option<f64>,
+}
+
+/// Smallest `max_condition` a profile may give: 1 is a perfectly isotropic arm, and the
+/// fade starts at half the limit.
+const MIN_CONDITION: f64 = 2.0;
+
+/// The bound of each kinematics key (m, kg, A, N·m/A, counts, degrees, m/s²): far past
+/// any desk-top haptic arm, small enough that no product of them overflows.
+const BOUNDS: [(&str, f64); 15] = [
+    ("capstan_diameter", 1.0),
+    ("body_diameter", 10.0),
+    ("link_length", 10.0),
+    ("base_radius, effector_radius, upper_arm, forearm", 10.0),
+    ("counts_per_revolution", 1e9),
+    ("gear_ratio", 1e4),
+    ("torque_constant", 100.0),
+    ("max_current", 100.0),
+    ("workspace_origin", 10.0),
+    ("calibration_counts", 1e12),
+    ("calibration_angle_deg", 360.0),
+    ("link_mass", 100.0),
+    ("centre_of_mass", 10.0),
+    ("gravity", 100.0),
+    ("max_condition", 1e4),
+];
+
+/// The bound of `key` in [`BOUNDS`].
+fn bound(key: &str) -> f64 {
+    BOUNDS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or(0.0, |(_, b)| *b)
 }
 
 /// A resolved arm, ready for the haptic tick.
@@ -208,6 +246,7 @@ impl KinematicsSpec {
                 centre_of_mass_b: c.centre_of_mass[0],
                 centre_of_mass_c: c.centre_of_mass[1],
                 gravity: c.gravity,
+                max_condition: c.max_condition.unwrap_or(DEFAULT_MAX_CONDITION),
             }),
             KinematicsSpec::Delta(d) => Linkage::Delta(DeltaDrive {
                 arm: DeltaArm {
@@ -223,28 +262,55 @@ impl KinematicsSpec {
                 torque_constant: d.torque_constant,
                 max_current: d.max_current,
                 workspace_origin: Vec3::from(d.workspace_origin),
+                max_condition: d.max_condition.unwrap_or(DEFAULT_MAX_CONDITION),
             }),
         }
     }
 
-    /// Checks every value, naming the key.
+    /// The largest motor current (A).
+    pub fn max_current(&self) -> f64 {
+        match self {
+            KinematicsSpec::Capstan(c) => c.max_current,
+            KinematicsSpec::Delta(d) => d.max_current,
+        }
+    }
+
+    /// Checks every value against its bound ([`BOUNDS`]), naming the key.
     pub(super) fn validate(&self) -> Result<(), String> {
         let positive = |key: &str, values: &[f64]| {
+            let max = bound(key);
             values
                 .iter()
-                .find(|v| !(v.is_finite() && **v > 0.0 && **v < 1e9))
+                .find(|v| !(v.is_finite() && **v > 0.0 && **v <= max))
                 .map_or(Ok(()), |v| {
-                    Err(format!("kinematics.{key}: {v} must be positive and finite"))
+                    Err(format!(
+                        "kinematics.{key}: {v} must be positive and at most {max}"
+                    ))
                 })
         };
         let finite = |key: &str, values: &[f64]| {
+            let max = bound(key);
             values
                 .iter()
-                .find(|v| !(v.is_finite() && v.abs() < 1e9))
+                .find(|v| !(v.is_finite() && v.abs() <= max))
                 .map_or(Ok(()), |v| {
-                    Err(format!("kinematics.{key}: {v} must be finite"))
+                    Err(format!(
+                        "kinematics.{key}: {v} must be finite and within ±{max}"
+                    ))
                 })
         };
+        let condition = match self {
+            KinematicsSpec::Capstan(c) => c.max_condition,
+            KinematicsSpec::Delta(d) => d.max_condition,
+        };
+        if let Some(k) = condition {
+            if !(MIN_CONDITION..=bound("max_condition")).contains(&k) {
+                return Err(format!(
+                    "kinematics.max_condition: {k} must lie in [{MIN_CONDITION}, {}]",
+                    bound("max_condition")
+                ));
+            }
+        }
         match self {
             KinematicsSpec::Capstan(c) => {
                 positive("capstan_diameter", &c.capstan_diameter)?;
@@ -258,6 +324,13 @@ impl KinematicsSpec {
                 finite("link_mass", &c.link_mass)?;
                 finite("centre_of_mass", &c.centre_of_mass)?;
                 finite("gravity", &[c.gravity])?;
+                if c.link_mass
+                    .iter()
+                    .chain(&c.centre_of_mass)
+                    .any(|v| *v < 0.0)
+                {
+                    return Err("kinematics.link_mass, centre_of_mass: must not be negative".into());
+                }
             }
             KinematicsSpec::Delta(d) => {
                 positive(

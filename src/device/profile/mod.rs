@@ -35,6 +35,13 @@ use std::path::Path;
 /// reports (the Teensy boards' 64-byte raw HID reports are written as 65). A profile's
 /// report lengths must not exceed it.
 pub const MAX_REPORT_LEN: usize = 65;
+/// Largest rated force a profile may give (N): several times the strongest desk-top
+/// haptic device's peak (Virtuose, Phantom Premium 1.5 HF: 35-37 N).
+pub const MAX_RATED_FORCE: f64 = 200.0;
+/// Largest rated stiffness a profile may give (N/m): well past any impedance device.
+pub const MAX_RATED_STIFFNESS: f64 = 1e6;
+/// Bounds of a field's `scale` magnitude (SI units per count).
+pub const FIELD_SCALE_RANGE: std::ops::RangeInclusive<f64> = 1e-12..=1e12;
 
 /// The profiles shipped with palpa, as `(file name, TOML)`; the first is the reference
 /// profile (palpa's own reference report).
@@ -269,9 +276,11 @@ impl DeviceProfile {
 
     /// Loads a profile file.
     pub fn load(path: &Path) -> Result<Self, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ProfileError {
-            source_name: path.display().to_string(),
-            message: e.to_string(),
+        let text = crate::files::read_text(path, crate::files::FileKind::Profile).map_err(|e| {
+            ProfileError {
+                source_name: path.display().to_string(),
+                message: e.reason(),
+            }
         })?;
         Self::from_toml(&text, &path.display().to_string())
     }
@@ -306,14 +315,22 @@ impl DeviceProfile {
     }
 
     /// `force` (N) limited to the rated force, direction kept; zero when not finite.
-    /// The last line of defence below the safety layer, applied to every write.
+    /// The last line of defence below the safety layer, applied to every write. The
+    /// length is taken of the force divided by its largest component, so any finite
+    /// force (even 1e308 N, whose squared length overflows) keeps its direction.
     pub fn rated_force(&self, force: Vec3) -> Vec3 {
         let max = self.rating.max_force;
-        let norm = force.norm();
-        if !norm.is_finite() {
-            Vec3::zeros()
-        } else if norm > max {
-            force * (max / norm)
+        if !force.iter().all(|c| c.is_finite()) {
+            return Vec3::zeros();
+        }
+        let largest = force.amax();
+        if largest == 0.0 {
+            return force;
+        }
+        let unit_scaled = force / largest;
+        let norm = largest * unit_scaled.norm();
+        if norm > max {
+            unit_scaled * (max / unit_scaled.norm())
         } else {
             force
         }
@@ -346,13 +363,17 @@ impl DeviceProfile {
         if m.path.is_none() && (m.vendor_id.is_none() || m.product_id.is_none()) {
             return Err("match: give either `path` or both `vendor_id` and `product_id`".into());
         }
-        for (key, v) in [
-            ("rating.max_force", self.rating.max_force),
-            ("rating.max_stiffness", self.rating.max_stiffness),
+        for (key, v, max) in [
+            ("rating.max_force", self.rating.max_force, MAX_RATED_FORCE),
+            (
+                "rating.max_stiffness",
+                self.rating.max_stiffness,
+                MAX_RATED_STIFFNESS,
+            ),
         ] {
-            if !(v.is_finite() && v > 0.0) {
+            if !(v.is_finite() && v > 0.0 && v <= max) {
                 return Err(format!(
-                    "{key}: must be a positive number of SI units, got {v}"
+                    "{key}: must be positive and at most {max} (SI units), got {v}"
                 ));
             }
         }
@@ -382,6 +403,43 @@ impl DeviceProfile {
         AxisMap::parse(&self.axes)?;
         if let Some(k) = &self.kinematics {
             k.validate()?;
+        }
+        Ok(())
+    }
+
+    /// The largest value the output is written with (the rated force on each axis, or
+    /// the largest current) fits every output field's type: a field that saturated
+    /// would turn the force.
+    fn validate_output_range(&self) -> Result<(), String> {
+        let mut fields = Vec::new();
+        if let Some(f) = &self.output.force {
+            let names = ["x", "y", "z"].map(|n| format!("output.force.{n}"));
+            fields.extend(
+                names
+                    .into_iter()
+                    .zip(f.fields())
+                    .map(|(k, f)| (k, f, self.rating.max_force, "rating.max_force")),
+            );
+        }
+        if let (Some(c), Some(k)) = (&self.output.currents, &self.kinematics) {
+            let names = ["a", "b", "c"].map(|n| format!("output.currents.{n}"));
+            fields.extend(
+                names
+                    .into_iter()
+                    .zip(c.fields())
+                    .map(|(key, f)| (key, f, k.max_current(), "kinematics.max_current")),
+            );
+        }
+        for (key, field, largest, by) in fields {
+            let (lo, hi) = field.ty.range();
+            let counts = largest / field.scale.abs();
+            if counts > hi || -counts < lo {
+                return Err(format!(
+                    "{key}: {by} = {largest} is {counts:.0} counts at scale {}, beyond the \
+                     field's range {lo}..={hi}",
+                    field.scale
+                ));
+            }
         }
         Ok(())
     }
@@ -485,10 +543,16 @@ impl DeviceProfile {
                     "{key}.offset: 0 is the report id byte (hidapi puts it first)"
                 ));
             }
-            if !(f.scale.is_finite() && f.scale != 0.0) {
-                return Err(format!("{key}.scale: must be finite and non-zero"));
+            if !FIELD_SCALE_RANGE.contains(&f.scale.abs()) {
+                return Err(format!(
+                    "{key}.scale: {} must be within ±[{:e}, {:e}]",
+                    f.scale,
+                    FIELD_SCALE_RANGE.start(),
+                    FIELD_SCALE_RANGE.end()
+                ));
             }
         }
+        self.validate_output_range()?;
         for (key, f) in [
             ("input.sequence", &input.sequence),
             ("input.buttons", &input.buttons),

@@ -191,7 +191,8 @@ fn work(
     reply: &Sender<Reply>,
     spares: &Receiver<Vec<f64>>,
 ) {
-    lower_priority();
+    // The worker keeps the caller's priority: lowered to nice 19 it starved on a busy
+    // machine and frames fell back to corrections (docs/benchmarks.md, "column worker").
     let mut ws = factor.path_workspace(3 * BATCH);
     let mut forward_ws = factor.path_workspace(3 * BATCH);
     let mut node_dofs = Vec::with_capacity(3 * BATCH);
@@ -223,26 +224,5 @@ fn work(
         if reply.send(Reply::Buffers(request.forward)).is_err() {
             return;
         }
-    }
-}
-
-/// Niceness of the worker: under contention a nice-19 thread gets about 1.5 % of a core
-/// against a nice-0 one, so background work yields to the model thread when a viewer or
-/// another process loads the machine. A precaution more than a measured cure: with
-/// `palpa serve --device sim:press` on this 2-core VM while headless Chromium drew the
-/// viewer, the watchdog faded 158 and 197 ticks per 25 s for a stalled model thread at
-/// nice 0, 88 and 133 at nice 19, and 0, 0 and 140 without the worker (too noisy to
-/// separate). The stream test keeps a median of 0 corrections at nice 19.
-const NICE: i32 = 19;
-
-/// Lowers the calling thread to [`NICE`]; if the system refuses, it runs at normal
-/// priority and says so.
-fn lower_priority() {
-    // SAFETY: gettid has no preconditions; on Linux PRIO_PROCESS with a thread id
-    // changes that thread only.
-    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, NICE) };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
-        tracing::warn!("the column thread runs at normal priority (nice {NICE}: {e})");
     }
 }

@@ -30,8 +30,8 @@ use super::{expand_node_permutation, nested_dissection, FemError, FemSystem};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Ordering {
     /// [`Ordering::Amd`] below [`AUTO_ND_NODES`] free nodes, otherwise
-    /// [`Ordering::NestedDissection`] (measured: AMD wins on the 3.4k-node bunny, nested
-    /// dissection on a 35k-node box; see docs/benchmarks.md).
+    /// [`Ordering::NestedDissection`], the faster of the two at each size
+    /// (docs/benchmarks.md, "orderings").
     #[default]
     Auto,
     /// Approximate minimum degree on the node graph (SuiteSparse AMD as ported by faer),

@@ -18,9 +18,8 @@ impl Factor {
     /// split (a chain).
     ///
     /// Written here because faer's supernodal solve walks the supernodes one after the
-    /// other and only parallelises inside each dense block, which for 8–32 right-hand
-    /// sides is too fine-grained to help (measured: no faster than sequential, and
-    /// slower when other processes load the cores).
+    /// other and only parallelises inside each dense block, too fine-grained to help for
+    /// 8–32 right-hand sides (docs/benchmarks.md, "two-thread solve").
     pub fn solve_in_place_two_threads(&self, mut rhs: MatMut<'_, f64>) -> Result<(), FemError> {
         let Some(split) = &self.split else {
             return self.solve_in_place(rhs);

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::fem::FemSystem;
 use crate::modal::{
-    self, CacheError, ModalCache, ModeFate, ModeReport, PrecomputeParams, Precomputed, Progress,
+    self, ModalCache, ModeFate, ModeReport, PrecomputeParams, Precomputed, Progress,
     SelectionParams,
 };
 use crate::scene::{BackendKind, Scene};
@@ -54,6 +54,25 @@ pub enum PrecomputeOutcome {
     /// The condensed backend, and the nonlinear one without modes, have nothing to
     /// precompute offline.
     NotModal,
+}
+
+impl std::fmt::Display for PrecomputeOutcome {
+    /// One line for the user.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Loaded { path } => write!(f, "loaded from cache {}", path.display()),
+            Self::Computed {
+                path,
+                reason,
+                seconds,
+            } => write!(
+                f,
+                "computed in {seconds:.2} s ({reason}), cache written to {}",
+                path.display()
+            ),
+            Self::NotModal => write!(f, "not the modal backend: nothing to precompute offline"),
+        }
+    }
 }
 
 /// The modal precompute parameters a scene asks for: the modal backend's, or for the
@@ -121,9 +140,7 @@ pub fn modal_precompute(
             tracing::info!("loaded precompute from {}", path.display());
             return Ok((cache.data, PrecomputeOutcome::Loaded { path }));
         }
-        Err(CacheError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            "no cache yet".to_string()
-        }
+        Err(e) if e.is_missing() => "no cache yet".to_string(),
         Err(e) => {
             tracing::warn!("{}: {e}; recomputing", path.display());
             e.to_string()
@@ -136,8 +153,6 @@ pub fn modal_precompute(
     if data.basis.n_modes() == 0 {
         return Err(no_modes_kept(scene, &data.reports));
     }
-    // Created here, or checked to be a directory and not a link to one.
-    crate::files::OutputDir::create(dir).map_err(|e| stage(scene, "precompute cache", e))?;
     let cache = ModalCache {
         input_hash: hash,
         data,

@@ -46,8 +46,9 @@ impl FemInputs {
         let per_tet = materials
             .per_tet(&mesh.mesh)
             .map_err(|e| stage(scene, "materials", e))?;
-        let laws = materials
-            .sources(&mesh.mesh)
+        let sources = materials.sources(&mesh.mesh);
+        warn_empty_overrides(scene, &sources);
+        let laws = sources
             .into_iter()
             .zip(&per_tet)
             .map(|(source, material)| Hyperelastic::new(kinds.of(source), material))
@@ -77,27 +78,17 @@ impl FemInputs {
     }
 
     /// The full nonlinear FEM of the scene: its laws, its fixed nodes prescribed, and
-    /// nodal pressure when `mesh.pressure = "nodal"` (which the scene check allows with
-    /// linear materials only).
+    /// nodal pressure when `mesh.pressure = "nodal"` (the linear law's, or the
+    /// large-strain laws' averaged volume ratio).
     pub fn statics(&self, scene: &Scene) -> Result<NonlinearStatics, BuildError> {
         let prescribed: Vec<bool> = self.fixed.iter().flat_map(|&f| [f; 3]).collect();
         let mesh = &self.mesh.mesh;
         let statics = NonlinearStatics::new(mesh, self.laws.clone(), prescribed)
             .map_err(|e| stage(scene, "nonlinear FEM", e))?;
-        match scene.mesh.pressure {
-            Pressure::Element => Ok(statics),
-            Pressure::Nodal => statics.with_nodal_pressure(mesh).map_err(|e| {
-                scene
-                    .invalid(
-                        "mesh.pressure",
-                        format!(
-                            "{e}: \"nodal\" is for linear materials; give \"element\" \
-                             for large-strain tissue"
-                        ),
-                    )
-                    .into()
-            }),
-        }
+        Ok(match scene.mesh.pressure {
+            Pressure::Element => statics,
+            Pressure::Nodal => statics.with_nodal_pressure(mesh),
+        })
     }
 }
 
@@ -134,8 +125,12 @@ fn law_kind(spec: &MaterialSpec) -> LawKind {
 /// (later wins); and each entry's strain-energy law.
 fn material_map(scene: &Scene, mesh: &TetMesh) -> Result<(MaterialMap, LawKinds), SceneError> {
     let material = |name: &str, young: f64, poisson: f64, density: f64| {
-        Material::new(young, poisson, density)
-            .map_err(|e| scene.invalid(format!("materials.{name}"), e.to_string()))
+        let m = Material::new(young, poisson, density)
+            .map_err(|e| scene.invalid(format!("materials.{name}"), e.to_string()))?;
+        if let Some(why) = super::plausible::young_warning(young) {
+            tracing::warn!("{}: materials.{name}.young: {why}", scene.source);
+        }
+        Ok::<_, SceneError>(m)
     };
     let (young, poisson, density) = DEFAULT_MATERIAL;
     let mut map = MaterialMap::uniform(material("default", young, poisson, density)?);
@@ -172,6 +167,23 @@ fn material_map(scene: &Scene, mesh: &TetMesh) -> Result<(MaterialMap, LawKinds)
         };
     }
     Ok((map, kinds))
+}
+
+/// Warns of each geometric material (`sphere`, `box`) that no element's centroid falls
+/// in (a shape in millimetres on a mesh in metres selects nothing).
+fn warn_empty_overrides(scene: &Scene, sources: &[MaterialSource]) {
+    let shaped = scene
+        .materials_in_order()
+        .into_iter()
+        .filter(|(_, s)| s.region.is_none() && (s.sphere.is_some() || s.box_.is_some()));
+    for (index, (name, _)) in shaped.enumerate() {
+        if !sources.contains(&MaterialSource::Override(index)) {
+            tracing::warn!(
+                "{}: materials.{name}: selects no element (no tetrahedron's centroid lies                  in its shape, or a later material takes them all); shapes are in m, after                  mesh.scale: is it in millimetres?",
+                scene.source
+            );
+        }
+    }
 }
 
 /// Logs one warning naming the scene's materials whose Poisson ratio makes linear

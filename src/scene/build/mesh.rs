@@ -80,6 +80,14 @@ pub fn build_mesh(scene: &Scene) -> Result<SceneMesh, SceneError> {
         }
     }
     mesh.notes.clear();
+    let (lo, hi) = mesh.bounds();
+    if let Some(why) = super::plausible::mesh_size_warning((hi - lo).norm()) {
+        tracing::warn!(
+            "{}: mesh: {why} (mesh.scale = {})",
+            scene.source,
+            spec.scale
+        );
+    }
     let render = match &spec.render_surface {
         None => None,
         Some(path) => {

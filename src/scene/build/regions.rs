@@ -1,21 +1,31 @@
-//! The regions of the scene's materials as viewers draw them (the x-ray view): which
-//! tetrahedra each non-default material covers, and their boundary at rest.
+//! The regions of the scene's materials (viewers draw them in the x-ray view): which
+//! tetrahedra each non-default material covers.
 
 use crate::fem::Shape;
 use crate::scene::{Scene, SceneError};
-use crate::stream::StreamRegion;
 use crate::Vec3;
 
 use super::fem::region_id;
 use super::BuiltScene;
 
+/// A non-default material and the tetrahedra it covers.
+#[derive(Clone, Debug)]
+pub struct MaterialRegion {
+    /// The material's name in the scene.
+    pub name: String,
+    /// Its Young's modulus (Pa).
+    pub young: f64,
+    /// The tetrahedra it covers.
+    pub tets: Vec<usize>,
+}
+
 impl BuiltScene {
     /// One region per material other than the default one that covers at least one
-    /// tetrahedron, with its boundary at rest (m). The material of a tetrahedron follows
+    /// tetrahedron. The material of a tetrahedron follows
     /// the precedence of [`crate::fem::MaterialMap::per_tet`] (geometric materials in
     /// file order, later winning, then region materials, then the default); that map
     /// holds materials, not names, so the names are resolved here by the same rules.
-    pub fn material_regions(&self) -> Result<Vec<StreamRegion>, SceneError> {
+    pub fn material_regions(&self) -> Result<Vec<MaterialRegion>, SceneError> {
         let scene: &Scene = &self.scene;
         let mesh = &self.mesh.mesh;
         let materials = scene.materials_in_order();
@@ -61,62 +71,11 @@ impl BuiltScene {
             .iter()
             .zip(&tets_of)
             .filter(|(_, tets)| !tets.is_empty())
-            .map(|((name, spec), tets)| StreamRegion::of_tetrahedra(name, spec.young, mesh, tets))
-            .collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::scene::{build, Scene};
-
-    #[test]
-    fn the_default_scene_has_one_region_the_inclusion_sphere() {
-        let cache = tempfile::tempdir().unwrap();
-        let mut scene = Scene::embedded_default();
-        scene.backend.kind = crate::scene::BackendKind::Condensed;
-        let built = build(scene, cache.path(), &mut |_| {}).unwrap();
-        let regions = built.material_regions().unwrap();
-        assert_eq!(
-            regions.len(),
-            1,
-            "only the inclusion differs from the default"
-        );
-        let lump = &regions[0];
-        assert_eq!(lump.name, "inclusion");
-        assert_eq!(lump.young, 240e3);
-        // The lump's boundary: every vertex within a tetrahedron's size of the 1 cm
-        // sphere around (0, 0, −1.5 cm) (cells are 5 mm), and the surface closed.
-        let centre = crate::Vec3::new(0.0, 0.0, -0.015);
-        for p in &lump.rest_positions {
-            let r = (p - centre).norm();
-            assert!(r < 0.01 + 0.0087, "vertex {p:?} is {r} m from the centre");
-        }
-        let mut edges = std::collections::HashMap::new();
-        for t in &lump.triangles {
-            for k in 0..3 {
-                let (a, b) = (t[k], t[(k + 1) % 3]);
-                *edges.entry((a.min(b), a.max(b))).or_insert(0) += 1;
-            }
-        }
-        assert!(!lump.triangles.is_empty());
-        assert!(
-            edges.values().all(|&n| n == 2),
-            "every edge has two triangles"
-        );
-        // Outward orientation: the enclosed volume (divergence theorem) is positive and
-        // near the sphere's 4.19 cm³ (voxelised by 5 mm cells).
-        let volume: f64 = lump
-            .triangles
-            .iter()
-            .map(|t| {
-                let [a, b, c] = t.map(|i| lump.rest_positions[i as usize] - centre);
-                a.dot(&b.cross(&c)) / 6.0
+            .map(|((name, spec), tets)| MaterialRegion {
+                name: name.to_string(),
+                young: spec.young,
+                tets: tets.clone(),
             })
-            .sum();
-        assert!(
-            (2e-6..7e-6).contains(&volume),
-            "lump volume {volume} m³, sphere 4.19e-6 m³"
-        );
+            .collect())
     }
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::{Scene, SceneError};
+use crate::files::FileKind;
 
 /// Largest coordinate, length or scale factor a scene may give (m, or a ratio): well
 /// past any organ, small enough that products of a few of them stay finite.
@@ -76,18 +77,10 @@ impl<'a> Check<'a> {
         }
     }
 
-    /// Printable text (no control characters) of at most `max` characters.
+    /// Text people are shown, of at most `max` characters: no control, bidirectional
+    /// or invisible characters ([`palpa_protocol::text::check_name`]).
     pub fn text(&self, key: &str, v: &str, max: usize) -> Result<(), SceneError> {
-        if let Some(c) = v.chars().find(|c| c.is_control()) {
-            return Err(self.invalid(
-                key,
-                format!("must not contain control characters, found {c:?}"),
-            ));
-        }
-        if v.chars().count() > max {
-            return Err(self.invalid(key, format!("must be at most {max} characters")));
-        }
-        Ok(())
+        palpa_protocol::text::check_name(v, max).map_err(|why| self.invalid(key, why))
     }
 
     /// A box: finite corners, `min` ≤ `max` componentwise.
@@ -104,14 +97,13 @@ impl<'a> Check<'a> {
         }
     }
 
-    /// The path (relative to the scene file) names an existing file.
-    pub fn file_exists(&self, key: &str, p: &Path) -> Result<(), SceneError> {
+    /// The path (relative to the scene file) names a regular file within `kind`'s size
+    /// limit; otherwise the error says what it is (missing, a FIFO, a device …).
+    pub fn file_exists(&self, key: &str, p: &Path, kind: FileKind) -> Result<(), SceneError> {
         let full = self.scene.resolve(p);
-        if full.is_file() {
-            Ok(())
-        } else {
-            Err(self.invalid(key, format!("no such file: {}", full.display())))
-        }
+        crate::files::check_regular(&full, kind)
+            .map(|_| ())
+            .map_err(|e| self.invalid(key, e.to_string()))
     }
 }
 

@@ -4,6 +4,7 @@ use serde::Deserialize;
 
 use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
+use crate::pipeline::ProbeSetup;
 
 /// Largest friction coefficient a scene may give (rubber on glass is about 2).
 pub const MAX_FRICTION: f64 = 10.0;
@@ -27,12 +28,10 @@ pub struct ContactSpec {
 }
 
 impl ContactSpec {
-    /// The friction coefficients (μ_s, μ_k).
-    pub fn friction(&self) -> Result<crate::contact::Friction, String> {
-        crate::contact::Friction::new(
-            self.friction,
-            self.friction_kinetic.unwrap_or(self.friction),
-        )
+    /// The probe's tip, contact patch and friction (μ_k absent: μ_s).
+    pub fn probe_setup(&self) -> Result<ProbeSetup, String> {
+        let kinetic = self.friction_kinetic.unwrap_or(self.friction);
+        ProbeSetup::new(self.probe_radius, self.patch_radius, self.friction, kinetic)
     }
 
     pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
@@ -44,7 +43,7 @@ impl ContactSpec {
         if let Some(mu_k) = self.friction_kinetic {
             c.non_negative_at_most("contact.friction_kinetic", mu_k, MAX_FRICTION)?;
         }
-        if let Err(e) = self.friction() {
+        if let Err(e) = self.probe_setup() {
             return Err(c.invalid("contact.friction_kinetic", e));
         }
         Ok(())

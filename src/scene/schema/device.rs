@@ -6,8 +6,7 @@ use serde::Deserialize;
 
 use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
-use crate::device::mapped::Workspace;
-use crate::Vec3;
+use crate::files::FileKind;
 
 /// Which device drives the probe.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -58,13 +57,6 @@ pub struct WorkspaceSpec {
     pub rotation_deg: [f64; 3],
 }
 
-impl WorkspaceSpec {
-    /// The mapping this section describes.
-    pub fn mapping(&self) -> Workspace {
-        Workspace::new(self.scale, Vec3::from(self.offset), self.rotation_deg)
-    }
-}
-
 impl Default for WorkspaceSpec {
     fn default() -> Self {
         Self {
@@ -76,20 +68,12 @@ impl Default for WorkspaceSpec {
 }
 
 impl DeviceSpec {
-    /// The mapping `[device.workspace]` gives, else the identity (what virtual devices,
-    /// whose positions are scene positions, use).
-    pub fn given_mapping(&self) -> Workspace {
-        self.workspace
-            .as_ref()
-            .map_or(Workspace::IDENTITY, WorkspaceSpec::mapping)
-    }
-
     pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
         if let Some(p) = &self.profile {
-            c.file_exists("device.profile", p)?;
+            c.file_exists("device.profile", p, FileKind::Profile)?;
         }
         match (&self.trajectory, self.kind) {
-            (Some(t), _) => c.file_exists("device.trajectory", t)?,
+            (Some(t), _) => c.file_exists("device.trajectory", t, FileKind::Trajectory)?,
             (None, DeviceKind::Replay) => {
                 return Err(c.invalid(
                     "device.trajectory",

@@ -5,8 +5,7 @@ use serde::Deserialize;
 
 use super::check::Check;
 use super::SceneError;
-use crate::device::DeviceRating;
-use crate::haptic::{ForceStrategy, SafetyLimits};
+use crate::tissue::ForceStrategy;
 
 /// Fastest haptic (and model) loop a scene may ask for (Hz): the tick's buffers are
 /// sized by the rate, and no haptic device is read faster than 10 kHz.
@@ -66,8 +65,7 @@ impl Default for ForceSpec {
     }
 }
 
-/// Safety limits; absent values come from the device's rating and
-/// [`SafetyLimits::for_device`](crate::haptic::SafetyLimits::for_device).
+/// Safety limits; absent values come from the device's rating.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SafetySpec {
@@ -87,26 +85,6 @@ pub struct SafetySpec {
     pub fade_time: Option<f64>,
     /// Passivity controller's largest added damping (N·s/m); absent: off.
     pub passivity_max_damping: Option<f64>,
-}
-
-impl SafetySpec {
-    /// The limits for a device with `rating`: the scene's values where given (force and
-    /// stiffness never above the rating), the device defaults elsewhere.
-    pub fn limits(&self, rating: DeviceRating) -> SafetyLimits {
-        let d = SafetyLimits::for_device(rating);
-        SafetyLimits {
-            max_force: self.max_force.map_or(d.max_force, |f| f.min(d.max_force)),
-            max_force_rate: self.max_force_rate.unwrap_or(d.max_force_rate),
-            ramp_time: self.ramp_time.unwrap_or(d.ramp_time),
-            max_stiffness: self
-                .max_stiffness
-                .map_or(d.max_stiffness, |k| k.min(d.max_stiffness)),
-            stale_sample_timeout: self.stale_sample_timeout.unwrap_or(d.stale_sample_timeout),
-            model_timeout: self.model_timeout.unwrap_or(d.model_timeout),
-            fade_time: self.fade_time.unwrap_or(d.fade_time),
-            passivity_max_damping: self.passivity_max_damping.or(d.passivity_max_damping),
-        }
-    }
 }
 
 impl Rates {

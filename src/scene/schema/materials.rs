@@ -8,7 +8,6 @@ use toml::Spanned;
 
 use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
-use crate::fem::Pressure;
 
 /// A region of the mesh: its id (physical group number) or its physical name.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -114,23 +113,16 @@ pub const MAX_DENSITY: f64 = 1e5;
 /// The material elements get when the scene names none: E 30 kPa, ν 0.45, ρ 1000.
 pub const DEFAULT_MATERIAL: (f64, f64, f64) = (30e3, 0.45, 1000.0);
 
-/// Checks every material's moduli, density, law and selector; under nodal `pressure`
-/// every law must be linear.
+/// Checks every material's moduli, density, law and selector.
 pub(super) fn validate(
     materials: &BTreeMap<String, Spanned<MaterialSpec>>,
-    pressure: Pressure,
     c: &Check,
 ) -> Result<(), SceneError> {
     for (name, spec) in materials {
+        // Material names reach viewers (the x-ray regions): printable only.
+        c.text(&format!("materials.{}", name.escape_debug()), name, 64)?;
         let spec = spec.get_ref();
         let key = |field: &str| format!("materials.{name}.{field}");
-        if pressure == Pressure::Nodal && spec.model != MaterialModel::Linear {
-            return Err(c.invalid(
-                key("model"),
-                "a large-strain law needs mesh.pressure = \"element\" (nodal pressure is \
-                 for linear materials)",
-            ));
-        }
         c.positive_at_most(&key("young"), spec.young, MAX_YOUNG)?;
         if !(spec.poisson.is_finite() && spec.poisson > -1.0 && spec.poisson < 0.5) {
             return Err(c.invalid(

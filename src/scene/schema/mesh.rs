@@ -8,6 +8,7 @@ use serde::Deserialize;
 use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
 use crate::fem::Pressure;
+use crate::files::FileKind;
 use crate::mesh::generate::{graded_axis, MAX_GENERATED_CELLS, MAX_GENERATED_TETS};
 
 /// Where the mesh comes from: exactly one of `file`, `box`, `lattice` (none: the
@@ -206,7 +207,7 @@ impl MeshSpec {
         }
         c.positive_at_most("mesh.scale", self.scale, MAX_COORDINATE)?;
         if let Some(f) = &self.file {
-            c.file_exists("mesh.file", f)?;
+            c.file_exists("mesh.file", f, FileKind::Mesh)?;
         }
         if let Some(b) = &self.box_ {
             c.bounded3("mesh.box.origin", &b.origin, MAX_COORDINATE)?;
@@ -273,11 +274,11 @@ impl MeshSpec {
             }
         }
         if let Some(l) = &self.lattice {
-            c.file_exists("mesh.lattice.surface", &l.surface)?;
+            c.file_exists("mesh.lattice.surface", &l.surface, FileKind::Surface)?;
             c.positive_at_most("mesh.lattice.cell_size", l.cell_size, MAX_COORDINATE)?;
         }
         if let Some(r) = &self.render_surface {
-            c.file_exists("mesh.render_surface", r)?;
+            c.file_exists("mesh.render_surface", r, FileKind::Surface)?;
         }
         Ok(())
     }

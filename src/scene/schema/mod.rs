@@ -15,7 +15,6 @@ mod stream;
 mod view;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -36,9 +35,6 @@ pub use mesh::{
 pub use stream::StreamSpec;
 pub use view::{UpAxis, ViewSpec};
 
-use crate::device::choice::DeviceChoice;
-use crate::stream::{ProbeWorkspace, StreamConfig};
-
 /// The default scene's text (a tissue block with a stiff spherical inclusion), built
 /// into the binary so `palpa serve` needs no files.
 pub const DEFAULT_SCENE: &str = include_str!("../../../scenes/default.toml");
@@ -47,14 +43,9 @@ pub const DEFAULT_SCENE: &str = include_str!("../../../scenes/default.toml");
 /// or path at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum SceneError {
-    /// The scene file could not be read.
-    #[error("{file}: {source}")]
-    Io {
-        /// The scene file.
-        file: String,
-        /// Underlying error.
-        source: std::io::Error,
-    },
+    /// The scene file could not be read (the error names it).
+    #[error(transparent)]
+    Read(#[from] crate::files::ReadError),
     /// TOML syntax, an unknown key, or a value of the wrong type (the TOML error names
     /// the line, column and key).
     #[error("{file}: {message}")]
@@ -125,50 +116,10 @@ pub struct Scene {
 }
 
 impl Scene {
-    /// The device the `[device]` section asks for (paths resolved against the scene
-    /// file).
-    pub fn device_choice(&self) -> DeviceChoice {
-        let d = &self.device;
-        let path = |p: &Option<PathBuf>| p.as_deref().map(|p| self.resolve(p));
-        match d.kind {
-            DeviceKind::Auto => DeviceChoice::Auto,
-            DeviceKind::Sim => DeviceChoice::Sim(None),
-            DeviceKind::Hid => DeviceChoice::Hid(path(&d.profile)),
-            DeviceKind::Replay => DeviceChoice::Replay(
-                path(&d.trajectory).expect("validated: a replay device names its trajectory"),
-            ),
-            DeviceKind::Haply => DeviceChoice::Haply(crate::device::haply::DEFAULT_URL.into()),
-            DeviceKind::Openhaptics => DeviceChoice::OpenHaptics(None),
-            DeviceKind::Dhd => DeviceChoice::Dhd(None),
-        }
-    }
-
-    /// The stream server's settings for this scene, bound to `bind`, with viewers' probe
-    /// targets kept in `probe_workspace` (m, scene frame).
-    pub fn stream_config(
-        &self,
-        bind: SocketAddr,
-        probe_workspace: Option<ProbeWorkspace>,
-    ) -> StreamConfig {
-        let defaults = StreamConfig::default();
-        StreamConfig {
-            bind,
-            frame_rate_hz: self.rates.visual,
-            max_clients: self.stream.max_clients,
-            max_connections: defaults.max_connections.max(self.stream.max_clients),
-            control_token: self.stream.token.clone(),
-            probe_workspace,
-            ..defaults
-        }
-    }
-
     /// Reads and checks a scene file; relative paths in it are resolved against its
     /// directory.
     pub fn load(path: &Path) -> Result<Self, SceneError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
-            file: path.display().to_string(),
-            source,
-        })?;
+        let text = crate::files::read_text(path, crate::files::FileKind::Scene)?;
         let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         Self::parse(&text, &path.display().to_string(), &base)
     }
@@ -256,7 +207,7 @@ impl Scene {
             c.text("name", name, 200)?;
         }
         self.mesh.validate(&c)?;
-        materials::validate(&self.materials, self.mesh.pressure, &c)?;
+        materials::validate(&self.materials, &c)?;
         fixed::validate(self.fixed.as_deref().unwrap_or_default(), &c)?;
         self.backend.validate(&c)?;
         self.contact.validate(&c)?;
@@ -264,9 +215,6 @@ impl Scene {
         self.safety.validate(&c)?;
         self.device.validate(&c)?;
         self.stream.validate(&c)?;
-        if let Err(e) = self.stream_config(self.stream.bind_addr(), None).validate() {
-            return Err(c.invalid("stream", e));
-        }
         Ok(())
     }
 }

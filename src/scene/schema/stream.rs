@@ -1,4 +1,5 @@
-//! `[stream]`: the visual stream server's address, control token and client limit.
+//! `[stream]`: the visual stream server's address, control token, client limit, and the
+//! web origins and host names it answers besides its own.
 
 use std::net::SocketAddr;
 
@@ -9,6 +10,8 @@ use super::SceneError;
 
 /// Most simultaneous stream clients a scene may allow (each holds a socket and a task).
 pub const MAX_CLIENTS: usize = 4096;
+/// Most entries of `allowed_origins` and of `allowed_hosts`.
+const MAX_ALLOWED: usize = 64;
 
 /// Visual stream server.
 #[derive(Clone, Debug, Deserialize)]
@@ -20,6 +23,11 @@ pub struct StreamSpec {
     pub token: Option<String>,
     /// Most simultaneous clients, ≥ 1.
     pub max_clients: usize,
+    /// Web origins (`https://host[:port]`) whose pages may use the viewer server besides
+    /// its own.
+    pub allowed_origins: Vec<String>,
+    /// Host names the server answers to besides its address and `localhost`.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for StreamSpec {
@@ -28,6 +36,8 @@ impl Default for StreamSpec {
             bind: "127.0.0.1:7878".into(),
             token: None,
             max_clients: 64,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -57,6 +67,14 @@ impl StreamSpec {
                     ),
                 ));
             }
+        }
+        if self.allowed_origins.len() > MAX_ALLOWED || self.allowed_hosts.len() > MAX_ALLOWED {
+            return Err(c.invalid(
+                "stream",
+                format!(
+                    "allowed_origins and allowed_hosts take at most {MAX_ALLOWED} entries each"
+                ),
+            ));
         }
         Ok(())
     }

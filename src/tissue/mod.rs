@@ -1,7 +1,39 @@
 //! The tissue-model interface every backend (modal, condensed, nonlinear) implements,
 //! and the local force model the model thread hands to the haptic thread.
 
+use serde::Deserialize;
+
 use crate::{Mat3, Vec3};
+
+/// How the haptic thread evaluates a [`LocalForceModel`] between two model steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ForceStrategy {
+    /// f₀: zero-order hold of the last model force (the baseline).
+    Hold,
+    /// f₀ + ḟ·(t − t₀): linear in time (Basdogan).
+    LinearTime,
+    /// f₀ + K_loc·(x − x₀): linear in position, with local contact loss and re-engagement.
+    LocalStiffness,
+}
+
+impl ForceStrategy {
+    /// All strategies, for harnesses that compare them.
+    pub const ALL: [ForceStrategy; 3] = [
+        ForceStrategy::Hold,
+        ForceStrategy::LinearTime,
+        ForceStrategy::LocalStiffness,
+    ];
+
+    /// The name used on the command line and in scene files.
+    pub fn name(self) -> &'static str {
+        match self {
+            ForceStrategy::Hold => "hold",
+            ForceStrategy::LinearTime => "linear-time",
+            ForceStrategy::LocalStiffness => "local-stiffness",
+        }
+    }
+}
 
 /// What the haptic thread needs to compute a force every tick until the next model
 /// step (DESIGN §2.5). Published by the model thread at 200 Hz; plain `Copy` data so
@@ -97,8 +129,8 @@ pub mod constraint;
 mod error;
 mod geometry;
 mod load;
+pub mod model;
 mod rows;
-pub mod tissue;
 
 pub use constraint::{
     add_point_compliance, push_nodal_loads, require_positions, validate_step, ConstraintKind,
@@ -108,5 +140,5 @@ pub use error::ModelError;
 pub use geometry::TissueGeometry;
 pub(crate) use load::HeldLoads;
 pub use load::PointLoad;
+pub use model::TissueModel;
 pub use rows::ConstraintRows;
-pub use tissue::TissueModel;

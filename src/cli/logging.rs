@@ -1,0 +1,33 @@
+//! The command line's log: `RUST_LOG` levels (default `info`) through
+//! [`LogWriter`](super::progress::LogWriter), with the WebSocket library's trace events
+//! filtered out at every level: tungstenite traces each frame with its payload (text and
+//! hex), which carries the control token, and the token is never logged.
+
+use tracing_subscriber::filter::{filter_fn, EnvFilter};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use super::progress::LogWriter;
+
+/// Targets whose trace events carry frame payloads.
+const PAYLOAD_TARGETS: [&str; 2] = ["tungstenite", "tokio_tungstenite"];
+
+/// Whether an event may be logged: not a trace event of the WebSocket library.
+pub fn without_payloads(meta: &tracing::Metadata<'_>) -> bool {
+    let target = meta.target();
+    let payload = PAYLOAD_TARGETS
+        .iter()
+        .any(|t| target == *t || target.starts_with(&format!("{t}::")));
+    !(payload && *meta.level() == tracing::Level::TRACE)
+}
+
+/// Installs the log for the `palpa` binary.
+pub fn init() {
+    let levels = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(levels)
+        .with_writer(LogWriter)
+        .finish()
+        .with(filter_fn(without_payloads))
+        .init();
+}

@@ -1,0 +1,144 @@
+//! `palpa serve`: parses the arguments, starts [`Serve`], prints what started, runs
+//! until Ctrl-C (SIGINT, SIGTERM, SIGHUP) or a failure, stops with zero force first and
+//! prints the report.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::precompute::SceneArgs;
+use super::progress::progress_bar;
+use crate::app::serve::{Serve, ServeReport};
+use crate::device::choice::DeviceChoice;
+use crate::recording::{Existing, SceneInputs};
+use crate::rt::{self, RealtimeMode};
+
+/// Arguments of `palpa serve`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ServeArgs {
+    /// Scene and cache.
+    #[command(flatten)]
+    pub scene: SceneArgs,
+    /// Device: `auto` (a connected HID device a profile matches, else the virtual
+    /// stylus), `hid`, `hid:PROFILE.toml`, `sim` (the virtual stylus, moved from the
+    /// viewer), `sim:still|circle|press` (scripted) or `replay:FILE.csv`; default: the
+    /// scene's `device.kind`. Repeat for several devices, each with its own haptic loop
+    /// and probe.
+    #[arg(long = "device", value_name = "DEVICE", value_parser = DeviceChoice::parse)]
+    pub devices: Vec<DeviceChoice>,
+    /// Address and port of the viewer and the stream (port 0: any free port);
+    /// default: the scene's `stream.bind` (127.0.0.1:7878).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub bind: Option<SocketAddr>,
+    /// Real-time haptic thread: `auto` (default; SCHED_FIFO and the thread's memory
+    /// locked where the process may have them — root, CAP_SYS_NICE or RLIMIT_RTPRIO —
+    /// else one warning and the normal scheduler; with it, the model thread runs
+    /// SCHED_FIFO below it), `required` (refuse to start without SCHED_FIFO) or `off`; a
+    /// bare `--realtime` means `auto`. Also `PALPA_REALTIME`.
+    #[arg(
+        long,
+        value_name = "off|auto|required",
+        env = "PALPA_REALTIME",
+        num_args = 0..=1,
+        default_value_t = RealtimeMode::Auto,
+        default_missing_value = "auto",
+        value_parser = str::parse::<RealtimeMode>
+    )]
+    pub realtime: RealtimeMode,
+    /// Record the session into this directory (created, or empty; one holding a
+    /// recording is refused unless `--force`): `ticks.csv` (one row per haptic tick:
+    /// t,x,y,z,fx,fy,fz,depth,contact,safety — the probe, m, and the force commanded to
+    /// the device after safety, N, both in the scene frame), `stream.palparec` (every
+    /// message of the visual stream as a viewer receives it), `scene.toml` with copies of
+    /// the files it names, `device.toml` (the device, its workspace mapping and limits)
+    /// and `recording.toml`. Complete after Ctrl-C, ending on the zero force the device
+    /// got last; readable up to about 60 ms before a crash. A failed write (a full disk)
+    /// ends the recording at once, is logged, and makes serve exit with status 1.
+    /// `palpa replay DIR` replays it; `palpa recording check DIR` says what is there.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// Replace a recording already in the `--record` directory.
+    #[arg(long, requires = "record")]
+    pub force: bool,
+}
+
+/// Runs `palpa serve` until Ctrl-C; errors are messages for the user (the force is zero
+/// by then).
+pub fn run(args: &ServeArgs) -> Result<(), String> {
+    let (scene, inputs) = match &args.record {
+        Some(_) => {
+            let (scene, inputs) = SceneInputs::load(args.scene.scene.as_deref())?;
+            (scene, Some(inputs))
+        }
+        None => (args.scene.load()?, None),
+    };
+    let name = scene.name.clone().unwrap_or_else(|| scene.source.clone());
+    println!("palpa serve: scene \"{name}\" ({})", scene.source);
+    let mut serve = Serve::builder(scene)
+        .cache_dir(&args.scene.cache_dir())
+        .devices(args.devices.clone())
+        .stream(args.bind)
+        .realtime(args.realtime);
+    if let (Some(dir), Some(inputs)) = (&args.record, inputs) {
+        let existing = match args.force {
+            true => Existing::Replace,
+            false => Existing::Refuse,
+        };
+        serve = serve.record(dir.clone(), inputs, existing);
+    }
+    let (bar, on_progress) = progress_bar("building the scene");
+    let started = serve.progress(on_progress).start();
+    bar.finish_and_clear();
+    let mut handle = started?;
+    // The handlers go in before the viewer's address is printed: a Ctrl-C as soon as
+    // it shows must stop cleanly (zero force first), not kill the process.
+    let stop = rt::stop_flag();
+    print!("{}", handle.started);
+    for request in handle.calibration_requests() {
+        super::calibrate::listen_for_calibration(request);
+    }
+    println!("press Ctrl-C to stop (the force goes to zero first)");
+    handle.run_until(stop);
+    let report = handle.stop();
+    eprintln!("stopping: haptic and model threads stopped, force on the device zeroed");
+    print_report(report)
+}
+
+fn print_report(report: ServeReport) -> Result<(), String> {
+    for line in report.recording_lines() {
+        match line {
+            Ok(line) => println!("recorded: {line}"),
+            Err(e) => eprintln!("error: {e}"),
+        }
+    }
+    if let Some(failure) = report.failure {
+        return Err(format!(
+            "{failure}; palpa stopped with zero force on the device"
+        ));
+    }
+    let several = report.devices.len() > 1;
+    for d in report.devices {
+        if several {
+            println!(
+                "{}: largest force commanded {:.3} N",
+                d.label, d.peak_commanded
+            );
+        }
+        for note in &d.notes {
+            println!("{}: {note}", d.label);
+        }
+        let f = d.last_force;
+        println!(
+            "stopped: last force commanded to {}: {} {} {} N",
+            d.label, f.x, f.y, f.z
+        );
+    }
+    match report.recording {
+        Some((dir, Some(failure))) => Err(format!(
+            "the recording in {} ended early: {failure}",
+            dir.display()
+        )),
+        _ => Ok(()),
+    }
+}

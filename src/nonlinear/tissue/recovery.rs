@@ -1,0 +1,162 @@
+//! A step's solve, and what a step does when it fails: a probe that jumped deep (a
+//! brisk press, a viewer's drag) is solved through intermediate targets from the last
+//! good state; a step no solve brings to convergence keeps the last good state and gives
+//! the forces its tangent predicts for the new targets, so the hand inside the tissue
+//! keeps the force its local stiffness says, and the next step tries again from the
+//! last good state (recovery is automatic once a step converges).
+
+use std::time::Instant;
+
+use super::health::Degradation;
+use super::model::NonlinearTissue;
+use super::rows::StepRows;
+use crate::nonlinear::reduced::{SolveWith, StepEnd};
+use crate::nonlinear::{NewtonOptions, NonlinearError};
+use crate::tissue::ModelError;
+
+/// The Newton tolerance of a step (relative to the reduced applied forces) and its
+/// iteration limit.
+const NEWTON: NewtonOptions = NewtonOptions {
+    relative: 1e-9,
+    max_iterations: 30,
+};
+
+/// Halvings of a failed step's target change tried: up to 2⁴ intermediate targets.
+const SUB_STEP_LEVELS: u32 = 4;
+
+/// How a step's solve ended.
+pub(super) enum Outcome {
+    /// Converged (or ended on its frozen tangent at the deadline): q holds the state.
+    Solved(StepEnd),
+    /// No solve converged: q is the last good state, the rows' multipliers the
+    /// frozen-tangent prediction.
+    Held,
+}
+
+impl NonlinearTissue {
+    /// Solves the step's rows from the dynamic coordinates `start` over `h` (s);
+    /// `same_constraints` when the rows and loads are the last step's. On a failed
+    /// solve, sub-steps the targets' change, and failing that holds the last good state
+    /// (module docs), counting either.
+    pub(super) fn solve_recovering(
+        &mut self,
+        rows: &mut StepRows,
+        start: &[f64],
+        h: f64,
+        same_constraints: bool,
+        deadline: Option<Instant>,
+    ) -> Result<Outcome, ModelError> {
+        let conservative = same_constraints && self.reduced.revision() == self.solved_revision;
+        let warm = rows.rows.multipliers.clone();
+        let failure =
+            match self.solve_once(rows, start, h, conservative, deadline, !self.static_only) {
+                Ok(end) => return Ok(Outcome::Solved(end)),
+                Err(e) => e,
+            };
+        rows.rows.multipliers.copy_from_slice(&warm);
+        if let Some(end) = self.sub_step(rows, deadline) {
+            self.health
+                .count(Degradation::SubStepped, Some(&failure.to_string()));
+            return Ok(Outcome::Solved(end));
+        }
+        rows.rows.multipliers.copy_from_slice(&warm);
+        self.hold_last_state(rows);
+        self.health
+            .count(Degradation::HeldLastState, Some(&failure.to_string()));
+        Ok(Outcome::Held)
+    }
+
+    /// One solve from the last good q; commits q (and the forces there) only on success.
+    fn solve_once(
+        &mut self,
+        rows: &mut StepRows,
+        start: &[f64],
+        h: f64,
+        conservative: bool,
+        deadline: Option<Instant>,
+        dynamic: bool,
+    ) -> Result<StepEnd, NonlinearError> {
+        let r = self.reduced.shapes();
+        self.q.resize(r, 0.0);
+        let mut q = self.q.clone();
+        let b = self.reduced.reduced_loads(&self.nodal_loads)?;
+        let mut step = self.dynamics.step(start, h, conservative);
+        let with = SolveWith {
+            tangent: Some(&mut self.tangent),
+            dynamic: dynamic.then_some(&mut step),
+            deadline,
+        };
+        let solved = self
+            .reduced
+            .solve_rows(&mut q, &b, &mut rows.rows, &NEWTON, with);
+        // A failed step keeps the last q, which the tangent need not be at.
+        self.tangent.at_solution &= solved.is_ok();
+        let end = solved?;
+        self.q = q;
+        self.internal.clone_from(&end.internal);
+        Ok(end)
+    }
+
+    /// The rows' targets reached in 2, 4, … equal parts from where their points are at
+    /// the last good state, each part a static solve from the last; the first division
+    /// that converges all the way (before `deadline`) is the step's.
+    fn sub_step(&mut self, rows: &mut StepRows, deadline: Option<Instant>) -> Option<StepEnd> {
+        let r = self.reduced.shapes();
+        let good = self.q.clone();
+        let good_internal = self.internal.clone();
+        let targets = rows.rows.values.clone();
+        let warm = rows.rows.multipliers.clone();
+        let from: Vec<f64> = (0..targets.len())
+            .map(|i| rows.rows.position(i, &good[..r], &warm))
+            .collect();
+        for level in 1..=SUB_STEP_LEVELS {
+            let parts = 1usize << level;
+            rows.rows.multipliers.copy_from_slice(&warm);
+            let mut last = None;
+            for part in 1..=parts {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    break;
+                }
+                let s = part as f64 / parts as f64;
+                for (v, (to, from)) in rows.rows.values.iter_mut().zip(targets.iter().zip(&from)) {
+                    *v = from + s * (to - from);
+                }
+                match self.solve_once(rows, &[], 0.0, false, deadline, false) {
+                    Ok(end) if part == parts => last = Some(end),
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+            rows.rows.values.copy_from_slice(&targets);
+            if last.is_some() {
+                return last;
+            }
+            self.q.clone_from(&good);
+            self.internal.clone_from(&good_internal);
+        }
+        None
+    }
+
+    /// Keeps the last good state and sets the rows' multipliers to what its tangent
+    /// predicts for the new targets (a frozen-tangent step not taken).
+    fn hold_last_state(&mut self, rows: &mut StepRows) {
+        let r = self.reduced.shapes();
+        self.q.resize(r, 0.0);
+        self.internal.resize(r, 0.0);
+        let usable =
+            self.tangent.revision.is_some() && self.tangent.restarts == self.reduced.restarts();
+        if usable {
+            self.tangent.border(r);
+        } else {
+            self.reduced.refresh_tangent(&self.q, &mut self.tangent);
+        }
+        let b = self
+            .reduced
+            .reduced_loads(&self.nodal_loads)
+            .unwrap_or_else(|_| vec![0.0; r]);
+        let unloaded: Vec<f64> = (0..r).map(|j| self.internal[j] - b[j]).collect();
+        self.reduced
+            .frozen_step(&self.q, &unloaded, &self.tangent.values, &mut rows.rows);
+        self.settled = None;
+    }
+}
