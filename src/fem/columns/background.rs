@@ -63,7 +63,10 @@ impl Background {
         let (spare, spares) = bounded::<Vec<f64>>(2 * BATCH);
         let handle = std::thread::Builder::new()
             .name("palpa-columns".into())
-            .spawn(move || work(&factor, &dofs, &bands, &incoming, &reply, &spares))
+            .spawn(move || {
+                raise_share();
+                work(&factor, &dofs, &bands, &incoming, &reply, &spares)
+            })
             .map_err(|e| ColumnError::Worker {
                 message: format!("could not start the column thread: {e}"),
             })?;
@@ -226,3 +229,29 @@ fn work(
         }
     }
 }
+
+/// Nice value of the worker thread where the process may lower it (root or
+/// CAP_SYS_NICE): about nine times a normal thread's CPU share. Beside one busy loop per
+/// core the worker at nice 0 got a fraction of a core, a sliding contact's nodes stayed
+/// incomplete for seconds, and the real-time model thread paid a pass over each one's
+/// elimination-tree path every step instead (docs/benchmarks.md, issue 39).
+const WORKER_NICE: i32 = -10;
+
+/// Lowers the calling thread's nice value to [`WORKER_NICE`] if allowed; else it stays
+/// on the normal share (no error: the columns still complete, only later).
+#[cfg(target_os = "linux")]
+fn raise_share() {
+    // SAFETY: gettid and setpriority take no pointers; on Linux PRIO_PROCESS with a
+    // thread id sets that thread's nice value only.
+    let failed = unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, WORKER_NICE) != 0
+    };
+    if failed {
+        tracing::debug!("palpa-columns: nice {WORKER_NICE} not allowed; normal share");
+    }
+}
+
+/// Elsewhere the worker keeps the normal share.
+#[cfg(not(target_os = "linux"))]
+fn raise_share() {}
