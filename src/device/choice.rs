@@ -134,7 +134,7 @@ impl DeviceChoice {
             ("sim", "still") => Ok(Self::Sim(Some(SimMotion::Still))),
             ("sim", "circle") => Ok(Self::Sim(Some(SimMotion::Circle))),
             ("sim", "press") => Ok(Self::Sim(Some(SimMotion::Press))),
-            ("sim", at) if at.starts_with("press@") => press_at(spec, &at["press@".len()..]),
+            ("sim", at) if at.starts_with("press@") => press_at(spec, at),
             ("replay", file) if !file.is_empty() => Ok(Self::Replay(file.into())),
             ("haply", "") if !spec.ends_with(':') => Ok(Self::Haply(DEFAULT_URL.into())),
             ("haply", url) if url.starts_with("ws://") => Ok(Self::Haply(url.into())),
@@ -305,8 +305,10 @@ fn sdk_device(device: Box<dyn HapticDevice>, pacing: &str) -> OpenedDevice {
     }
 }
 
-/// `sim:press@X,Y`: two finite distances (m) within a metre of the scene's origin.
+/// `sim:press@X,Y` (`at` = `press@X,Y`): two finite distances (m) within a metre of the
+/// scene's origin.
 fn press_at(spec: &str, at: &str) -> Result<DeviceChoice, String> {
+    let at = at.strip_prefix("press@").unwrap_or(at);
     let bad = || {
         format!(
             "device `{spec}`: sim:press@X,Y takes two distances in metres, e.g. \
