@@ -3,7 +3,9 @@
 // length scale (logarithmic, so 0.1 N and 20 N both read) and its legend.
 
 /** Colours of the series, shared by the charts and their legends. */
-export const COLORS = { force: "#7ee787", normal: "#f0b85a", depth: "#79c0ff", grid: "#3a4250", text: "#aab4c0" };
+export const COLORS = {
+  force: "#7ee787", normal: "#f0b85a", depth: "#79c0ff", grid: "#3a4250", text: "#aab4c0", fade: "#ff6b6b",
+};
 
 /** Force at which the arrow's length scale turns from linear to logarithmic (N). */
 export const ARROW_LINEAR_BELOW_N = 0.1;
@@ -44,12 +46,19 @@ export class StripChart {
     this.canvas = canvas;
     this.seconds = seconds;
     this.samples = []; // {t (s), force (N), normal (N), depth (mm)}
+    this.marks = []; // {t (s), label}: fades of the force, drawn as red lines
+  }
+
+  /** Marks a fade of the force at time `t` (s) with a short `label`. */
+  mark(t, label) {
+    this.marks.push({ t, label });
+    if (this.marks.length > 200) this.marks.shift();
   }
 
   /** Adds one sample; drops those older than the window, and all after a time jump back. */
   push(t, force, normal, depth) {
     const last = this.samples[this.samples.length - 1];
-    if (last && t < last.t) this.samples = [];
+    if (last && t < last.t) { this.samples = []; this.marks = []; }
     this.samples.push({ t, force, normal, depth });
     while (this.samples.length && this.samples[0].t < t - this.seconds) this.samples.shift();
   }
@@ -88,6 +97,17 @@ export class StripChart {
       g.stroke();
     }
     g.setLineDash([]);
+    g.strokeStyle = COLORS.fade;
+    g.fillStyle = COLORS.fade;
+    g.textAlign = "center";
+    for (const m of this.marks.filter((m) => m.t >= now - this.seconds)) {
+      const mx = Math.min(right, x(m.t));
+      g.beginPath();
+      g.moveTo(mx, top);
+      g.lineTo(mx, bottom);
+      g.stroke();
+      g.fillText(m.label, mx, bottom - 3);
+    }
     g.textAlign = "left";
     let lx = left;
     for (const [label, color] of [["|f|", COLORS.force], ["f·n", COLORS.normal], ["depth", COLORS.depth]]) {

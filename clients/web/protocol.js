@@ -6,14 +6,19 @@
 // Bulk arrays are typed arrays for speed: Vec<[f32; 3]> becomes a flat Float32Array of
 // 3·n values, Vec<[u32; 3]> a flat Uint32Array, Vec<f32> a Float32Array.
 
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 export const MAX_SERVER_MESSAGE_BYTES = 64 * 1024 * 1024;
 export const MAX_CLIENT_MESSAGE_BYTES = 4096;
 
 const SERVER_TAGS = [
   "Hello", "SceneInit", "Frame", "HapticStats", "Error", "ControlStatus", "ResidualColumn",
-  "ForgetColumns",
+  "ForgetColumns", "Safety", "Notice",
 ];
+const SAFETY_REASONS = [
+  "Normal", "Ramping", "StaleSample", "StalledModel", "DeviceFault", "NotFinite", "Clamped",
+  "RateLimited",
+];
+const NOTICE_KINDS = ["RecordingEnded", "RecordingFailed"];
 const ERROR_CODES = [
   "Malformed", "TooLarge", "Unauthorized", "ServerFull", "IdleTimeout", "UnexpectedText",
   "ShuttingDown",
@@ -208,6 +213,32 @@ function readStats(r) {
   };
 }
 
+function readFade(r) {
+  return {
+    reason: r.tag("fade.reason", SAFETY_REASONS),
+    start_s: r.f64("fade.start_s"),
+    ticks: r.u64("fade.ticks"),
+    force_removed: r.f64("fade.force_removed"),
+  };
+}
+
+function readSafety(r) {
+  const n = r.len("safety.devices", 8);
+  const devices = [];
+  for (let i = 0; i < n; i++) {
+    const device = r.u32("device");
+    const time_s = r.f64("time_s");
+    const state = r.tag("state", SAFETY_REASONS);
+    const counts = {};
+    for (const key of ["ramping", "stale_sample", "stalled_model", "device_fault", "not_finite",
+      "clamped", "rate_limited"]) counts[key] = r.u64(`counts.${key}`);
+    const last_fade = option(r, "last_fade", () => readFade(r));
+    const largest_fade = option(r, "largest_fade", () => readFade(r));
+    devices.push({ device, time_s, state, counts, last_fade, largest_fade });
+  }
+  return { devices };
+}
+
 function finish(r, value) {
   if (r.pos !== r.u8.length) {
     throw new DecodeError(`${r.u8.length - r.pos} trailing bytes after a ${r.pos}-byte message`);
@@ -227,6 +258,11 @@ export function decodeServerMessage(bytes) {
     case "HapticStats": return finish(r, { HapticStats: readStats(r) });
     case "ResidualColumn": return finish(r, { ResidualColumn: readColumn(r) });
     case "ForgetColumns": return finish(r, { ForgetColumns: readForget(r) });
+    case "Safety": return finish(r, { Safety: readSafety(r) });
+    case "Notice": {
+      const kind = r.tag("notice.kind", NOTICE_KINDS);
+      return finish(r, { Notice: { kind, message: r.string("notice.message") } });
+    }
     case "ControlStatus": {
       const granted = r.bool("granted");
       return finish(r, { ControlStatus: { granted, message: r.string("message") } });

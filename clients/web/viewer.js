@@ -30,6 +30,7 @@ const RETRY_FIRST_MS = 250, RETRY_LAST_MS = 2000;
 // times the stream connected.
 const state = {
   hello: null, scene: null, frame: null, frames: 0, lost: 0, drawnSequence: -1, error: null,
+  safety: new Map(), fades: 0, lastFade: null, notices: [], plotMarks: 0,
   renderedFrames: 0, drawnFrame: null, positions: null, control: null, press: null,
   xray: false, connections: 0, notice: null, curvePoints: 0,
   // The residual columns the server sent this connection, the newest frame's surface
@@ -330,6 +331,48 @@ function plotFrame(f) {
   state.curvePoints = curve.points.length;
 }
 
+// ---------- safety ----------
+const REASONS = {
+  Normal: "full force", Ramping: "ramping in", StaleSample: "stale device sample",
+  StalledModel: "stalled model thread", DeviceFault: "device fault", NotFinite: "non-finite value",
+  Clamped: "force clamped", RateLimited: "force rate limited",
+};
+const FADES = new Set(["StaleSample", "StalledModel", "DeviceFault", "NotFinite"]);
+
+function fadedTicks(c) { return c.stale_sample + c.stalled_model + c.device_fault + c.not_finite; }
+
+// The panel names each device's state; a new fade shows its reason at once and marks the
+// force plot where it began. state.fades counts the fades shown (tests read it).
+function showSafety(report) {
+  const parts = [];
+  let active = null;
+  for (const d of report.devices) {
+    const before = state.safety.get(d.device);
+    const fade = d.last_fade;
+    const isNew = fade && (!before?.last_fade || before.last_fade.start_s !== fade.start_s ||
+      before.last_fade.reason !== fade.reason);
+    if (isNew) {
+      state.fades++;
+      state.lastFade = { device: d.device, ...fade, shownAt: performance.now() };
+      strip.mark(fade.start_s, report.devices.length > 1 ? `${d.device}` : "fade");
+      state.plotMarks = strip.marks.length;
+    }
+    if (FADES.has(d.state) && fade) active = { device: d.device, ...fade };
+    state.safety.set(d.device, d);
+    const prefix = report.devices.length > 1 ? `${d.device}: ` : "";
+    parts.push(`${prefix}${REASONS[d.state]}, ${fadedTicks(d.counts)} faded`);
+  }
+  $("safety").textContent = parts.join("; ");
+  const banner = $("fade");
+  const shown = active ?? state.lastFade;
+  if (shown) {
+    const who = report.devices.length > 1 ? ` (device ${shown.device})` : "";
+    banner.hidden = false;
+    banner.textContent = `${active ? "force faded" : "last fade"}${who}: ${REASONS[shown.reason]} at ` +
+      `t = ${shown.start_s.toFixed(2)} s, ${shown.force_removed.toFixed(2)} N off`;
+  }
+}
+
 // ---------- stream ----------
 const rate = {
   count: 0, rendered: 0, since: performance.now(), hz: 0, latencies: [], frameBytes: 0, oneOffBytes: 0,
@@ -418,6 +461,11 @@ function connect() {
       const s = message.HapticStats;
       $("haptic").textContent = `${(s.period_p50_s * 1e3).toFixed(3)} / ${(s.period_p99_s * 1e3).toFixed(3)} / ${(s.period_max_s * 1e3).toFixed(2)} ms`;
       $("missed").textContent = `${s.missed_deadlines} of ${s.ticks}`;
+    } else if (message.Safety) {
+      showSafety(message.Safety);
+    } else if (message.Notice) {
+      state.notices.push(message.Notice);
+      showStatus(message.Notice.message);
     } else if (message.ControlStatus) {
       state.control = message.ControlStatus.granted;
       if (!state.control) {

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub mod text;
 
 /// Version of the wire format; a client refuses a [`ServerHello`] with another version.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Largest server → client message a decoder accepts (bytes). A scene init for a
 /// 100k-vertex surface with 40 modes is about 50 MB; anything larger is refused.
@@ -64,6 +64,11 @@ pub enum ServerMessage {
     /// Tag 7. Columns the client may drop: no later frame names these nodes until their
     /// column is sent again.
     ForgetColumns(ForgetColumns),
+    /// Tag 8. What the safety filter does to each device's force: its state now, its
+    /// counts since start, and its latest fade with the reason; within 50 ms of a change.
+    Safety(SafetyReport),
+    /// Tag 9. Something the user should know that is not a frame (a recording ended).
+    Notice(Notice),
 }
 
 /// A message from a viewer to the server.
@@ -296,6 +301,109 @@ pub struct HapticStats {
     pub missed_deadlines: u64,
     /// Ticks whose force the safety layer clamped.
     pub clamped_forces: u64,
+}
+
+/// Why the force on the hand is not the tissue's force (or not at full gain).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SafetyReason {
+    /// Tag 0. The tissue's force, unchanged.
+    Normal,
+    /// Tag 1. Gain ramping in (start, after a fault).
+    Ramping,
+    /// Tag 2. The device's sample is stale: fading to zero.
+    StaleSample,
+    /// Tag 3. The model thread's force model is too old: fading to zero.
+    StalledModel,
+    /// Tag 4. The device failed: force zero.
+    DeviceFault,
+    /// Tag 5. A non-finite value (probe, force model or force): force zero.
+    NotFinite,
+    /// Tag 6. The force magnitude was clamped to the device's limit.
+    Clamped,
+    /// Tag 7. The change of force per tick was limited (force-rate limit).
+    RateLimited,
+}
+
+/// Ticks of one device by what its safety filter did, since the server started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SafetyCounts {
+    /// Ticks ramping in.
+    pub ramping: u64,
+    /// Ticks faded for a stale device sample.
+    pub stale_sample: u64,
+    /// Ticks faded for a stalled model thread.
+    pub stalled_model: u64,
+    /// Ticks zeroed for a device fault.
+    pub device_fault: u64,
+    /// Ticks zeroed for a non-finite value.
+    pub not_finite: u64,
+    /// Ticks whose force was clamped in magnitude.
+    pub clamped: u64,
+    /// Ticks whose force change was rate-limited.
+    pub rate_limited: u64,
+}
+
+impl SafetyCounts {
+    /// Ticks the watchdog faded or zeroed (stale sample, stalled model, device fault,
+    /// non-finite value).
+    pub fn faded(&self) -> u64 {
+        self.stale_sample + self.stalled_model + self.device_fault + self.not_finite
+    }
+}
+
+/// One fade: consecutive ticks the watchdog faded or zeroed for one reason.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fade {
+    /// Why.
+    pub reason: SafetyReason,
+    /// Haptic loop time of its first tick (s).
+    pub start_s: f64,
+    /// Ticks it lasted so far.
+    pub ticks: u64,
+    /// Largest force it took off the hand (N): |tissue force| − |commanded force|.
+    pub force_removed: f64,
+}
+
+/// One device's safety state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceSafety {
+    /// Device number, 1 for the first `--device`.
+    pub device: u32,
+    /// Haptic loop time of the newest tick reviewed (s).
+    pub time_s: f64,
+    /// The state at that tick.
+    pub state: SafetyReason,
+    /// Counts since start.
+    pub counts: SafetyCounts,
+    /// The latest fade, if any (still going on when `state` is its reason).
+    pub last_fade: Option<Fade>,
+    /// The fade that took the most force off the hand so far, if any.
+    pub largest_fade: Option<Fade>,
+}
+
+/// The safety state of every device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SafetyReport {
+    /// One entry per device, in `--device` order.
+    pub devices: Vec<DeviceSafety>,
+}
+
+/// What a [`Notice`] is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NoticeKind {
+    /// Tag 0. The session's recording ended (the server stops, or a write failed).
+    RecordingEnded,
+    /// Tag 1. The recording ended because a write failed; what is on disk is kept.
+    RecordingFailed,
+}
+
+/// A message for the user.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Notice {
+    /// What it is about.
+    pub kind: NoticeKind,
+    /// Human-readable detail.
+    pub message: String,
 }
 
 /// Why the server closes a connection.

@@ -172,6 +172,46 @@ fn messages() -> Vec<(&'static str, Message)> {
             })),
         ),
         (
+            "server_safety",
+            Message::Server(ServerMessage::Safety(SafetyReport {
+                devices: vec![
+                    DeviceSafety {
+                        device: 1,
+                        time_s: 2.5,
+                        state: SafetyReason::StalledModel,
+                        counts: SafetyCounts {
+                            ramping: 500,
+                            stalled_model: 3,
+                            clamped: 12,
+                            ..SafetyCounts::default()
+                        },
+                        last_fade: Some(Fade {
+                            reason: SafetyReason::StalledModel,
+                            start_s: 2.498,
+                            ticks: 3,
+                            force_removed: 0.75,
+                        }),
+                        largest_fade: None,
+                    },
+                    DeviceSafety {
+                        device: 2,
+                        time_s: 2.5,
+                        state: SafetyReason::Normal,
+                        counts: SafetyCounts::default(),
+                        last_fade: None,
+                        largest_fade: None,
+                    },
+                ],
+            })),
+        ),
+        (
+            "server_notice",
+            Message::Server(ServerMessage::Notice(Notice {
+                kind: NoticeKind::RecordingEnded,
+                message: "the recording in rec ended: the server stops".into(),
+            })),
+        ),
+        (
             "server_error",
             Message::Server(ServerMessage::Error(ErrorMessage {
                 code: ErrorCode::Unauthorized,

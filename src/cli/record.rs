@@ -101,6 +101,13 @@ fn motion_row(t: f64, position: Vec3, buttons: u32) -> TickRecord {
 
 fn run_record(args: &RecordArgs) -> Result<(), String> {
     let interrupted = rt::stop_flag();
+    if args.device.scene_shift().is_some() {
+        return Err(format!(
+            "device `{}` moves the press within a scene, and `palpa record` records the \
+             device frame without one: record sim:press",
+            args.device.spec()
+        ));
+    }
     let opened = args.device.open(None)?;
     if opened.stylus.is_some() {
         return Err(format!(

@@ -22,9 +22,10 @@ pub struct ServeArgs {
     pub scene: SceneArgs,
     /// Device: `auto` (a connected HID device a profile matches, else the virtual
     /// stylus), `hid`, `hid:PROFILE.toml`, `sim` (the virtual stylus, moved from the
-    /// viewer), `sim:still|circle|press` (scripted) or `replay:FILE.csv`; default: the
-    /// scene's `device.kind`. Repeat for several devices, each with its own haptic loop
-    /// and probe.
+    /// viewer), `sim:still|circle|press` (scripted), `sim:press@X,Y` (the press moved
+    /// by X, Y metres across the scene's up axis, as `indent --at`) or
+    /// `replay:FILE.csv`; default: the scene's `device.kind`. Repeat for several
+    /// devices, each with its own haptic loop and probe.
     #[arg(long = "device", value_name = "DEVICE", value_parser = DeviceChoice::parse)]
     pub devices: Vec<DeviceChoice>,
     /// Address and port of the viewer and the stream (port 0: any free port);

@@ -16,11 +16,11 @@ use crate::Vec3;
 
 /// What every `--device` takes, for error messages.
 pub const DEVICE_SPECS: &str = "auto, hid, hid:PROFILE.toml, sim, sim:still, sim:circle, \
-     sim:press, replay:FILE.csv, haply, haply:ws://HOST:PORT, openhaptics, \
+     sim:press, sim:press@X,Y, replay:FILE.csv, haply, haply:ws://HOST:PORT, openhaptics, \
      openhaptics:NAME, dhd or dhd:INDEX";
 
 /// A scripted motion of the virtual stylus (device frame, m).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SimMotion {
     /// Still, 1 cm above the origin.
     Still,
@@ -28,9 +28,22 @@ pub enum SimMotion {
     Circle,
     /// Down 16 mm from 1 cm above the origin and back, once every 2 s.
     Press,
+    /// [`SimMotion::Press`] moved by these two distances (m) along the scene's axes
+    /// across its up axis (as `palpa indent --at`), so several presses can land apart.
+    PressAt([f64; 2]),
 }
 
 impl SimMotion {
+    /// The `--device` value's part after `sim:`.
+    fn spec(self) -> String {
+        match self {
+            SimMotion::Still => "still".into(),
+            SimMotion::Circle => "circle".into(),
+            SimMotion::Press => "press".into(),
+            SimMotion::PressAt([x, y]) => format!("press@{x},{y}"),
+        }
+    }
+
     fn script(self) -> Script {
         let above = Vec3::new(0.0, 0.0, 0.01);
         match self {
@@ -40,7 +53,7 @@ impl SimMotion {
                 radius: 0.02,
                 period: 4.0,
             },
-            SimMotion::Press => Script::Press {
+            SimMotion::Press | SimMotion::PressAt(_) => Script::Press {
                 top: above,
                 depth: 0.016,
                 period: 2.0,
@@ -99,7 +112,7 @@ impl DeviceChoice {
             DeviceChoice::Hid(None) => "hid".into(),
             DeviceChoice::Hid(Some(p)) => format!("hid:{}", p.display()),
             DeviceChoice::Sim(None) => "sim".into(),
-            DeviceChoice::Sim(Some(m)) => format!("sim:{}", format!("{m:?}").to_lowercase()),
+            DeviceChoice::Sim(Some(m)) => format!("sim:{}", m.spec()),
             DeviceChoice::Replay(p) => format!("replay:{}", p.display()),
             DeviceChoice::Haply(url) if url == DEFAULT_URL => "haply".into(),
             DeviceChoice::Haply(url) => format!("haply:{url}"),
@@ -121,6 +134,7 @@ impl DeviceChoice {
             ("sim", "still") => Ok(Self::Sim(Some(SimMotion::Still))),
             ("sim", "circle") => Ok(Self::Sim(Some(SimMotion::Circle))),
             ("sim", "press") => Ok(Self::Sim(Some(SimMotion::Press))),
+            ("sim", at) if at.starts_with("press@") => press_at(spec, at),
             ("replay", file) if !file.is_empty() => Ok(Self::Replay(file.into())),
             ("haply", "") if !spec.ends_with(':') => Ok(Self::Haply(DEFAULT_URL.into())),
             ("haply", url) if url.starts_with("ws://") => Ok(Self::Haply(url.into())),
@@ -132,6 +146,15 @@ impl DeviceChoice {
                 _ => Err(format!("device `{spec}`: the DHD device index is 0 to 127")),
             },
             _ => Err(format!("unknown device `{spec}`: use {DEVICE_SPECS}")),
+        }
+    }
+
+    /// How far (m) the device's motion is moved in the scene, along the scene's two axes
+    /// across its up axis (`sim:press@X,Y`).
+    pub fn scene_shift(&self) -> Option<[f64; 2]> {
+        match self {
+            DeviceChoice::Sim(Some(SimMotion::PressAt(at))) => Some(*at),
+            _ => None,
         }
     }
 
@@ -150,7 +173,12 @@ impl DeviceChoice {
             DeviceChoice::Sim(Some(motion)) => Ok(OpenedDevice {
                 device: Box::new(SimDevice::new(motion.script())),
                 stylus: None,
-                description: format!("virtual stylus, scripted: {motion:?}").to_lowercase(),
+                description: match motion {
+                    SimMotion::PressAt([x, y]) => {
+                        format!("virtual stylus, scripted: press at ({x}, {y}) m in the scene")
+                    }
+                    m => format!("virtual stylus, scripted: {}", m.spec()),
+                },
                 motion_end: None,
                 profile_toml: None,
                 profile: None,
@@ -277,6 +305,24 @@ fn sdk_device(device: Box<dyn HapticDevice>, pacing: &str) -> OpenedDevice {
     }
 }
 
+/// `sim:press@X,Y` (`at` = `press@X,Y`): two finite distances (m) within a metre of the
+/// scene's origin.
+fn press_at(spec: &str, at: &str) -> Result<DeviceChoice, String> {
+    let at = at.strip_prefix("press@").unwrap_or(at);
+    let bad = || {
+        format!(
+            "device `{spec}`: sim:press@X,Y takes two distances in metres, e.g. \
+             sim:press@0.02,-0.01"
+        )
+    };
+    let (x, y) = at.split_once(',').ok_or_else(bad)?;
+    let parse = |v: &str| v.trim().parse::<f64>().ok().filter(|v| v.abs() <= 1.0);
+    match (parse(x), parse(y)) {
+        (Some(x), Some(y)) => Ok(DeviceChoice::Sim(Some(SimMotion::PressAt([x, y])))),
+        _ => Err(bad()),
+    }
+}
+
 fn virtual_stylus(why: &str) -> OpenedDevice {
     let (device, input) = SimDevice::external(Vec3::zeros());
     OpenedDevice {
@@ -347,6 +393,11 @@ mod tests {
             "hid:",
             "auto:",
             "sim:wobble",
+            "sim:press@",
+            "sim:press@0.02",
+            "sim:press@x,0",
+            "sim:press@NaN,0",
+            "sim:press@3,0",
             "joystick",
             "haply:",
             "haply:localhost:10001",
@@ -374,6 +425,7 @@ mod tests {
             "sim:still",
             "sim:circle",
             "sim:press",
+            "sim:press@0.02,-0.01",
             "replay:a.csv",
             "haply",
             "haply:ws://127.0.0.1:4321",

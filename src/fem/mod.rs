@@ -20,7 +20,9 @@ mod pressure;
 mod support;
 
 pub use assemble::{assemble, assemble_with, lumped_mass, FemSystem, Pressure};
-pub use columns::{ColumnError, ComplianceColumns, COMPLETION_PERIOD, DEFAULT_COMPLETION_BUDGET};
+pub use columns::{
+    ColumnError, ComplianceColumns, COMPLETION_PERIOD, DEFAULT_COMPLETION_BUDGET, EXACT_PENDING,
+};
 pub use element::{TetElement, ELEMENT_DOFS};
 pub use factor::{Factor, Ordering, PathColumns, PathWorkspace, AUTO_ND_NODES};
 pub use fixed::{fixed_nodes, Axis, DofMap, Fix};

@@ -11,6 +11,7 @@
 
 pub mod analytic;
 pub mod extrapolate;
+pub mod fades;
 pub mod fidelity;
 pub mod lockstep;
 pub mod review;

@@ -3,6 +3,7 @@
 //! down, and whether the device's force clamp cut the tissue's force. `palpa replay`
 //! reviews every tick; `palpa serve` the ticks it drains from the telemetry queue.
 
+use super::fades::FadeLog;
 use super::safety::{SafetyLimits, SafetyState};
 use super::tick::TickRecord;
 
@@ -32,6 +33,8 @@ pub struct TickReview {
     /// loop starts at zero force and waits for it.
     faded: [u64; 3],
     ticks: u64,
+    /// Every tick classified, and each fade with its reason and time.
+    fades: FadeLog,
 }
 
 impl TickReview {
@@ -48,12 +51,14 @@ impl TickReview {
             clamped: 0,
             faded: [0; 3],
             ticks: 0,
+            fades: FadeLog::new(limits),
         }
     }
 
     /// Adds the next tick.
     pub fn add(&mut self, r: &TickRecord) {
         self.ticks += 1;
+        self.fades.add(r);
         if self.ramp_start.is_none() && r.model_age.is_finite() {
             self.ramp_start = Some(r.t - r.model_age);
         }
@@ -83,6 +88,11 @@ impl TickReview {
         self.peak_commanded = self.peak_commanded.max(r.force.norm());
         self.peak_tissue = self.peak_tissue.max(desired);
         self.clamped += u64::from(desired > self.max_force + CLAMP_SLACK);
+    }
+
+    /// The ticks classified by what the safety filter did, with each fade.
+    pub fn fades(&self) -> &FadeLog {
+        &self.fades
     }
 
     /// Ticks reviewed.
@@ -151,14 +161,18 @@ impl TickReview {
         })
     }
 
-    /// How many ticks the watchdog faded or zeroed the force in, and why, when it did.
+    /// How many ticks the watchdog faded or zeroed the force in, and why, and the
+    /// largest fade and when, when it did.
     pub fn fade_note(&self) -> Option<String> {
         let [stalled, stale, fault] = self.faded;
+        let largest = self.fades.largest_fade().map_or(String::new(), |f| {
+            format!("; the largest: {}", f.describe())
+        });
         (stalled + stale + fault > 0).then(|| {
             format!(
                 "the safety watchdog faded or zeroed the force in {} ticks (model thread \
                  stalled: {stalled}, device sample stale: {stale}, device fault or \
-                 non-finite value: {fault}), ramping it in again after each",
+                 non-finite value: {fault}), ramping it in again after each{largest}",
                 stalled + stale + fault
             )
         })

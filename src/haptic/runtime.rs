@@ -151,7 +151,7 @@ impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
             Err(_) => None,
         };
         let s = shared.clone();
-        let period = config.haptic.model_period();
+        let period = model.call_period(config.haptic.model_period());
         let model = std::thread::Builder::new()
             .name("palpa-model".into())
             .spawn(move || {
@@ -396,7 +396,9 @@ fn model_thread<M: ModelStep>(
             let (probe, version) = probe_in.read();
             if version > 0 {
                 let t = seconds(rt::now_ns() - epoch);
-                model_out.write(model.step(t, period_s, probe.position));
+                if let Some(next) = model.step_if_new(t, period_s, probe.position) {
+                    model_out.write(next);
+                }
             }
             deadline += period;
             let now = rt::now_ns();

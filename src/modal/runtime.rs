@@ -289,7 +289,7 @@ impl ModalRuntime {
             // At cached nodes the exact field of a pending load replaces its modal
             // part, which q still carries.
             for (o, &v) in out.iter_mut().zip(nodes) {
-                if cache.is_cached(v) {
+                if cache.field_exact_at(v) {
                     *o -= node_modal(&self.w_bar, self.k, v, &self.h_pending);
                 }
             }
@@ -695,7 +695,7 @@ impl TissueModel for ModalRuntime {
             *e = z + p;
         }
         for (o, &v) in out.iter_mut().zip(nodes) {
-            let near = !pending || self.residual.as_ref().is_some_and(|c| c.is_cached(v));
+            let near = !pending || self.residual.as_ref().is_some_and(|c| c.field_exact_at(v));
             let z_eff = if near { &self.z_eff } else { &self.z_eff_far };
             *o = node_modal(&self.w_bar, k, v, z_eff);
         }

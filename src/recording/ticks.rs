@@ -208,6 +208,9 @@ pub struct TickFile {
     writer: JoinHandle<TickFileSummary>,
 }
 
+/// Nice value of the tick writer where allowed: a larger share than normal threads.
+const WRITER_NICE: i32 = -10;
+
 impl TickFile {
     /// Starts the thread writing what `source` receives through `writer`; a failure is
     /// reported to `health`.
@@ -222,7 +225,12 @@ impl TickFile {
         let (s, h, r) = (stop.clone(), health.clone(), rows.clone());
         let writer = std::thread::Builder::new()
             .name("palpa-record".into())
-            .spawn(move || write_ticks(source, writer, &s, &h, &r))?;
+            .spawn(move || {
+                // Under load a normal-share writer drained late: a kill lost more than
+                // the 100 ms of ticks a recording promises (docs/benchmarks.md).
+                crate::rt::raise_thread_share(WRITER_NICE);
+                write_ticks(source, writer, &s, &h, &r)
+            })?;
         Ok(Self {
             path,
             stop,

@@ -16,4 +16,6 @@ pub use clock::{now_ns, sleep_until};
 pub use handoff::{slot, DropCounter, SlotReader, SlotWriter};
 pub use memory::{Region, ResidentSet};
 pub use signal::stop_flag;
-pub use thread::{set_up_current_thread, set_up_model_thread, RealtimeMode, RealtimePolicy};
+pub use thread::{
+    raise_thread_share, set_up_current_thread, set_up_model_thread, RealtimeMode, RealtimePolicy,
+};

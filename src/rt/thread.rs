@@ -269,6 +269,25 @@ fn has_capability(cap: u32) -> bool {
         .is_some_and(|effective| effective & (1 << cap) != 0)
 }
 
+/// Sets the calling thread's nice value to `nice` (negative: a larger CPU share) where
+/// allowed (root or CAP_SYS_NICE); whether it was set. For helper threads the hand
+/// depends on but that must never preempt the real-time ones (columns, the tick writer).
+#[cfg(target_os = "linux")]
+pub fn raise_thread_share(nice: i32) -> bool {
+    // SAFETY: gettid and setpriority take no pointers; on Linux PRIO_PROCESS with a
+    // thread id sets that thread's nice value only.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice) == 0
+    }
+}
+
+/// Elsewhere threads keep the normal share.
+#[cfg(not(target_os = "linux"))]
+pub fn raise_thread_share(_nice: i32) -> bool {
+    false
+}
+
 /// The calling thread's scheduling policy and priority.
 pub fn current_scheduling() -> (i32, i32) {
     let mut param = libc::sched_param { sched_priority: 0 };

@@ -202,6 +202,8 @@ async fn write_loop(
 ) -> Closed {
     let stall = shared.config.send_stall_timeout;
     let mut stats = shared.stats.clone();
+    let mut safety = shared.safety.clone();
+    let mut notice = shared.notice.clone();
     let mut shutdown = shared.shutdown.clone();
     {
         let mut outbox = link.outbox().await;
@@ -218,6 +220,8 @@ async fn write_loop(
     // A frame published before the join is caught up with at once.
     link.fall_behind();
     stats.mark_changed();
+    safety.mark_changed();
+    notice.mark_changed();
     if status.borrow().is_some() {
         status.mark_changed();
     }
@@ -235,6 +239,16 @@ async fn write_loop(
             }
             () = link.behind() => None,
             changed = stats.changed() => match (changed, stats.borrow_and_update().clone()) {
+                (Ok(()), Some(bytes)) => Some(Message::Binary(bytes)),
+                (Ok(()), None) => continue,
+                (Err(_), _) => return Closed::Error(ErrorCode::ShuttingDown, "stream ended".into()),
+            },
+            changed = safety.changed() => match (changed, safety.borrow_and_update().clone()) {
+                (Ok(()), Some(bytes)) => Some(Message::Binary(bytes)),
+                (Ok(()), None) => continue,
+                (Err(_), _) => return Closed::Error(ErrorCode::ShuttingDown, "stream ended".into()),
+            },
+            changed = notice.changed() => match (changed, notice.borrow_and_update().clone()) {
                 (Ok(()), Some(bytes)) => Some(Message::Binary(bytes)),
                 (Ok(()), None) => continue,
                 (Err(_), _) => return Closed::Error(ErrorCode::ShuttingDown, "stream ended".into()),

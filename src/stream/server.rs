@@ -33,6 +33,8 @@ pub struct StreamServer {
     addr: SocketAddr,
     token: Option<String>,
     stats: watch::Sender<Option<Bytes>>,
+    safety: watch::Sender<Option<Bytes>>,
+    notice: watch::Sender<Option<Bytes>>,
     shutdown: watch::Sender<bool>,
     stop_publisher: watch::Sender<bool>,
     publisher: tokio::task::JoinHandle<()>,
@@ -96,6 +98,8 @@ impl StreamServer {
             .map_err(invalid_input)?;
         let (frames_tx, frames_rx) = watch::channel(first);
         let (stats_tx, stats_rx) = watch::channel(None);
+        let (safety_tx, safety_rx) = watch::channel(None);
+        let (notice_tx, notice_rx) = watch::channel(None);
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let (stop_publisher_tx, stop_publisher_rx) = watch::channel(false);
 
@@ -114,6 +118,8 @@ impl StreamServer {
             frames: frames_rx,
             audience: audience.clone(),
             stats: stats_rx,
+            safety: safety_rx,
+            notice: notice_rx,
             shutdown: shutdown_rx.clone(),
             seats: seats.clone(),
             control: token.as_deref().map(ControlToken::new).zip(control),
@@ -160,6 +166,8 @@ impl StreamServer {
             addr,
             token,
             stats: stats_tx,
+            safety: safety_tx,
+            notice: notice_tx,
             shutdown: shutdown_tx,
             stop_publisher: stop_publisher_tx,
             publisher,
@@ -210,6 +218,19 @@ impl StreamServer {
     pub fn publish_haptic_stats(&self, stats: &wire::HapticStats) {
         let bytes = wire::encode_server(&wire::ServerMessage::HapticStats(stats.clone()));
         self.stats.send_replace(Some(Bytes::from(bytes)));
+    }
+
+    /// Sends every device's safety state to every client (newest wins: the report is
+    /// cumulative) and to clients that join later.
+    pub fn publish_safety(&self, report: &wire::SafetyReport) {
+        let bytes = wire::encode_server(&wire::ServerMessage::Safety(report.clone()));
+        self.safety.send_replace(Some(Bytes::from(bytes)));
+    }
+
+    /// Sends a notice to every client (and to clients that join later).
+    pub fn publish_notice(&self, notice: &wire::Notice) {
+        let bytes = wire::encode_server(&wire::ServerMessage::Notice(notice.clone()));
+        self.notice.send_replace(Some(Bytes::from(bytes)));
     }
 
     /// What of the server stopped by itself (a panic or an error in its task), if

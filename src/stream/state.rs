@@ -29,6 +29,11 @@ pub(crate) struct Shared {
     pub audience: Arc<Audience>,
     /// The newest encoded haptic statistics, once there are any.
     pub stats: watch::Receiver<Option<Bytes>>,
+    /// The newest encoded safety report, once there is one (cumulative: the newest says
+    /// everything a lost one did).
+    pub safety: watch::Receiver<Option<Bytes>>,
+    /// The newest encoded notice, once there is one.
+    pub notice: watch::Receiver<Option<Bytes>>,
     /// Turns true when the server stops.
     pub shutdown: watch::Receiver<bool>,
     /// The WebSocket clients' seats.

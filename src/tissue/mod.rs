@@ -104,6 +104,21 @@ pub trait ModelStep: Send {
     /// thread to extrapolate from until the next step.
     fn step(&mut self, t: f64, dt: f64, probe: Vec3) -> LocalForceModel;
 
+    /// As [`Self::step`], or `None` when there is no newer model than the last one
+    /// returned (a device whose tissue another thread steps, which has not stepped
+    /// since): the model thread then publishes nothing, so the haptic thread's
+    /// watchdog sees the model's true age.
+    fn step_if_new(&mut self, t: f64, dt: f64, probe: Vec3) -> Option<LocalForceModel> {
+        Some(self.step(t, dt, probe))
+    }
+
+    /// How often (s) the model thread calls this step for a model period of
+    /// `model_period` (s): every period, unless the step only hands on models another
+    /// thread makes, which it then passes on sooner.
+    fn call_period(&self, model_period: f64) -> f64 {
+        model_period
+    }
+
     /// Advances the tissue with several probes at `probes` (m; a non-finite position
     /// is a probe that is not there) whose contacts are solved together, writing each
     /// probe's local force model into `out` (same length). A model of one probe steps

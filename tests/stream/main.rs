@@ -10,6 +10,7 @@ mod e2e;
 mod hardening;
 mod load;
 mod model_e2e;
+mod safety;
 mod security;
 mod stylus;
 mod visual;

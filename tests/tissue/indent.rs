@@ -424,3 +424,31 @@ fn bad_arguments_are_named() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// The shipped bunny at its back and the top of its body (where one tries it first) and
+/// the default block at its centre and side: a force at every depth, growing with it
+/// (the linear modal model: about in proportion, ±10 %). Pressed along the shaded normal,
+/// the proxy slid on the bunny's curved triangles and `indent` failed at (0, 0).
+#[test]
+fn indent_gives_a_force_at_every_depth_on_the_shipped_bunny_and_block() {
+    let cache = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bunny = || Scene::load(&root.join("scenes/bunny.toml")).unwrap();
+    let block = || Scene::load(&root.join("scenes/default.toml")).unwrap();
+    let cases: [(&str, Scene, [f64; 2]); 5] = [
+        ("bunny (0, 0)", bunny(), [0.0, 0.0]),
+        ("bunny's back (0.03, 0)", bunny(), [0.03, 0.0]),
+        ("bunny's side (0, 0.02)", bunny(), [0.0, 0.02]),
+        ("block centre", block(), [0.0, 0.0]),
+        ("block side", block(), [0.035, 0.0]),
+    ];
+    for (place, scene, at) in cases {
+        let built = build(scene, cache.path(), &mut |_| {}).unwrap();
+        let got = indent(built, &options(at, &[0.001, 0.003], false), &mut |_, _| {})
+            .unwrap_or_else(|e| panic!("{place}: {e}"));
+        let [f1, f3] = [got.force_n[0], got.force_n[1]];
+        assert!(f1 > 0.01, "{place}: {f1} N at 1 mm");
+        let ratio = f3 / f1;
+        assert!((ratio - 3.0).abs() < 0.3, "{place}: 3 mm / 1 mm = {ratio}");
+    }
+}

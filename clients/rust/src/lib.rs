@@ -67,6 +67,10 @@ pub enum Event {
     /// Whether this connection may control the probe (the answer to a refused token or
     /// to `CheckToken`).
     ControlStatus(wire::ControlStatus),
+    /// Every device's safety state (sent within 50 ms of a change).
+    Safety(wire::SafetyReport),
+    /// A notice for the user (a recording ended).
+    Notice(wire::Notice),
 }
 
 /// A connected stream client that has received the hello and the scene.
@@ -232,12 +236,18 @@ impl Client {
                 }
                 wire::ServerMessage::HapticStats(s) => return Ok(Event::HapticStats(s)),
                 wire::ServerMessage::ControlStatus(s) => return Ok(Event::ControlStatus(s)),
-                other => return Err(unexpected("Frame, HapticStats or ControlStatus", &other)),
+                wire::ServerMessage::Safety(s) => return Ok(Event::Safety(s)),
+                wire::ServerMessage::Notice(n) => return Ok(Event::Notice(n)),
+                other => {
+                    let wanted = "Frame, HapticStats, ControlStatus, Safety or Notice";
+                    return Err(unexpected(wanted, &other));
+                }
             }
         }
     }
 
-    /// Waits for the next frame, skipping statistics and control-status messages.
+    /// Waits for the next frame, skipping statistics, control-status, safety and notice
+    /// messages.
     pub async fn next_frame(&mut self) -> Result<wire::Frame, ClientError> {
         loop {
             if let Event::Frame(frame) = self.next_event().await? {
@@ -308,6 +318,8 @@ fn unexpected(wanted: &str, got: &wire::ServerMessage) -> ClientError {
         wire::ServerMessage::ControlStatus(_) => "ControlStatus",
         wire::ServerMessage::ResidualColumn(_) => "ResidualColumn",
         wire::ServerMessage::ForgetColumns(_) => "ForgetColumns",
+        wire::ServerMessage::Safety(_) => "Safety",
+        wire::ServerMessage::Notice(_) => "Notice",
     };
     ClientError::Protocol(format!("expected {wanted}, got {kind}"))
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::{Client, ClientError, Event, Recorder};
+use palpa_protocol as wire;
 
 /// What to watch and when to stop (`palpa watch` and `palpa-watch`).
 #[derive(clap::Args, Debug, Clone)]
@@ -78,6 +79,7 @@ pub async fn run(args: &WatchArgs) -> Result<ExitCode, ClientError> {
         .map(|s| Instant::now() + Duration::from_secs_f64(s));
     let mut next_report = Instant::now() + Duration::from_secs(1);
     let mut first_frame: Option<Instant> = None;
+    let mut safety = SafetyWatch::default();
     loop {
         if args.frames.is_some_and(|n| client.stats.frames >= n)
             || deadline.is_some_and(|d| Instant::now() >= d)
@@ -102,6 +104,8 @@ pub async fn run(args: &WatchArgs) -> Result<ExitCode, ClientError> {
                 s.period_max_s * 1e3,
                 s.missed_deadlines
             ),
+            Event::Safety(report) => safety.update(&report, args.quiet),
+            Event::Notice(n) => println!("notice: {}", n.message),
             Event::HapticStats(_) | Event::ControlStatus(_) => {}
         }
         if !args.quiet && Instant::now() >= next_report {
@@ -130,6 +134,7 @@ pub async fn run(args: &WatchArgs) -> Result<ExitCode, ClientError> {
         stats.median_frame_bytes().unwrap_or(0),
         stats.one_off_bytes as f64 / seconds / 1e3,
     );
+    safety.summary();
     client.close().await.ok();
     if let Some(min) = args.min_rate {
         if mean_rate < min {
@@ -156,4 +161,82 @@ fn report(client: &Client) {
         s.frames,
         s.lost
     );
+}
+
+/// The newest safety report, and each fade printed once as it is seen.
+#[derive(Default)]
+struct SafetyWatch {
+    latest: Option<wire::SafetyReport>,
+}
+
+impl SafetyWatch {
+    /// Prints the fades `report` shows that the last one did not (unless `quiet`).
+    fn update(&mut self, report: &wire::SafetyReport, quiet: bool) {
+        for d in &report.devices {
+            let before = self
+                .latest
+                .as_ref()
+                .and_then(|l| l.devices.iter().find(|o| o.device == d.device));
+            let seen = before.map_or(0, |b| b.counts.faded());
+            let new_fade = d.last_fade != before.and_then(|b| b.last_fade);
+            if !quiet && d.counts.faded() > seen && new_fade {
+                if let Some(f) = d.last_fade {
+                    println!(
+                        "fade: device {} at t = {:.3} s: {} ({} ticks so far, {:.3} N taken off)",
+                        d.device,
+                        f.start_s,
+                        reason_name(f.reason),
+                        f.ticks,
+                        f.force_removed
+                    );
+                }
+            }
+        }
+        self.latest = Some(report.clone());
+    }
+
+    /// Prints each device's counts of faded, clamped and rate-limited ticks.
+    fn summary(&self) {
+        let Some(report) = &self.latest else {
+            return;
+        };
+        for d in &report.devices {
+            let c = &d.counts;
+            let largest = d.largest_fade.map_or(String::new(), |f| {
+                format!(
+                    "; largest fade: {} at t = {:.3} s, {} ticks, {:.3} N taken off",
+                    reason_name(f.reason),
+                    f.start_s,
+                    f.ticks,
+                    f.force_removed
+                )
+            });
+            println!(
+                "safety: device {}: {} ticks faded (stalled model {}, stale sample {}, device \
+                 fault {}, non-finite {}), {} clamped, {} rate-limited{largest}",
+                d.device,
+                c.faded(),
+                c.stalled_model,
+                c.stale_sample,
+                c.device_fault,
+                c.not_finite,
+                c.clamped,
+                c.rate_limited
+            );
+        }
+    }
+}
+
+/// The reason as the log and the viewer name it.
+pub fn reason_name(reason: wire::SafetyReason) -> &'static str {
+    match reason {
+        wire::SafetyReason::Normal => "normal",
+        wire::SafetyReason::Ramping => "ramping in",
+        wire::SafetyReason::StaleSample => "stale device sample",
+        wire::SafetyReason::StalledModel => "stalled model thread",
+        wire::SafetyReason::DeviceFault => "device fault",
+        wire::SafetyReason::NotFinite => "non-finite value",
+        wire::SafetyReason::Clamped => "force clamped",
+        wire::SafetyReason::RateLimited => "force rate limited",
+    }
 }

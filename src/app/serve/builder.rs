@@ -154,8 +154,10 @@ impl ServeBuilder {
         let (min, max) = built.model.workspace();
         let workspace = Some(ProbeWorkspace { min, max });
         let stream_config = stream_config(&built.scene, bind, workspace)?;
+        let shifts = choices.iter().map(DeviceChoice::scene_shift);
         let mut configured: Vec<_> = opened
             .into_iter()
+            .zip(shifts)
             .enumerate()
             .map(|(i, o)| configure(&mut built, o, (i, count), self.realtime, idle))
             .collect();

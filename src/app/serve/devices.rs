@@ -75,11 +75,12 @@ pub(super) fn open_devices(
     Ok(opened)
 }
 
-/// Maps `opened` (device `index` of `count`) into the built scene and configures its
-/// haptic loop; the idle virtual stylus rests at `idle` (m, scene frame).
+/// Maps `opened` (device `index` of `count`, its motion moved by `shift` (m) along the
+/// scene's axes across its up axis) into the built scene and configures its haptic
+/// loop; the idle virtual stylus rests at `idle` (m, scene frame).
 pub(super) fn configure(
     built: &mut BuiltScene,
-    opened: OpenedDevice,
+    (opened, shift): (OpenedDevice, Option<[f64; 2]>),
     (index, count): (usize, usize),
     realtime: RealtimeMode,
     idle: Vec3,
@@ -91,13 +92,20 @@ pub(super) fn configure(
     };
     let rating = opened.device.rating();
     // The viewer moves the virtual stylus in scene coordinates: no mapping to undo.
-    let (map, how) = match opened.stylus {
+    let (mut map, mut how) = match opened.stylus {
         Some(_) => (
             Workspace::IDENTITY,
             "the viewer moves the stylus in scene coordinates".into(),
         ),
         None => device_mapping(built, &rating),
     };
+    if let Some([x, y]) = shift {
+        let axis = built.scene.view.up.vector().iamax();
+        let across: Vec<usize> = (0..3).filter(|&a| a != axis).collect();
+        map.offset[across[0]] += x;
+        map.offset[across[1]] += y;
+        how = format!("{how}; its motion moved by ({x}, {y}) m across the scene's up axis");
+    }
     let haptic = attach_device(built, rating);
     let force = format!(
         "at most {:.3} N on the hand (the device is rated {:.3} N{}); the tissue model is \

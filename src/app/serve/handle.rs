@@ -2,6 +2,7 @@
 //! threads; polled for telemetry, stopped with zero force first, and its report.
 
 use crate::device::HapticDevice;
+use palpa_protocol as wire;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,12 +19,15 @@ use crate::stream::{
 use crate::Vec3;
 
 use super::hands::Hand;
+use super::safety::safety_report;
 use super::stats::{drain_telemetry, haptic_stats};
 use super::summary::{model_note, Started};
 use crate::recording::{RecordingDir, RecordingHealth, TickFileSummary};
 
 /// How often [`ServeHandle::run_until`] polls (the statistics go out every 20th poll).
 const POLL: Duration = Duration::from_millis(50);
+/// Time the clients' tasks get to send the last notice before the server's goodbye.
+const NOTICE_GRACE: Duration = Duration::from_millis(100);
 
 /// What the stream server starts from.
 pub(super) type StreamParts = (
@@ -41,6 +45,10 @@ pub struct ServeHandle {
     hands: Vec<Hand>,
     shared: Vec<Arc<RuntimeShared>>,
     previous: StatsSnapshot,
+    /// Device 1's clamped ticks since the last statistics.
+    clamped: u64,
+    /// The safety report viewers were sent last.
+    last_safety: Option<wire::SafetyReport>,
     polls: u32,
     warned_ramp: Vec<bool>,
     stream_recording: Option<(PathBuf, tokio::task::JoinHandle<StreamRecording>)>,
@@ -179,6 +187,8 @@ pub(super) fn start_stream(
         server,
         hands,
         shared,
+        clamped: 0,
+        last_safety: None,
         polls: 0,
         stream_recording,
         session,
@@ -209,8 +219,10 @@ impl ServeHandle {
         thread.or(self.server.failure().map(str::to_owned))
     }
 
-    /// Drains the telemetry; every 20th call sends the haptic statistics to the viewers
-    /// and warns of a contact during the start-up ramp (call every 50 ms).
+    /// Drains every device's telemetry and sends the viewers its safety report when it
+    /// changed (so a fade reaches them within 50 ms of its tick); every 20th call sends
+    /// the haptic statistics and warns of a contact during the start-up ramp (call every
+    /// 50 ms).
     pub fn poll(&mut self) {
         self.polls += 1;
         if let (Some(failure), false) = (self.health.failure(), self.told_recording_failed) {
@@ -219,15 +231,25 @@ impl ServeHandle {
                 "the recording ended: {failure}; the session goes on unrecorded and palpa \
                  will exit with status 1"
             );
-        }
-        if self.polls % 20 != 0 {
-            return;
+            self.server.publish_notice(&wire::Notice {
+                kind: wire::NoticeKind::RecordingFailed,
+                message: format!("the recording ended: {failure}; the session goes on unrecorded"),
+            });
         }
         for (other, hand) in self.shared[1..].iter().zip(&mut self.hands[1..]) {
             drain_telemetry(other, &mut hand.review);
         }
-        let first = &mut self.hands[0].review;
-        let stats = haptic_stats(&self.shared[0], &mut self.previous, first);
+        self.clamped += drain_telemetry(&self.shared[0], &mut self.hands[0].review);
+        let report = safety_report(self.hands.iter().map(|h| h.review.fades()));
+        if self.last_safety.as_ref() != Some(&report) {
+            self.server.publish_safety(&report);
+            self.last_safety = Some(report);
+        }
+        if self.polls % 20 != 0 {
+            return;
+        }
+        let clamped = std::mem::take(&mut self.clamped);
+        let stats = haptic_stats(&self.shared[0], &mut self.previous, clamped);
         for (hand, warned) in self.hands.iter().zip(&mut self.warned_ramp) {
             if let (Some(note), false) = (hand.review.ramp_note(), *warned) {
                 *warned = true;
@@ -300,7 +322,22 @@ impl ServeHandle {
         let server = self.server;
         let recording = self.stream_recording;
         let health = self.health;
+        let notice = match (&self.session, health.failure()) {
+            (Some(dir), None) => Some(wire::Notice {
+                kind: wire::NoticeKind::RecordingEnded,
+                message: format!(
+                    "the recording in {} ended: the server stops",
+                    dir.path().display()
+                ),
+            }),
+            _ => None,
+        };
         let stream = self.tokio.block_on(async move {
+            if let Some(notice) = notice {
+                server.publish_notice(&notice);
+                // The clients' tasks forward it before the goodbye.
+                tokio::time::sleep(NOTICE_GRACE).await;
+            }
             server.shutdown().await;
             let (path, task) = recording?;
             let frames = match tokio::time::timeout(Duration::from_secs(5), task).await {

@@ -19,6 +19,7 @@ mod handle;
 mod hands;
 mod model_thread;
 mod probes;
+mod safety;
 mod stats;
 mod summary;
 

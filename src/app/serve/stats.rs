@@ -18,16 +18,16 @@ pub(super) fn drain_telemetry(shared: &RuntimeShared, review: &mut TickReview) -
     clamped
 }
 
-/// The haptic statistics message for the ticks since `previous`.
+/// The haptic statistics message for the ticks since `previous`, `clamped` of them
+/// with their force clamped.
 pub(super) fn haptic_stats(
     shared: &RuntimeShared,
     previous: &mut StatsSnapshot,
-    review: &mut TickReview,
+    clamped: u64,
 ) -> wire::HapticStats {
     let now = shared.stats.snapshot();
     let window = now.since(previous);
     *previous = now;
-    let clamped = drain_telemetry(shared, review);
     let s = |ns: u64| ns as f64 * 1e-9;
     wire::HapticStats {
         ticks: window.ticks,

@@ -63,7 +63,10 @@ impl Background {
         let (spare, spares) = bounded::<Vec<f64>>(2 * BATCH);
         let handle = std::thread::Builder::new()
             .name("palpa-columns".into())
-            .spawn(move || work(&factor, &dofs, &bands, &incoming, &reply, &spares))
+            .spawn(move || {
+                raise_share();
+                work(&factor, &dofs, &bands, &incoming, &reply, &spares)
+            })
             .map_err(|e| ColumnError::Worker {
                 message: format!("could not start the column thread: {e}"),
             })?;
@@ -224,5 +227,20 @@ fn work(
         if reply.send(Reply::Buffers(request.forward)).is_err() {
             return;
         }
+    }
+}
+
+/// Nice value of the worker thread where the process may lower it (root or
+/// CAP_SYS_NICE): about nine times a normal thread's CPU share. Beside one busy loop per
+/// core the worker at nice 0 got a fraction of a core, a sliding contact's nodes stayed
+/// incomplete for seconds, and the real-time model thread paid a pass over each one's
+/// elimination-tree path every step instead (docs/benchmarks.md, issue 39).
+const WORKER_NICE: i32 = -10;
+
+/// Lowers the calling thread's nice value to [`WORKER_NICE`] if allowed; else it stays
+/// on the normal share (no error: the columns still complete, only later).
+fn raise_share() {
+    if !crate::rt::raise_thread_share(WORKER_NICE) {
+        tracing::debug!("palpa-columns: nice {WORKER_NICE} not allowed; normal share");
     }
 }

@@ -13,11 +13,13 @@
 //! solves always run (the force needs them), the back solve gets what they left.
 //!
 //! Until a node's columns are complete, the displacement field of its load
-//! ([`ComplianceColumns::add_field`]) is still exact at every cached node (the contact
-//! patch the proxy stands on): y_uᵀ (Σ_v y_v f_v), one pass over u's path for all
-//! such loads together. Only nodes never contacted leave it out until completion; far
-//! from the contact that field is small, and as the proxy crosses onto a new triangle
-//! its new node joins the cache in that step.
+//! ([`ComplianceColumns::add_field`]) is still exact at the cached nodes the contact
+//! used last (the patch the proxy stands on, [`ComplianceColumns::field_exact_at`]):
+//! y_uᵀ (Σ_v y_v f_v), one pass over u's path for all such loads together. Other
+//! nodes leave it out until completion; far from the contact that field is small, and
+//! as the proxy crosses onto a new triangle its new node joins the cache in that step.
+//! The nodes a sliding contact left behind are not dotted: at most [`EXACT_PENDING`]
+//! path passes per call, so the step's cost does not grow with the worker's backlog.
 //!
 //! A server running in real time completes the full columns on a worker thread
 //! instead ([`ComplianceColumns::complete_in_background`], `background.rs`), which also
@@ -81,6 +83,13 @@ pub enum ColumnError {
 
 /// Nodes forward-solved, or back-solved, together (their columns side by side).
 const BATCH: usize = 8;
+
+/// Most cached nodes with incomplete columns that get the exact field of loads still
+/// being completed ([`ComplianceColumns::add_field`]), those used last: each costs a
+/// pass over its elimination-tree path. A point probe's patch (about 21 nodes) fits;
+/// without the limit a sliding contact's backlog of incomplete nodes made the model
+/// step 4–10 ms.
+pub const EXACT_PENDING: usize = 32;
 
 /// Simulated time (s) of one column-work quantum: the model step at 200 Hz. Work is
 /// scheduled by simulated time, not per call, so a model stepped at 1 kHz (the
@@ -147,11 +156,21 @@ pub struct ComplianceColumns {
     /// Σ y_v f_v over the incomplete loads of an [`Self::add_field`] call, in the
     /// factor's order (n entries, zero between calls).
     load_y: Vec<f64>,
+    /// Σ_v q_v Y_v of a [`Self::point_block`]'s incomplete nodes, row-major n × 3 in
+    /// the factor's order (zero between calls).
+    block_y: Vec<f64>,
     /// The last [`Self::point_block`] query and its answer: a step asks for the contact
     /// support's block twice (the constraint system, then the local force model's
     /// stiffness), and K⁻¹ does not change.
     last_point: Option<(Support, Support, Mat3)>,
     solves: u64,
+    /// Passes over a node's elimination-tree path (dots and scatters) so far.
+    path_passes: u64,
+    /// Incomplete cached nodes used at or after this clock get the exact field of
+    /// incomplete loads ([`Self::field_exact_at`]).
+    exact_from: u64,
+    /// Scratch of [`Self::refresh_exact`].
+    recency: Vec<u64>,
     /// The worker completing columns, once [`Self::complete_in_background`] started it.
     background: Option<Background>,
 }
@@ -214,8 +233,12 @@ impl ComplianceColumns {
             new_dofs: Vec::with_capacity(3 * BATCH),
             new_paths: vec![PathColumns::default(); BATCH],
             load_y: vec![0.0; n],
+            block_y: vec![0.0; 3 * n],
             last_point: None,
             solves: 0,
+            path_passes: 0,
+            exact_from: 0,
+            recency: Vec::new(),
             background: None,
         })
     }
@@ -241,6 +264,13 @@ impl ComplianceColumns {
         self.solves
     }
 
+    /// Number of passes over a node's elimination-tree path (its forward solve dotted
+    /// with, or scattered into, a dense vector) so far: the step cost of loads whose
+    /// columns are still being completed, for tests and benches.
+    pub fn path_passes(&self) -> u64 {
+        self.path_passes
+    }
+
     /// Sets the column-solve work per [`COMPLETION_PERIOD`] (multiply-adds): the back solve
     /// gets what the step's forward solves left, at least one supernode when they
     /// left anything.
@@ -263,6 +293,15 @@ impl ComplianceColumns {
     /// Whether node `node`'s columns are cached (complete or not).
     pub fn is_cached(&self, node: usize) -> bool {
         self.find(node).is_some()
+    }
+
+    /// Whether [`Self::add_field`] gives node `node` the exact field of every load
+    /// (cached with complete columns, or among the [`EXACT_PENDING`] incomplete nodes
+    /// used last); elsewhere loads still being completed are left out.
+    pub fn field_exact_at(&self, node: usize) -> bool {
+        self.find(node)
+            .map(|i| &self.entries[i])
+            .is_some_and(|e| e.complete || e.last_used >= self.exact_from)
     }
 
     /// Whether node `node`'s full columns are known (always for a fixed node).
@@ -370,10 +409,11 @@ impl ComplianceColumns {
 
     /// Adds the displacement field of nodal loads `loads` (node, N) at mesh nodes
     /// `nodes` to `out` (m): K⁻¹[u, v] f at every node u for loads whose columns are
-    /// complete, and at the cached nodes u for loads still being completed (from u's
-    /// full columns, or y_uᵀ Σ_v y_v f_v over those loads' forward solves). A node
-    /// that is not cached gets nothing from an incomplete load, nor does any node
-    /// from a load whose node is not cached. Never solves.
+    /// complete, and at the nodes u [`Self::field_exact_at`] for loads still being
+    /// completed (from u's full columns, or y_uᵀ Σ_v y_v f_v over those loads' forward
+    /// solves, at most [`EXACT_PENDING`] path passes). Other nodes get nothing from an
+    /// incomplete load, nor does any node from a load whose node is not cached. Never
+    /// solves.
     pub fn add_field(&mut self, loads: &[(usize, Vec3)], nodes: &[usize], out: &mut [Vec3]) {
         let mut incomplete = false;
         for &(v, f) in loads {
@@ -391,6 +431,7 @@ impl ComplianceColumns {
             return;
         }
         let (entries, slot, factor) = (&self.entries, &self.slot, &self.factor);
+        let exact_from = self.exact_from;
         let pending = loads.iter().filter_map(|&(v, f)| {
             let i = *slot.get(v)?;
             let e = entries.get(i as usize)?;
@@ -401,6 +442,9 @@ impl ComplianceColumns {
             let Some(eu) = self.find(u).map(|i| &entries[i]) else {
                 continue;
             };
+            if !eu.complete && eu.last_used < exact_from {
+                continue;
+            }
             if eu.complete {
                 for (ev, f) in pending.clone() {
                     *o += block_of(&eu.values, ev.node).transpose() * f;
@@ -409,11 +453,13 @@ impl ComplianceColumns {
                 if !scattered {
                     for (ev, f) in pending.clone() {
                         factor.path_scatter(&ev.forward, f.as_slice(), &mut self.load_y);
+                        self.path_passes += 1;
                     }
                     scattered = true;
                 }
                 let mut x = [0.0; 3];
                 factor.path_dot(&eu.forward, &self.load_y, &mut x);
+                self.path_passes += 1;
                 *o += Vec3::from(x);
             }
         }
@@ -517,28 +563,25 @@ impl ComplianceColumns {
             entries,
             slot,
             factor,
-            load_y,
+            block_y,
+            path_passes,
             ..
         } = self;
-        let mut c = Mat3::zeros();
-        for b in 0..3 {
-            for (ev, wv) in incomplete_of(entries, slot, q) {
-                let mut f = [0.0; 3];
-                f[b] = wv;
-                factor.path_scatter(&ev.forward, &f, load_y);
-            }
-            for (eu, wu) in incomplete_of(entries, slot, p) {
-                let mut x = [0.0; 3];
-                factor.path_dot(&eu.forward, load_y, &mut x);
-                for (a, x) in x.iter().enumerate() {
-                    c[(a, b)] += wu * x;
-                }
-            }
-            for (ev, _) in incomplete_of(entries, slot, q) {
-                factor.path_clear(&ev.forward, load_y);
-            }
+        // All three axes in one pass over each path: the model step's profile on a
+        // sliding contact over fresh nodes had a pass per axis at 15 % of the step.
+        for (ev, wv) in incomplete_of(entries, slot, q) {
+            factor.path_add_block(&ev.forward, wv, block_y);
+            *path_passes += 1;
         }
-        c
+        let mut c = [0.0; 9];
+        for (eu, wu) in incomplete_of(entries, slot, p) {
+            factor.path_gram_block(&eu.forward, wu, block_y, &mut c);
+            *path_passes += 1;
+        }
+        for (ev, _) in incomplete_of(entries, slot, q) {
+            factor.path_clear_block(&ev.forward, block_y);
+        }
+        Mat3::from_row_slice(&c)
     }
 
     /// K⁻¹[u, v] for nodes made present by [`Self::ensure`]: from full columns of
@@ -579,7 +622,21 @@ impl ComplianceColumns {
                 None => {}
             }
         }
-        self.forward_new()
+        self.forward_new()?;
+        self.refresh_exact();
+        Ok(())
+    }
+
+    /// Moves [`Self::exact_from`] to the clock of the [`EXACT_PENDING`]-th most recently
+    /// used incomplete node (0 while there are no more than that).
+    fn refresh_exact(&mut self) {
+        self.recency.clear();
+        let incomplete = self.entries.iter().filter(|e| !e.complete);
+        self.recency.extend(incomplete.map(|e| e.last_used));
+        self.exact_from = match self.recency.len().checked_sub(EXACT_PENDING) {
+            Some(k) if k > 0 => *self.recency.select_nth_unstable(k).1,
+            _ => 0,
+        };
     }
 
     /// Forward-solves the nodes in `new_nodes` and caches them (incomplete).
@@ -694,3 +751,6 @@ fn block_of(values: &[f64], u: usize) -> Mat3 {
     let r = &values[9 * u..9 * u + 9];
     Mat3::new(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8])
 }
+
+#[cfg(test)]
+mod tests;

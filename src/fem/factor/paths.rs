@@ -332,6 +332,54 @@ impl Factor {
         }
     }
 
+    /// `dense` (row-major n × `y.ncols()`, rows in the factor's order) += w Y over the
+    /// rows of `y`'s path: the weighted sum of several nodes' forward solves, every
+    /// column in one pass over the path (three [`Factor::path_scatter`]s read it
+    /// three times).
+    ///
+    /// # Panics
+    /// If `dense` is shorter than n · `y.ncols()` (a caller bug).
+    pub fn path_add_block(&self, y: &PathColumns, w: f64, dense: &mut [f64]) {
+        let k = y.ncols;
+        self.for_path_segments(y, |begin, values| {
+            let rows = &mut dense[begin * k..begin * k + values.len()];
+            for (d, v) in rows.iter_mut().zip(values) {
+                *d += w * v;
+            }
+        });
+    }
+
+    /// `out` (row-major `y.ncols()` × `y.ncols()`) += w Yᵀ D over the rows of `y`'s path,
+    /// D from [`Factor::path_add_block`]: with D = Σ_v w_v Y_v, the block Σ_v w w_v
+    /// A⁻¹[y's DOFs, v's DOFs] in one pass.
+    ///
+    /// # Panics
+    /// As [`Factor::path_add_block`], or if `out` is shorter than `y.ncols()`².
+    pub fn path_gram_block(&self, y: &PathColumns, w: f64, dense: &[f64], out: &mut [f64]) {
+        let k = y.ncols;
+        let out = &mut out[..k * k];
+        self.for_path_segments(y, |begin, values| {
+            let rows = &dense[begin * k..begin * k + values.len()];
+            for (yr, dr) in values.chunks_exact(k).zip(rows.chunks_exact(k)) {
+                for (a, &ya) in yr.iter().enumerate() {
+                    for (o, &d) in out[a * k..(a + 1) * k].iter_mut().zip(dr) {
+                        *o += w * ya * d;
+                    }
+                }
+            }
+        });
+    }
+
+    /// Zeroes the rows of `y`'s path in `dense` (row-major n × `y.ncols()`): undoes
+    /// [`Factor::path_add_block`].
+    pub fn path_clear_block(&self, y: &PathColumns, dense: &mut [f64]) {
+        let (sn, k) = (supernodal(&self.symbolic), y.ncols);
+        for (&s, &size) in y.supernodes.iter().zip(&y.sizes) {
+            let begin = sn.supernode_begin()[s];
+            dense[begin * k..(begin + size) * k].fill(0.0);
+        }
+    }
+
     /// Calls `visit(first row in the factor's order, row-major values)` for each
     /// supernode of `y`'s path.
     fn for_path_segments(&self, y: &PathColumns, mut visit: impl FnMut(usize, &[f64])) {

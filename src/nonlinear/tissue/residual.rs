@@ -55,7 +55,7 @@ impl Residual {
         let start = out.to_vec();
         self.columns.add_field(loads, nodes, out);
         for ((o, &v), s) in out.iter_mut().zip(nodes).zip(&start) {
-            if complete || self.columns.is_cached(v) {
+            if complete || self.columns.field_exact_at(v) {
                 *o -= reduced.node_displacement(v, reduced_load);
             } else {
                 *o = *s;

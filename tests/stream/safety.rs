@@ -1,0 +1,224 @@
+//! Every fade the hand feels reaches the viewers: the server's safety report and its
+//! notices arrive at a WebSocket client as they are published, headless Chromium shows a
+//! fade on the panel with its reason and marks the force plot within 100 ms, and a real
+//! `palpa serve --record` reports its devices' safety state and tells the viewers when
+//! the recording ends.
+
+use std::time::{Duration, Instant};
+
+use palpa::stream::{StreamConfig, StreamServer};
+use palpa_client::{Client, Event};
+use palpa_protocol as wire;
+use serde_json::json;
+
+use crate::browser::{chromium_or_skip, Browser, Page};
+use crate::support::serve::Served;
+use crate::support::stream::{running_tissue, AnalyticTissue, Producer};
+
+fn report(faded: u64, reason: wire::SafetyReason, start_s: f64) -> wire::SafetyReport {
+    let fade = wire::Fade {
+        reason,
+        start_s,
+        ticks: faded,
+        force_removed: 1.25,
+    };
+    wire::SafetyReport {
+        devices: vec![wire::DeviceSafety {
+            device: 1,
+            time_s: start_s,
+            state: reason,
+            counts: wire::SafetyCounts {
+                stalled_model: faded,
+                ramping: 500,
+                ..wire::SafetyCounts::default()
+            },
+            last_fade: Some(fade),
+            largest_fade: Some(fade),
+        }],
+    }
+}
+
+async fn server() -> (StreamServer, Producer) {
+    let (tissue, producer, reader, control) = running_tissue(AnalyticTissue::modal([8, 8, 2], 6));
+    let scene = tissue.scene.clone();
+    let config = StreamConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        ..StreamConfig::default()
+    };
+    let server = StreamServer::start(config, scene, reader, Some(control))
+        .await
+        .unwrap();
+    (server, producer)
+}
+
+/// The next safety report or notice within 5 s, skipping frames.
+async fn next_non_frame(client: &mut Client) -> Event {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, client.next_event()).await {
+            Ok(Ok(Event::Frame(_) | Event::HapticStats(_))) => {}
+            Ok(Ok(event)) => return event,
+            other => panic!("no safety report or notice: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_safety_report_and_a_notice_reach_clients_and_a_late_joiner_gets_the_newest_report() {
+    let (server, _producer) = server().await;
+    let url = format!("ws://{}/ws", server.local_addr());
+    let mut early = Client::connect(&url).await.unwrap();
+    let sent = report(3, wire::SafetyReason::StalledModel, 1.5);
+    server.publish_safety(&sent);
+    assert_eq!(
+        next_non_frame(&mut early).await,
+        Event::Safety(sent.clone())
+    );
+    let notice = wire::Notice {
+        kind: wire::NoticeKind::RecordingEnded,
+        message: "the recording in rec ended".into(),
+    };
+    server.publish_notice(&notice);
+    assert_eq!(
+        next_non_frame(&mut early).await,
+        Event::Notice(notice.clone())
+    );
+    // A viewer that joins later learns the state at once (the report is cumulative).
+    let mut late = Client::connect(&url).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        got.push(next_non_frame(&mut late).await);
+    }
+    assert!(got.contains(&Event::Safety(sent)), "{got:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_shows_a_fade_and_its_reason_within_100_ms_and_marks_the_force_plot() {
+    let Some(binary) = chromium_or_skip() else {
+        return;
+    };
+    let (server, _producer) = server().await;
+    let browser = Browser::launch(&binary);
+    let mut page = Page::open(&browser, &server.viewer_url()).await;
+    page.wait_for("window.palpaViewer?.frames > 5", "frames")
+        .await;
+    assert_eq!(page.evaluate("palpaViewer.fades").await, json!(0));
+    assert_eq!(
+        page.evaluate("document.getElementById('fade').hidden")
+            .await,
+        json!(true),
+        "no fade shown before one happens"
+    );
+    // The fade starts at the newest frame's time, so its mark lies on the plot.
+    let t = page
+        .evaluate("palpaViewer.frame.scene_time")
+        .await
+        .as_f64()
+        .unwrap();
+    let published = Instant::now();
+    server.publish_safety(&report(7, wire::SafetyReason::StalledModel, t));
+    let mut shown = None;
+    while published.elapsed() < Duration::from_secs(5) {
+        if page.evaluate("palpaViewer.fades").await == json!(1) {
+            shown = Some(published.elapsed());
+            break;
+        }
+    }
+    let shown = shown.expect("the viewer never showed the fade");
+    // Each poll is a DevTools round trip (a few ms): the time is an upper bound.
+    assert!(shown < Duration::from_millis(100), "shown after {shown:?}");
+    let banner = page
+        .evaluate("document.getElementById('fade').textContent")
+        .await;
+    let banner = banner.as_str().unwrap();
+    assert!(
+        banner.contains("force faded") && banner.contains("stalled model thread"),
+        "{banner}"
+    );
+    let panel = page
+        .evaluate("document.getElementById('safety').textContent")
+        .await;
+    assert!(
+        panel.as_str().unwrap().contains("7 faded"),
+        "the panel counts the faded ticks: {panel}"
+    );
+    assert_eq!(page.evaluate("palpaViewer.plotMarks").await, json!(1));
+    // The same fade reported again (more ticks of it) is not a new one.
+    server.publish_safety(&report(9, wire::SafetyReason::StalledModel, t));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(page.evaluate("palpaViewer.fades").await, json!(1));
+    server.shutdown().await;
+}
+
+const BINARY: &str = env!("CARGO_BIN_EXE_palpa");
+
+#[test]
+fn serve_reports_its_devices_safety_and_tells_viewers_when_the_recording_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("rec");
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("safety-cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let record_arg = record.to_str().unwrap();
+    let args = [
+        "--bind",
+        "127.0.0.1:0",
+        "--device",
+        "sim:press",
+        "--device",
+        "sim:still",
+        "--record",
+        record_arg,
+    ];
+    let mut served = Served::start(BINARY, &args, &cache);
+    let ready = served.ready(Duration::from_secs(600));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (reports, watcher) = runtime.block_on(async {
+        let mut client = Client::connect(&ready.websocket).await.unwrap();
+        let mut reports = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while reports.len() < 3 && Instant::now() < deadline {
+            if let Event::Safety(r) = next_non_frame(&mut client).await {
+                reports.push(r);
+            }
+        }
+        (reports, client)
+    });
+    assert!(reports.len() >= 3, "{reports:?}");
+    let last = reports.last().unwrap();
+    assert_eq!(
+        last.devices.iter().map(|d| d.device).collect::<Vec<_>>(),
+        [1, 2],
+        "one entry per device"
+    );
+    assert!(
+        last.devices.iter().all(|d| d.counts.ramping > 0),
+        "both ramped in at start: {last:?}"
+    );
+    // Stop the server while a viewer watches: the notice comes before the goodbye.
+    let notice = std::thread::spawn(move || {
+        runtime.block_on(async {
+            let mut client = watcher;
+            loop {
+                match client.next_event().await {
+                    Ok(Event::Notice(n)) => return Some(n),
+                    Ok(_) => {}
+                    Err(_) => return None,
+                }
+            }
+        })
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, stdout, stderr) = served.interrupt(Duration::from_secs(60));
+    assert!(status.success(), "{stdout:?}\n{stderr}");
+    let notice = notice
+        .join()
+        .unwrap()
+        .expect("no notice before the goodbye");
+    assert_eq!(notice.kind, wire::NoticeKind::RecordingEnded);
+    assert!(notice.message.contains("rec"), "{}", notice.message);
+}
