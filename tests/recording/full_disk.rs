@@ -1,13 +1,16 @@
 //! A full disk while recording: on a 3 MB tmpfs (mounted here when the test runs as root
 //! and may mount; else the kernel's `/dev/full`, whose writes fail with ENOSPC, through
 //! the same writer), the first failed write is reported within a second, serve exits
-//! non-zero, nothing is claimed recorded that was not, and what was written reads back.
+//! non-zero, a watching viewer is told why, nothing is claimed recorded that was not, and
+//! what was written reads back.
 //! A full cache directory leaves no temporary behind.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use palpa::recording::{RowFormat, TickWriter};
+use palpa_client::{Client, Event};
+use palpa_protocol as wire;
 
 use super::{coarse_scene, palpa_ok, serve_recording};
 
@@ -76,7 +79,8 @@ fn a_full_disk_ends_the_recording_within_a_second_and_serve_exits_non_zero() {
     std::fs::write(fs.path.join("filler"), filler).unwrap();
     let dir = fs.path.join("rec");
     let mut served = serve_recording(&scene, &dir);
-    served.ready(Duration::from_secs(120));
+    let ready = served.ready(Duration::from_secs(120));
+    let viewer = watch_for_a_notice(ready.websocket);
     let deadline = Instant::now() + Duration::from_secs(60);
     let full_at = loop {
         // Nearly full (a page or two left): the next drains fill it, so the delay
@@ -122,11 +126,43 @@ fn a_full_disk_ends_the_recording_within_a_second_and_serve_exits_non_zero() {
         "nothing is claimed recorded:\n{stdout}"
     );
     assert!(stderr.contains("ended early"), "{stderr}");
+    // A viewer watching was told, with the cause.
+    let notice = viewer
+        .join()
+        .unwrap()
+        .expect("the viewer got no notice before the goodbye");
+    assert_eq!(notice.kind, wire::NoticeKind::RecordingFailed, "{notice:?}");
+    assert!(
+        notice.message.contains("No space left on device"),
+        "{}",
+        notice.message
+    );
     // What is there reads back.
     for line in palpa::recording::check(&dir) {
         assert!(!line.problem, "{}: {}", line.file, line.text);
     }
     drop(fs);
+}
+
+/// A viewer connected to `websocket` (on a thread of its own) until the first notice the
+/// server sends, or the goodbye.
+fn watch_for_a_notice(websocket: String) -> std::thread::JoinHandle<Option<wire::Notice>> {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut client = Client::connect(&websocket).await.ok()?;
+            loop {
+                match client.next_event().await {
+                    Ok(Event::Notice(n)) => return Some(n),
+                    Ok(_) => {}
+                    Err(_) => return None,
+                }
+            }
+        })
+    })
 }
 
 /// The Unix time (s) of `instant`.
