@@ -22,15 +22,7 @@ static ACTIVE: Mutex<Option<ProgressBar>> = Mutex::new(None);
 /// elapsed time (hidden when stderr is not a terminal), and the callback that advances
 /// it. Log lines written through [`LogWriter`] while it is shown appear above it.
 pub fn progress_bar(what: &str) -> (ProgressBar, impl FnMut(Progress)) {
-    let bar = ProgressBar::new(STAGES);
-    bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:20}] stage {pos}/{len}, {elapsed}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_message(what.to_string());
-    bar.enable_steady_tick(Duration::from_millis(200));
-    *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = Some(bar.clone());
+    let bar = shown_bar(what, STAGES, "{msg} [{bar:20}] stage {pos}/{len}, {elapsed}");
     let b = bar.clone();
     let on_progress = move |p: Progress| match p {
         Progress::Assembling => {
@@ -48,9 +40,14 @@ pub fn progress_bar(what: &str) -> (ProgressBar, impl FnMut(Progress)) {
 /// A progress bar on stderr over `total` items of `what` (e.g. the points of a map), with
 /// the count, the rate and the time left; log lines appear above it.
 pub fn count_bar(what: &str, total: u64) -> ProgressBar {
-    let bar = ProgressBar::new(total);
+    shown_bar(what, total, "{msg} [{bar:20}] {pos}/{len}, {elapsed}, ~{eta} left")
+}
+
+/// A bar of `len` steps drawn with `template`, ticking, the one log lines print above.
+fn shown_bar(what: &str, len: u64, template: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
     bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:20}] {pos}/{len}, {elapsed}, ~{eta} left")
+        ProgressStyle::with_template(template)
             .expect("valid template")
             .progress_chars("=> "),
     );
