@@ -22,7 +22,11 @@ static ACTIVE: Mutex<Option<ProgressBar>> = Mutex::new(None);
 /// elapsed time (hidden when stderr is not a terminal), and the callback that advances
 /// it. Log lines written through [`LogWriter`] while it is shown appear above it.
 pub fn progress_bar(what: &str) -> (ProgressBar, impl FnMut(Progress)) {
-    let bar = shown_bar(what, STAGES, "{msg} [{bar:20}] stage {pos}/{len}, {elapsed}");
+    let bar = shown_bar(
+        what,
+        STAGES,
+        "{msg} [{bar:20}] stage {pos}/{len}, {elapsed}",
+    );
     let b = bar.clone();
     let on_progress = move |p: Progress| match p {
         Progress::Assembling => {
@@ -40,7 +44,11 @@ pub fn progress_bar(what: &str) -> (ProgressBar, impl FnMut(Progress)) {
 /// A progress bar on stderr over `total` items of `what` (e.g. the points of a map), with
 /// the count, the rate and the time left; log lines appear above it.
 pub fn count_bar(what: &str, total: u64) -> ProgressBar {
-    shown_bar(what, total, "{msg} [{bar:20}] {pos}/{len}, {elapsed}, ~{eta} left")
+    shown_bar(
+        what,
+        total,
+        "{msg} [{bar:20}] {pos}/{len}, {elapsed}, ~{eta} left",
+    )
 }
 
 /// A bar of `len` steps drawn with `template`, ticking, the one log lines print above.
