@@ -130,7 +130,7 @@ impl LeBytes for u8 {
 }
 
 fn le<T: LeBytes>(values: &[T]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(values.len() * std::mem::size_of::<T>());
+    let mut out = Vec::with_capacity(std::mem::size_of_val(values));
     values.iter().for_each(|v| v.extend(&mut out));
     out
 }
