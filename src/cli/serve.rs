@@ -2,7 +2,7 @@
 //! until Ctrl-C (SIGINT, SIGTERM, SIGHUP) or a failure, stops with zero force first and
 //! prints the report.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
 use clap::Args;
@@ -28,9 +28,11 @@ pub struct ServeArgs {
     /// devices, each with its own haptic loop and probe.
     #[arg(long = "device", value_name = "DEVICE", value_parser = DeviceChoice::parse)]
     pub devices: Vec<DeviceChoice>,
-    /// Address and port of the viewer and the stream (port 0: any free port);
-    /// default: the scene's `stream.bind` (127.0.0.1:7878).
-    #[arg(long, value_name = "ADDR:PORT")]
+    /// Address and port of the viewer and the stream: an IP address or a host name
+    /// (`localhost:7878`), port 0 for any free port; 0.0.0.0 (or [::]) listens on every
+    /// interface and prints the URLs other machines can open. Bound before the model is
+    /// built. Default: the scene's `stream.bind` (127.0.0.1:7878).
+    #[arg(long, value_name = "HOST:PORT", value_parser = bind_address)]
     pub bind: Option<SocketAddr>,
     /// Real-time haptic thread: `auto` (default; SCHED_FIFO and the thread's memory
     /// locked where the process may have them — root, CAP_SYS_NICE or RLIMIT_RTPRIO —
@@ -62,6 +64,29 @@ pub struct ServeArgs {
     /// Replace a recording already in the `--record` directory.
     #[arg(long, requires = "record")]
     pub force: bool,
+}
+
+/// `--bind`'s value: `IP:PORT`, `[IPv6]:PORT` or `HOST:PORT`, a host name resolved to
+/// its first IPv4 address (browsers and `localhost` agree on 127.0.0.1), else its first.
+pub fn bind_address(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    if !text.contains(':') {
+        return Err(format!(
+            "expected HOST:PORT (such as localhost:7878), got {text:?}"
+        ));
+    }
+    let resolved: Vec<SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {text:?}: {e}"))?
+        .collect();
+    resolved
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(resolved.first())
+        .copied()
+        .ok_or_else(|| format!("{text:?} resolves to no address"))
 }
 
 /// Runs `palpa serve` until Ctrl-C; errors are messages for the user (the force is zero

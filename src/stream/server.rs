@@ -1,6 +1,6 @@
 //! The HTTP + WebSocket server: the viewer at `/`, the stream at `/ws`, one port.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,6 +65,27 @@ impl StreamServer {
     /// exports through `columns`: frames then carry the loads on those nodes instead of
     /// their per-vertex displacements.
     pub async fn start_with_columns(
+        config: StreamConfig,
+        scene: StreamScene,
+        snapshots: SnapshotReader,
+        control: Option<ControlSender>,
+        columns: Option<ColumnFeed>,
+    ) -> std::io::Result<Self> {
+        config.validate().map_err(invalid_input)?;
+        let listener = Self::bind(config.bind)?;
+        Self::start_on(listener, config, scene, snapshots, control, columns).await
+    }
+
+    /// Binds `address` for [`Self::start_on`] (in a tokio runtime's context), so a caller
+    /// can learn that the port is taken before it does any other work.
+    pub fn bind(address: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+        listen(address)
+    }
+
+    /// Starts as [`Self::start_with_columns`] does, on a `listener` bound earlier
+    /// ([`Self::bind`]); `config.bind` is then only what messages name.
+    pub async fn start_on(
+        listener: tokio::net::TcpListener,
         mut config: StreamConfig,
         scene: StreamScene,
         mut snapshots: SnapshotReader,
@@ -74,16 +95,14 @@ impl StreamServer {
         config.validate().map_err(invalid_input)?;
         fit_connections_to_file_limit(&mut config, listener::raise_open_file_limit())
             .map_err(invalid_input)?;
-        if !config.bind.ip().is_loopback() {
+        let addr = listener.local_addr()?;
+        if !addr.ip().is_loopback() {
             tracing::warn!(
-                "visual stream bound to non-loopback address {}: anyone who can reach it can \
-                 watch; browsers reach it by IP address, `localhost` or a name in \
-                 [stream] allowed_hosts",
-                config.bind
+                "visual stream bound to non-loopback address {addr}: anyone who can reach it \
+                 can watch; browsers reach it by IP address, `localhost` or a name in \
+                 [stream] allowed_hosts"
             );
         }
-        let listener = listen(config.bind)?;
-        let addr = listener.local_addr()?;
         let token = control.as_ref().map(|_| {
             config
                 .control_token
@@ -195,11 +214,46 @@ impl StreamServer {
         self.token.as_deref()
     }
 
-    /// The viewer's URL, with the control token when control is enabled.
+    /// The viewer's URL on this machine, with the control token when control is
+    /// enabled; on 0.0.0.0 or :: the loopback address stands for the unspecified one.
     pub fn viewer_url(&self) -> String {
+        let ip = match self.addr.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        self.url_at(ip)
+    }
+
+    /// The viewer's URLs another machine can open: on 0.0.0.0 (::), one per address of
+    /// this machine's non-loopback interfaces (of both families on ::, which also takes
+    /// IPv4); otherwise none but [`Self::viewer_url`] when that is not loopback.
+    pub fn remote_viewer_urls(&self) -> Vec<String> {
+        let bound = self.addr.ip();
+        if !bound.is_unspecified() {
+            return match bound.is_loopback() {
+                true => Vec::new(),
+                false => vec![self.url_at(bound)],
+            };
+        }
+        let mut ips: Vec<IpAddr> = if_addrs::get_if_addrs()
+            .unwrap_or_default()
+            .iter()
+            .map(|i| i.ip())
+            .filter(|ip| !ip.is_loopback() && (bound.is_ipv6() || ip.is_ipv4()))
+            // An IPv6 link-local address needs a zone id (`%eth0`) that browsers refuse.
+            .filter(|ip| !matches!(ip, IpAddr::V6(v6) if v6.is_unicast_link_local()))
+            .collect();
+        ips.sort_by_key(|ip| (ip.is_ipv6(), *ip));
+        ips.dedup();
+        ips.into_iter().map(|ip| self.url_at(ip)).collect()
+    }
+
+    fn url_at(&self, ip: IpAddr) -> String {
+        let at = SocketAddr::new(ip, self.addr.port());
         match &self.token {
-            Some(t) => format!("http://{}/?token={t}", self.addr),
-            None => format!("http://{}/", self.addr),
+            Some(t) => format!("http://{at}/?token={t}"),
+            None => format!("http://{at}/"),
         }
     }
 

@@ -9,5 +9,6 @@ mod messages;
 mod plot;
 mod replay;
 mod serve;
+mod serve_bind;
 mod serve_realtime;
 mod serve_record;

@@ -319,8 +319,8 @@ fn bad_inputs_fail_with_a_clear_message() {
         dir,
     );
 
-    // An occupied port fails after the model is built: the device is zeroed and the
-    // message names the address.
+    // An occupied port fails before the model is built (nothing reaches the cache),
+    // naming the address.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     fails_naming(
@@ -328,6 +328,7 @@ fn bad_inputs_fail_with_a_clear_message() {
         &[&addr, "cannot serve the viewer"],
         dir,
     );
+    assert_eq!(cache_files(dir), Vec::<PathBuf>::new(), "no precompute ran");
 }
 
 #[test]

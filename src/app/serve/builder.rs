@@ -106,6 +106,8 @@ impl ServeBuilder {
         // The [stream] settings (token strength, origins, hosts) fail before the devices
         // open and the precompute runs.
         stream_config(scene, bind, None)?;
+        // The port is taken now, before any model work: a busy port is the first error.
+        let listening = super::handle::listen(bind)?;
         let name = scene.name.clone().unwrap_or_else(|| scene.source.clone());
         let scene_profile = scene.device.profile.as_deref().map(|p| scene.resolve(p));
         let opened = open_devices(&choices, scene_profile.as_deref())?;
@@ -186,13 +188,15 @@ impl ServeBuilder {
             control_tx,
             column_feed,
         );
-        let started = |viewer_url| Started {
+        let started = |viewer_url, remote_viewer_urls| Started {
             precompute: built.precompute,
             model,
             devices,
             viewer_url,
+            remote_viewer_urls,
         };
         start_stream(
+            listening,
             hands,
             router,
             stream,

@@ -141,23 +141,42 @@ impl ServeReport {
     }
 }
 
-/// Starts the stream server for `hands` (stopping them on failure) and, when
-/// recording into `session`, a stream client recording it.
-pub(super) fn start_stream(
-    hands: Vec<Hand>,
-    router: JoinHandle<()>,
-    (config, scene, snapshots, control, columns): StreamParts,
-    (session, health): (Option<RecordingDir>, Arc<RecordingHealth>),
-    calibration: Vec<CalibrationRequest>,
-    started: impl FnOnce(String) -> Started,
-) -> Result<ServeHandle, String> {
+/// The stream server's runtime and its listener, bound before any model work.
+pub(super) struct Listening {
+    tokio: tokio::runtime::Runtime,
+    listener: tokio::net::TcpListener,
+}
+
+/// Starts the stream server's runtime and binds `bind` on it; a taken port or an address
+/// not on this machine is an error naming the address.
+pub(super) fn listen(bind: SocketAddr) -> Result<Listening, String> {
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let listener = {
+        let _context = tokio.enter();
+        StreamServer::bind(bind)
+    };
+    let listener = listener.map_err(|e| format!("cannot serve the viewer on {bind}: {e}"))?;
+    Ok(Listening { tokio, listener })
+}
+
+/// Starts the stream server for `hands` (stopping them on failure) and, when
+/// recording into `session`, a stream client recording it.
+pub(super) fn start_stream(
+    Listening { tokio, listener }: Listening,
+    hands: Vec<Hand>,
+    router: JoinHandle<()>,
+    (config, scene, snapshots, control, columns): StreamParts,
+    (session, health): (Option<RecordingDir>, Arc<RecordingHealth>),
+    calibration: Vec<CalibrationRequest>,
+    started: impl FnOnce(String, Vec<String>) -> Started,
+) -> Result<ServeHandle, String> {
     let bind = config.bind;
-    let server = tokio.block_on(StreamServer::start_with_columns(
+    let server = tokio.block_on(StreamServer::start_on(
+        listener,
         config,
         scene,
         snapshots,
@@ -182,7 +201,7 @@ pub(super) fn start_stream(
     Ok(ServeHandle {
         previous: shared[0].stats.snapshot(),
         warned_ramp: vec![false; hands.len()],
-        started: started(server.viewer_url()),
+        started: started(server.viewer_url(), server.remote_viewer_urls()),
         tokio,
         server,
         hands,

@@ -31,8 +31,11 @@ pub struct Started {
     pub model: ModelSummary,
     /// Every device, in order.
     pub devices: Vec<DeviceSummary>,
-    /// The viewer's address, with the control token.
+    /// The viewer's address on this machine, with the control token.
     pub viewer_url: String,
+    /// Its addresses other machines can open (the interfaces' addresses when serving
+    /// on 0.0.0.0 or ::).
+    pub remote_viewer_urls: Vec<String>,
 }
 
 impl std::fmt::Display for Started {
@@ -65,6 +68,9 @@ impl std::fmt::Display for Started {
             }
             writeln!(f, "workspace: {}", d.workspace)?;
             writeln!(f, "force: {}", d.force)?;
+        }
+        for url in &self.remote_viewer_urls {
+            writeln!(f, "viewer from other machines: {url}")?;
         }
         writeln!(f, "viewer: {}", self.viewer_url)?;
         writeln!(
