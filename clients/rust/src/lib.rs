@@ -32,7 +32,15 @@ pub use recording::{
 /// Why the client stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The WebSocket could not be opened or failed.
+    /// The server at `url` could not be reached or refused the WebSocket.
+    #[error("cannot connect to {url}: {source}")]
+    Connect {
+        /// The WebSocket URL tried.
+        url: String,
+        /// Why it failed.
+        source: tokio_tungstenite::tungstenite::Error,
+    },
+    /// The WebSocket failed.
     #[error("WebSocket error: {0}")]
     WebSocket(#[from] tokio_tungstenite::tungstenite::Error),
     /// A server message did not decode.
@@ -124,8 +132,12 @@ impl Client {
     ) -> Result<Self, ClientError> {
         let url = websocket_url(url);
         // TCP_NODELAY: a control message must not wait for the ACK of the previous one.
-        let (socket, _) =
-            tokio_tungstenite::connect_async_with_config(url.as_str(), None, true).await?;
+        let (socket, _) = tokio_tungstenite::connect_async_with_config(url.as_str(), None, true)
+            .await
+            .map_err(|source| ClientError::Connect {
+                url: url.clone(),
+                source,
+            })?;
         Self::handshake(socket, recorder, token, Limits::default()).await
     }
 
@@ -185,6 +197,8 @@ impl Client {
             wire::ServerMessage::SceneInit(s) => s,
             other => return Err(unexpected("SceneInit", &other)),
         };
+        // The hello and the scene are all that arrived so far.
+        stats.initial_bytes = stats.bytes;
         let held_bytes = bounds::check_scene(&scene, &limits)?;
         Ok(Self {
             hello,
@@ -234,10 +248,22 @@ impl Client {
                         }
                     }
                 }
-                wire::ServerMessage::HapticStats(s) => return Ok(Event::HapticStats(s)),
-                wire::ServerMessage::ControlStatus(s) => return Ok(Event::ControlStatus(s)),
-                wire::ServerMessage::Safety(s) => return Ok(Event::Safety(s)),
-                wire::ServerMessage::Notice(n) => return Ok(Event::Notice(n)),
+                wire::ServerMessage::HapticStats(s) => {
+                    self.stats.telemetry_bytes += bytes as u64;
+                    return Ok(Event::HapticStats(s));
+                }
+                wire::ServerMessage::ControlStatus(s) => {
+                    self.stats.telemetry_bytes += bytes as u64;
+                    return Ok(Event::ControlStatus(s));
+                }
+                wire::ServerMessage::Safety(s) => {
+                    self.stats.telemetry_bytes += bytes as u64;
+                    return Ok(Event::Safety(s));
+                }
+                wire::ServerMessage::Notice(n) => {
+                    self.stats.telemetry_bytes += bytes as u64;
+                    return Ok(Event::Notice(n));
+                }
                 other => {
                     let wanted = "Frame, HapticStats, ControlStatus, Safety or Notice";
                     return Err(unexpected(wanted, &other));
@@ -356,14 +382,16 @@ async fn next_message(
     }
 }
 
-/// `http://h:p/` → `ws://h:p/ws`; `ws://` URLs pass unchanged.
+/// `http://h:p/` and a bare `h:p` → `ws://h:p/ws`; `ws://` URLs pass unchanged.
 pub fn websocket_url(url: &str) -> String {
     let url = url.trim();
-    if let Some(rest) = url.strip_prefix("http://") {
-        let host = rest.split('/').next().unwrap_or(rest);
-        format!("ws://{host}/ws")
-    } else {
-        url.to_owned()
+    let bare = match url.strip_prefix("http://") {
+        Some(rest) => Some(rest),
+        None => (!url.contains("://")).then_some(url),
+    };
+    match bare {
+        Some(rest) => format!("ws://{}/ws", rest.split('/').next().unwrap_or(rest)),
+        None => url.to_owned(),
     }
 }
 
@@ -389,6 +417,10 @@ pub struct StreamStats {
     pub frame_bytes: u64,
     /// Bytes of the one-off residual messages received (columns and evictions).
     pub one_off_bytes: u64,
+    /// Bytes of the hello and the scene, received once on connecting.
+    pub initial_bytes: u64,
+    /// Bytes of the statistics, safety reports, notices and control statuses.
+    pub telemetry_bytes: u64,
     /// Size of the most recent frames (bytes, at most [`StreamStats::HISTORY`]).
     pub frame_sizes: Vec<usize>,
     /// Arrival time, size (bytes) and whether it was a frame, of the messages of the
@@ -423,6 +455,8 @@ impl StreamStats {
             bytes: 0,
             frame_bytes: 0,
             one_off_bytes: 0,
+            initial_bytes: 0,
+            telemetry_bytes: 0,
             frame_sizes: Vec::new(),
             recent: std::collections::VecDeque::new(),
             last_sequence: None,

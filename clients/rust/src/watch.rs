@@ -121,18 +121,27 @@ pub async fn run(args: &WatchArgs) -> Result<ExitCode, ClientError> {
         0.0
     };
     let seconds = stats.started.elapsed().as_secs_f64().max(1e-9);
+    let rate = |bytes: u64| bytes as f64 / seconds / 1e3;
     println!(
-        "summary: {} frames, {:.1} Hz mean, {} lost, latency p50 {:.1} ms p99 {:.1} ms, {:.1} kB/s \
-         (frames {:.1} kB/s, median frame {} B; one-off columns {:.1} kB/s)",
+        "summary: {} frames, {:.1} Hz mean, {} lost, latency p50 {:.1} ms p99 {:.1} ms, median \
+         frame {} B",
         stats.frames,
         mean_rate,
         stats.lost,
         stats.latency_quantile(0.5).unwrap_or(f64::NAN) * 1e3,
         stats.latency_quantile(0.99).unwrap_or(f64::NAN) * 1e3,
-        stats.bandwidth() / 1e3,
-        stats.frame_bytes as f64 / seconds / 1e3,
         stats.median_frame_bytes().unwrap_or(0),
-        stats.one_off_bytes as f64 / seconds / 1e3,
+    );
+    // Every received byte is in exactly one part, so the parts add up to the whole.
+    println!(
+        "bandwidth: {:.2} kB/s over {seconds:.1} s = frames {:.2} + one-off columns {:.2} + \
+         telemetry {:.2} + the hello and scene {:.2} kB/s ({} B once, on connecting)",
+        rate(stats.bytes),
+        rate(stats.frame_bytes),
+        rate(stats.one_off_bytes),
+        rate(stats.telemetry_bytes),
+        rate(stats.initial_bytes),
+        stats.initial_bytes,
     );
     safety.summary();
     client.close().await.ok();

@@ -54,9 +54,19 @@ async fn palpa_watch_reports_records_and_exits_with_a_status() {
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("summary: 30 frames"), "{text}");
     assert!(text.contains("\"analytic box\""), "{text}");
+    let (total, parts, initial) = bandwidth(&text);
+    assert!(
+        (total - parts.iter().sum::<f64>()).abs() <= 0.03,
+        "the parts {parts:?} add up to the total {total} kB/s: {text}"
+    );
 
     let records = palpa_client::read_recording(&std::fs::read(&recording).unwrap()).unwrap();
     assert!(matches!(records[0].1, ServerMessage::Hello(_)));
+    let hello_and_scene: usize = records[..2]
+        .iter()
+        .map(|(_, m)| palpa_client::palpa_protocol::encode_server(m).len())
+        .sum();
+    assert_eq!(initial, hello_and_scene as u64, "{text}");
     let ServerMessage::SceneInit(scene) = &records[1].1 else {
         panic!("second record is not the scene")
     };
@@ -78,9 +88,11 @@ async fn palpa_watch_reports_records_and_exits_with_a_status() {
         "receive times in order"
     );
 
+    // A bare HOST:PORT is the stream's address.
+    let bare = server.local_addr().to_string();
     let (code, text) = tokio::task::spawn_blocking({
-        let url = url.clone();
-        move || watch(&[&url, "--frames", "10", "--min-rate", "1000", "--quiet"])
+        let bare = bare.clone();
+        move || watch(&[&bare, "--frames", "10", "--min-rate", "1000", "--quiet"])
     })
     .await
     .unwrap();
@@ -88,8 +100,32 @@ async fn palpa_watch_reports_records_and_exits_with_a_status() {
     assert!(text.contains("below --min-rate"), "{text}");
 
     server.shutdown().await;
-    let (code, text) = tokio::task::spawn_blocking(move || watch(&[&url, "--frames", "1"]))
+    let (code, text) = tokio::task::spawn_blocking(move || watch(&[&bare, "--frames", "1"]))
         .await
         .unwrap();
     assert_eq!(code, 2, "connecting to a stopped server fails: {text}");
+    assert!(
+        text.contains(&format!("cannot connect to {url}: ")),
+        "the error names the address: {text}"
+    );
+}
+
+/// The `bandwidth:` line of a summary: the total (kB/s), its parts (kB/s) and the
+/// hello and scene's size (B).
+fn bandwidth(text: &str) -> (f64, Vec<f64>, u64) {
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("bandwidth: "))
+        .unwrap_or_else(|| panic!("no bandwidth line in {text}"));
+    let numbers: Vec<f64> = line
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // total, seconds, frames, columns, telemetry, hello and scene, its bytes.
+    assert_eq!(numbers.len(), 7, "{line}");
+    (
+        numbers[0],
+        vec![numbers[2], numbers[3], numbers[4], numbers[5]],
+        numbers[6] as u64,
+    )
 }
