@@ -469,6 +469,12 @@ pub fn replay_session(
         .clone()
         .unwrap_or_else(|| default_out(&options.input, recorded.as_ref().map(|r| &r.0)));
     let mut csv = Vec::with_capacity(replay.rows.len() * 96);
+    // `palpa plot` titles the plot from this line; readers skip `#` lines.
+    let scene: String = title
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    csv.extend_from_slice(format!("# scene: {scene}\n").as_bytes());
     write_csv(&replay.rows, &mut csv).expect("writing into memory");
     write_file_atomic(&out, &csv).map_err(|e| e.to_string())?;
     let difference = match recorded.is_some() || ticks.samples().iter().all(|s| s.force.is_some()) {

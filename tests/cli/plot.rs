@@ -55,9 +55,9 @@ fn replay(dir: &Path, traj: &str, plot: &Path) -> PathBuf {
     csv
 }
 
-/// Columns of the replay CSV by name.
+/// Columns of the replay CSV by name (after its `#` comment lines).
 fn column(csv: &str, name: &str) -> Vec<f64> {
-    let mut lines = csv.lines();
+    let mut lines = csv.lines().filter(|l| !l.starts_with('#'));
     let i = lines
         .next()
         .unwrap()

@@ -37,8 +37,14 @@ fn palpa(args: &[&str], cache: &Path) -> String {
     text
 }
 
+/// The header and rows of a replay CSV, after its `# scene:` line (which must be first).
 fn parse_csv(text: &str) -> (String, Vec<Vec<f64>>) {
-    let mut lines = text.lines();
+    assert!(
+        text.starts_with("# scene: "),
+        "{}",
+        &text[..text.len().min(80)]
+    );
+    let mut lines = text.lines().filter(|l| !l.starts_with('#'));
     let header = lines.next().unwrap().to_string();
     let rows = lines
         .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())

@@ -58,7 +58,8 @@ impl Ticks {
     fn load(path: &Path) -> Self {
         let text =
             std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let mut lines = text.lines();
+        // A replay's CSV opens with a `# scene:` line; a session's ticks.csv does not.
+        let mut lines = text.lines().filter(|l| !l.starts_with('#'));
         let header = lines
             .next()
             .unwrap()
