@@ -2,7 +2,8 @@
 //! recorded session, drawn with `plotters` into SVG or PNG.
 //!
 //! Panels: force over time (|f| as a wide light band with fz drawn inside it, so
-//! neither hides the other), indentation depth over time, and, when the probe slides
+//! neither hides the other), indentation depth over time, force against indentation
+//! while in contact (the loading and unloading curves), and, when the probe slides
 //! further than it presses, force against position along the slide.
 
 use std::path::{Path, PathBuf};
@@ -213,7 +214,8 @@ fn component_style() -> ShapeStyle {
     COMPONENT.stroke_width(1)
 }
 
-/// The panels of a trace: force and depth over time, and force along a slide.
+/// The panels of a trace: force and depth over time, force against depth, and force
+/// along a slide.
 fn panels(trace: &ForceTrace) -> Vec<Panel> {
     let over_time = |values: Vec<f64>| trace.t.iter().copied().zip(values).collect();
     let magnitude: Vec<f64> = trace.force.iter().map(|f| f.norm()).collect();
@@ -244,6 +246,29 @@ fn panels(trace: &ForceTrace) -> Vec<Panel> {
             }],
         },
     ];
+    let touching: Vec<usize> = (0..trace.t.len()).filter(|&i| trace.contact[i]).collect();
+    if !touching.is_empty() {
+        let against_depth = |value: &dyn Fn(usize) -> f64| {
+            let at = |i: usize| (trace.depth[i] * 1e3, value(i));
+            touching.iter().map(|&i| at(i)).collect()
+        };
+        panels.push(Panel {
+            x_desc: "indentation depth in contact (mm)".into(),
+            y_desc: "force on the hand (N)".into(),
+            curves: vec![
+                Curve {
+                    label: "|f| against depth".into(),
+                    points: against_depth(&|i| magnitude[i]),
+                    style: magnitude_style(),
+                },
+                Curve {
+                    label: "fz against depth".into(),
+                    points: against_depth(&|i| trace.force[i].z),
+                    style: component_style(),
+                },
+            ],
+        });
+    }
     if let Some((dir, _)) = trace.slide() {
         let along: Vec<(f64, f64)> = (0..trace.t.len())
             .filter(|&i| trace.contact[i])

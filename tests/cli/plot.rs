@@ -197,8 +197,9 @@ fn a_plot_to_png_is_a_real_png_with_a_panel_per_view() {
     ));
     assert!(said.contains("slide.png"), "{said}");
     assert!(press_csv.exists());
-    // A press has force and depth panels; a slide also force against position.
-    for (path, panels) in [(&press_png, 2), (&slide_png, 3)] {
+    // A press has force and depth over time and force against depth; a slide also force
+    // against position.
+    for (path, panels) in [(&press_png, 3), (&slide_png, 4)] {
         let bytes = std::fs::read(path).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{}", path.display());
         let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
@@ -226,6 +227,75 @@ fn a_plot_to_png_is_a_real_png_with_a_panel_per_view() {
             path.display()
         );
     }
+}
+
+#[test]
+fn a_press_plots_force_against_depth_and_its_csv_names_the_scene() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg_path = dir.path().join("press.svg");
+    let csv_path = replay(dir.path(), "press_hold_release.csv", &svg_path);
+    let csv = std::fs::read_to_string(&csv_path).unwrap();
+    assert_eq!(csv.lines().next(), Some("# scene: coarse block"));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let texts = text_elements(&svg);
+    for label in ["indentation depth in contact (mm)", "|f| against depth"] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "no {label:?} in {texts:?}"
+        );
+    }
+
+    // The |f| band of the force-depth panel: one point per contact row, x an affine
+    // image of the depth and y of |f| (to the pixel).
+    let (depth, contact) = (column(&csv, "depth"), column(&csv, "contact"));
+    let (fx, fy, fz) = (column(&csv, "fx"), column(&csv, "fy"), column(&csv, "fz"));
+    let rows: Vec<usize> = (0..depth.len()).filter(|&i| contact[i] != 0.0).collect();
+    assert!(
+        rows.len() > 100 && rows.len() < depth.len(),
+        "{} rows",
+        rows.len()
+    );
+    let magnitude = |i: usize| (fx[i] * fx[i] + fy[i] * fy[i] + fz[i] * fz[i]).sqrt();
+    let bands = polylines(&svg, "stroke-width=\"6\"");
+    let band = bands.iter().find(|b| b.len() == rows.len()).unwrap();
+    let deepest = (0..rows.len())
+        .max_by(|&a, &b| depth[rows[a]].total_cmp(&depth[rows[b]]))
+        .unwrap();
+    let strongest = (0..rows.len())
+        .max_by(|&a, &b| magnitude(rows[a]).total_cmp(&magnitude(rows[b])))
+        .unwrap();
+    let x_scale = (band[deepest].0 - band[0].0) / (depth[rows[deepest]] - depth[rows[0]]);
+    let y_scale =
+        (band[strongest].1 - band[0].1) / (magnitude(rows[strongest]) - magnitude(rows[0]));
+    assert!(
+        x_scale > 1e4 && y_scale < -10.0,
+        "{x_scale} px/m, {y_scale} px/N"
+    );
+    for (k, &i) in rows.iter().enumerate() {
+        let x = band[0].0 + x_scale * (depth[i] - depth[rows[0]]);
+        let y = band[0].1 + y_scale * (magnitude(i) - magnitude(rows[0]));
+        assert!(
+            (band[k].0 - x).abs() <= 1.5 && (band[k].1 - y).abs() <= 1.5,
+            "row {i}: ({}, {}) for depth {} m, |f| {} N; expected ({x}, {y})",
+            band[k].0,
+            band[k].1,
+            depth[i],
+            magnitude(i)
+        );
+    }
+
+    // `palpa plot` titles it from the `# scene:` line: the same picture.
+    let again = dir.path().join("again.svg");
+    ok(palpa(
+        &[
+            "plot",
+            csv_path.to_str().unwrap(),
+            "--out",
+            again.to_str().unwrap(),
+        ],
+        dir.path(),
+    ));
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), svg);
 }
 
 #[test]
