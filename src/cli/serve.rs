@@ -23,9 +23,13 @@ pub struct ServeArgs {
     /// Device: `auto` (a connected HID device a profile matches, else the virtual
     /// stylus), `hid`, `hid:PROFILE.toml`, `sim` (the virtual stylus, moved from the
     /// viewer), `sim:still|circle|press` (scripted), `sim:press@X,Y` (the press moved
-    /// by X, Y metres across the scene's up axis, as `indent --at`) or
-    /// `replay:FILE.csv`; default: the scene's `device.kind`. Repeat for several
-    /// devices, each with its own haptic loop and probe.
+    /// by X, Y metres across the scene's up axis, as `indent --at`),
+    /// `replay:FILE.csv`, `haply` or `haply:ws://HOST:PORT` (a Haply Inverse3 through
+    /// its Inverse Service), `openhaptics` or `openhaptics:NAME` (a 3D Systems Touch
+    /// through OpenHaptics), `dhd` or `dhd:INDEX` (Force Dimension, Novint Falcon);
+    /// `palpa devices` says which are usable here. Default: the scene's `device.kind`.
+    /// Repeat for several devices, each with its own haptic loop and probe, on one
+    /// tissue.
     #[arg(long = "device", value_name = "DEVICE", value_parser = DeviceChoice::parse)]
     pub devices: Vec<DeviceChoice>,
     /// Address and port of the viewer and the stream: an IP address or a host name

@@ -5,6 +5,7 @@
 mod support;
 
 mod hardening;
+mod help_docs;
 mod messages;
 mod plot;
 mod replay;
