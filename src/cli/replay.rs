@@ -24,8 +24,9 @@ pub struct ReplayArgs {
     /// through another one (with a warning naming both).
     #[command(flatten)]
     pub scene: SceneArgs,
-    /// Output CSV: t (s), probe x,y,z (m, scene frame), force fx,fy,fz on the user's
-    /// hand (N, scene frame), indentation depth (m), contact (0/1); one row per tick.
+    /// Output CSV: a `# scene: NAME` line, then t (s), probe x,y,z (m, scene frame),
+    /// force fx,fy,fz on the user's hand (N, scene frame), indentation depth (m), contact
+    /// (0/1); one row per tick.
     /// Default: `DIR/replay.csv` for a recording, `NAME-replay.csv` beside a trajectory
     /// NAME.csv. Replaced if it exists.
     #[arg(long, value_name = "OUT.csv")]
