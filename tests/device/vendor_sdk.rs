@@ -274,7 +274,17 @@ fn session_with(
     env: &[(&str, &OsStr)],
     extra: &[&str],
 ) -> Vec<String> {
-    let mut args = vec!["--scene", scene.to_str().unwrap(), "--device", device];
+    // Real-time threads, as `serve` runs by default (the test servers' default is off):
+    // on the normal scheduler, beside one busy process per core, the model thread ran
+    // late and the watchdog faded the force (823 of 926 pressed samples pushing up).
+    let mut args = vec![
+        "--scene",
+        scene.to_str().unwrap(),
+        "--device",
+        device,
+        "--realtime",
+        "auto",
+    ];
     args.extend_from_slice(extra);
     let mut served = Served::start_with_env(BINARY, &args, cache, env);
     served.ready(START);

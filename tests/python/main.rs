@@ -1,5 +1,6 @@
 //! The Python package (`python/`): built with maturin (in this build's target
-//! directory, reusing the dependencies built there; python/Cargo.toml says how), its wheel
+//! directory, reusing palpa and the dependencies built there; python/Cargo.toml says
+//! how), its wheel
 //! installed with pip into a fresh directory, and `python/tests` run with pytest against
 //! this build's `palpa` CLI. The interpreter is `$PALPA_PYTHON`, else `python3`; without
 //! it, numpy, pytest or maturin the test skips, unless `PALPA_REQUIRE_PYTHON=1` (CI).

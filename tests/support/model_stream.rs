@@ -1,7 +1,8 @@
-//! The real default scene streamed by a real server: a model thread steps it in real
-//! time along a scripted press, slide across the lump and release, publishing a
-//! snapshot every step and recording the model's own displaced surface for it, so tests
-//! can check what clients rebuild. Shared by `stream_model_e2e` and `stream_browser`.
+//! The real default scene (at 5 mm cells) streamed by a real server: a model thread
+//! steps it in real time along a scripted press, slide across the lump and release,
+//! publishing a snapshot every step and recording the model's own displaced surface for
+//! it, so tests can check what clients rebuild. Shared by `stream_model_e2e` and
+//! `stream_browser`.
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
@@ -72,7 +73,11 @@ impl ModelStream {
     /// Builds the default scene on `backend` (cache in `cache`) and starts a server with
     /// its residual columns; the tissue rests until [`Self::run_script`].
     pub async fn start(backend: BackendKind, cache: &Path) -> Self {
-        let mut scene = Scene::parse(DEFAULT, "default", Path::new(".")).unwrap();
+        // 5 mm cells instead of 3.33: what clients rebuild and which frames carry loads
+        // do not depend on the resolution, and the model builds in a fraction of the time.
+        let coarser = DEFAULT.replace("fine = 0.0033333333", "fine = 0.005");
+        assert_ne!(coarser, DEFAULT, "the default scene's cell size moved");
+        let mut scene = Scene::parse(&coarser, "default", Path::new(".")).unwrap();
         scene.backend.kind = backend;
         let mut built = build(scene, cache, &mut |_| {}).unwrap();
         // As `serve` runs it: columns complete on their own thread.
