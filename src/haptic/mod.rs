@@ -18,6 +18,7 @@ pub mod review;
 pub mod runtime;
 pub mod safety;
 pub mod stats;
+pub mod step_times;
 pub mod tick;
 pub mod tick_csv;
 pub mod tick_ring;

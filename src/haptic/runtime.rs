@@ -4,6 +4,7 @@
 
 use super::safety::SafetyState;
 use super::stats::TickStats;
+use super::step_times::StepTimes;
 use super::tick::{HapticConfig, HapticLoop, ProbeSample, TickRecord, ZeroForceGuard};
 use super::tick_ring::TickSink;
 use crate::device::HapticDevice;
@@ -164,7 +165,8 @@ impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
                         tracing::warn!("model thread: {why}; it runs on the normal scheduler")
                     }
                 }
-                model_thread(model, probe_r, model_w, &s, epoch, period)
+                let late_ns = (config.haptic.limits.model_timeout * 1e9) as u64;
+                model_thread(model, probe_r, model_w, &s, epoch, period, late_ns)
             })?;
         let logger = if config.log_stats {
             let s = shared.clone();
@@ -387,18 +389,24 @@ fn model_thread<M: ModelStep>(
     shared: &RuntimeShared,
     epoch: u64,
     period_s: f64,
+    late_ns: u64,
 ) -> M {
     let period = (period_s * 1e9).round() as u64;
     let mut deadline = epoch + period;
+    let mut times = StepTimes::new();
     let run = catch_unwind(AssertUnwindSafe(|| {
         while !shared.stop.load(Ordering::Relaxed) {
             rt::sleep_until(deadline, 0);
             let (probe, version) = probe_in.read();
             if version > 0 {
-                let t = seconds(rt::now_ns() - epoch);
-                if let Some(next) = model.step_if_new(t, period_s, probe.position) {
+                let wake = rt::now_ns();
+                let t = seconds(wake - epoch);
+                let published = model.step_if_new(t, period_s, probe.position).map(|next| {
                     model_out.write(next);
-                }
+                    rt::now_ns()
+                });
+                let done = published.unwrap_or_else(rt::now_ns);
+                times.record(wake.saturating_sub(deadline), done - wake, published);
             }
             deadline += period;
             let now = rt::now_ns();
@@ -411,6 +419,7 @@ fn model_thread<M: ModelStep>(
         // The haptic thread sees the stop flag within a tick and zeroes the force.
         shared.fail("model", payload.as_ref());
     }
+    tracing::info!("model thread, whole run: {}", times.summary(late_ns));
     model
 }
 

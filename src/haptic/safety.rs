@@ -4,8 +4,13 @@
 //! Rules, in order, every tick:
 //! 1. a hard fault (device error, NaN/inf anywhere) commands exactly zero at once;
 //! 2. a soft fault (stale device sample, stalled model) fades the gain to zero over
-//!    `fade_time`;
-//! 3. otherwise the gain ramps up to one over `ramp_time` (at start, after any fault);
+//!    `fade_time`. A model step that is only late (older than `model_timeout` by at most
+//!    [`LATE_MODEL_GRACE`], the probe within [`LATE_MODEL_REACH`] of where the model was
+//!    linearised) is no fault: its local stiffness law is a static spring, passive, and
+//!    extrapolating it is what the local force model is for;
+//! 3. otherwise the gain ramps up to one over `ramp_time` (at start, after a hard fault,
+//!    after a fade that reached zero) or back over `fade_time` (after a fade that did
+//!    not reach zero: a brief fault costs as many ticks back as it took);
 //! 4. the passivity controller (optional) adds the damping that keeps the observed
 //!    energy non-negative (Hannaford & Ryu 2002);
 //! 5. the magnitude is clamped to `max_force`, and the change per tick to
@@ -55,6 +60,17 @@ impl SafetyLimits {
     }
 }
 
+/// How long past `model_timeout` a late local force model is still extrapolated at full
+/// gain (s): a dead model thread's force is then gone within `model_timeout` + this +
+/// `fade_time` (38 ms with the defaults). A 200 Hz model step on a 2-core machine beside
+/// other work is late by more than the 3 ms `model_timeout` leaves it several times a
+/// second (docs/benchmarks.md, "Several devices on one tissue").
+pub const LATE_MODEL_GRACE: f64 = 0.020;
+
+/// How far the probe may be from where a late model was linearised (m) for it to be
+/// extrapolated at full gain; farther, the late model fades as a stalled one.
+pub const LATE_MODEL_REACH: f64 = 0.002;
+
 /// What the watchdog knows this tick.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Health {
@@ -66,6 +82,10 @@ pub struct Health {
     pub sample_age: f64,
     /// Time since the model thread last published (s).
     pub model_age: f64,
+    /// Distance of the probe from where the model in use was linearised (m); infinite
+    /// where the force strategy cannot extrapolate in position (`hold`, `linear-time`),
+    /// so a late model fades at once.
+    pub model_reach: f64,
 }
 
 /// Why the force is not at full gain.
@@ -95,6 +115,8 @@ pub struct SafetyFilter {
     gain: f64,
     last: Vec3,
     state: SafetyState,
+    /// The last fade stopped before zero gain: recover over `fade_time`.
+    recover_fast: bool,
     /// Energy flowing from the user into the virtual environment (J); negative means
     /// the rendering has generated energy.
     energy: f64,
@@ -124,6 +146,7 @@ impl SafetyFilter {
             gain: 0.0,
             last: Vec3::zeros(),
             state: SafetyState::Ramping,
+            recover_fast: false,
             energy: 0.0,
         }
     }
@@ -162,10 +185,14 @@ impl SafetyFilter {
                 SafetyState::DeviceFault
             };
             self.gain = 0.0;
+            self.recover_fast = false;
             self.last = Vec3::zeros();
             return self.last;
         }
-        if health.sample_age > l.stale_sample_timeout || health.model_age > l.model_timeout {
+        let late_but_valid = health.model_age <= l.model_timeout + LATE_MODEL_GRACE
+            && health.model_reach <= LATE_MODEL_REACH;
+        let stalled = health.model_age > l.model_timeout && !late_but_valid;
+        if health.sample_age > l.stale_sample_timeout || stalled {
             self.state = if health.sample_age > l.stale_sample_timeout {
                 SafetyState::StaleSample
             } else {
@@ -176,8 +203,15 @@ impl SafetyFilter {
             if self.gain < 1e-9 {
                 self.gain = 0.0;
             }
+            self.recover_fast = self.gain > 0.0;
         } else {
-            self.gain = (self.gain + dt / l.ramp_time).min(1.0);
+            let ramp = if self.recover_fast {
+                l.fade_time
+            } else {
+                l.ramp_time
+            };
+            self.gain = (self.gain + dt / ramp).min(1.0);
+            self.recover_fast &= self.gain < 1.0;
             self.state = if self.gain < 1.0 {
                 SafetyState::Ramping
             } else {
@@ -219,6 +253,7 @@ impl SafetyFilter {
         self.gain = 0.0;
         self.last = Vec3::zeros();
         self.state = SafetyState::Ramping;
+        self.recover_fast = false;
     }
 }
 
@@ -244,6 +279,7 @@ mod tests {
         finite: true,
         sample_age: 0.0,
         model_age: 0.0,
+        model_reach: 0.0,
     };
 
     #[test]
@@ -293,6 +329,65 @@ mod tests {
             assert!(n < 20);
         }
         assert_eq!(n, 9, "gain falls 0.1 per tick over a 10 ms fade");
+    }
+
+    /// Up to `LATE_MODEL_GRACE` past its timeout a model near its linearisation point
+    /// keeps full force; far from it, or past the grace, it fades as a stalled one.
+    #[test]
+    fn a_late_model_is_extrapolated_whole_only_near_where_it_was_linearised() {
+        let dt = 1e-3;
+        let want = Vec3::new(0.0, 0.0, 2.0);
+        let l = limits();
+        let settled = || {
+            let mut s = SafetyFilter::new(l);
+            for _ in 0..200 {
+                s.apply(dt, want, Vec3::zeros(), OK);
+            }
+            s
+        };
+        let late = |age: f64, reach: f64| Health {
+            model_age: age,
+            model_reach: reach,
+            ..OK
+        };
+        let mut s = settled();
+        let within = l.model_timeout + LATE_MODEL_GRACE;
+        assert_eq!(s.apply(dt, want, Vec3::zeros(), late(within, 0.0)), want);
+        assert_eq!(s.state(), SafetyState::Normal);
+        let f = s.apply(dt, want, Vec3::zeros(), late(within + dt, 0.0));
+        assert!((f.z - 1.8).abs() < 1e-9, "one tick of the fade: {f}");
+        assert_eq!(s.state(), SafetyState::StalledModel);
+        let mut s = settled();
+        let far = LATE_MODEL_REACH * 1.5;
+        s.apply(dt, want, Vec3::zeros(), late(l.model_timeout + dt, far));
+        assert_eq!(s.state(), SafetyState::StalledModel);
+    }
+
+    /// A fade cut short recovers at the rate it fell; one that reached zero ramps in
+    /// over the whole `ramp_time`.
+    #[test]
+    fn a_brief_fade_recovers_as_fast_as_it_fell() {
+        let dt = 1e-3;
+        let want = Vec3::new(0.0, 0.0, 1.0);
+        let mut s = SafetyFilter::new(limits());
+        for _ in 0..200 {
+            s.apply(dt, want, Vec3::zeros(), OK);
+        }
+        let stale = Health {
+            sample_age: 0.005,
+            ..OK
+        };
+        for _ in 0..3 {
+            s.apply(dt, want, Vec3::zeros(), stale);
+        }
+        assert!((s.gain() - 0.7).abs() < 1e-9);
+        let back = (0..10)
+            .position(|_| s.apply(dt, want, Vec3::zeros(), OK) == want)
+            .expect("back to full within the fade time");
+        assert!(back <= 3, "3 ticks down, {} up", back + 1);
+        while s.apply(dt, want, Vec3::zeros(), stale) != Vec3::zeros() {}
+        s.apply(dt, want, Vec3::zeros(), OK);
+        assert!((s.gain() - dt / limits().ramp_time).abs() < 1e-12);
     }
 
     #[test]

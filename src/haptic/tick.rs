@@ -241,6 +241,10 @@ impl<D: HapticDevice> HapticLoop<D> {
             } else {
                 t - self.last_model_update
             },
+            model_reach: match self.config.strategy {
+                ForceStrategy::LocalStiffness => (self.probe - self.model.x0).norm(),
+                ForceStrategy::Hold | ForceStrategy::LinearTime => f64::INFINITY,
+            },
         };
         let mut force = self.safety.apply(dt, desired, velocity, health);
         let mut state = self.safety.state();

@@ -33,12 +33,13 @@ fn component() -> impl Strategy<Value = f64> {
     ]
 }
 
-fn tick_input() -> impl Strategy<Value = (Vec3, bool, f64, f64)> {
+fn tick_input() -> impl Strategy<Value = (Vec3, bool, f64, f64, f64)> {
     (
         (component(), component(), component()).prop_map(|(x, y, z)| Vec3::new(x, y, z)),
         prop::bool::weighted(0.95),
         prop_oneof![9 => Just(0.0), 1 => 0.0..0.05f64],
         prop_oneof![9 => Just(0.0), 1 => 0.0..0.05f64],
+        prop_oneof![8 => 0.0..0.003f64, 1 => Just(f64::INFINITY)],
     )
 }
 
@@ -52,8 +53,8 @@ proptest! {
         let mut s = SafetyFilter::new(l);
         let dt = 1e-3;
         let mut prev = Vec3::zeros();
-        for (desired, device_ok, sample_age, model_age) in inputs {
-            let health = Health { device_ok, finite: true, sample_age, model_age };
+        for (desired, device_ok, sample_age, model_age, model_reach) in inputs {
+            let health = Health { device_ok, finite: true, sample_age, model_age, model_reach };
             let f = s.apply(dt, desired, Vec3::zeros(), health);
             prop_assert!(f.iter().all(|c| c.is_finite()));
             prop_assert!(f.norm() <= l.max_force * (1.0 + 1e-12));

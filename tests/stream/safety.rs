@@ -154,6 +154,70 @@ async fn chromium_shows_a_fade_and_its_reason_within_100_ms_and_marks_the_force_
 
 const BINARY: &str = env!("CARGO_BIN_EXE_palpa");
 
+/// `palpa watch` against a served stream with two known fades: one published before it
+/// connects (a late joiner learns it at once), one while it watches. It prints each
+/// fade once, with its reason, time, ticks and force, and counts them at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn palpa_watch_prints_each_fade_once_and_counts_them() {
+    use std::io::{BufRead, BufReader};
+    let (server, _producer) = server().await;
+    let url = format!("ws://{}/ws", server.local_addr());
+    server.publish_safety(&report(3, wire::SafetyReason::StalledModel, 1.5));
+    let mut watch = std::process::Command::new(BINARY)
+        .args(["watch", url.as_str(), "--seconds", "6"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel();
+    let stdout = watch.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let first =
+        "fade: device 1 at t = 1.500 s: stalled model thread (3 ticks so far, 1.250 N taken off)";
+    let mut seen = Vec::new();
+    while !seen.iter().any(|l| l == first) {
+        let line = lines_rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no first fade line: {seen:?}"));
+        seen.push(line);
+    }
+    // A second fade (a new one, 7 ticks in all); the same report again is no new fade.
+    let second = report(7, wire::SafetyReason::StaleSample, 4.25);
+    server.publish_safety(&second);
+    server.publish_safety(&second);
+    let status = tokio::task::spawn_blocking(move || watch.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    reader.join().unwrap();
+    seen.extend(lines_rx.try_iter());
+    assert!(status.success(), "{seen:#?}");
+    let fades: Vec<&String> = seen.iter().filter(|l| l.starts_with("fade:")).collect();
+    assert_eq!(
+        fades,
+        [
+            first,
+            "fade: device 1 at t = 4.250 s: stale device sample (7 ticks so far, 1.250 N taken off)"
+        ],
+        "{seen:#?}"
+    );
+    let summary = seen
+        .iter()
+        .find(|l| l.starts_with("safety: device 1:"))
+        .unwrap_or_else(|| panic!("no safety summary: {seen:#?}"));
+    assert!(
+        summary.starts_with("safety: device 1: 7 ticks faded (stalled model 7,")
+            && summary.ends_with(
+                "largest fade: stale device sample at t = 4.250 s, 7 ticks, 1.250 N taken off"
+            ),
+        "{summary}"
+    );
+    server.shutdown().await;
+}
+
 #[test]
 fn serve_reports_its_devices_safety_and_tells_viewers_when_the_recording_ends() {
     let dir = tempfile::tempdir().unwrap();
@@ -221,4 +285,132 @@ fn serve_reports_its_devices_safety_and_tells_viewers_when_the_recording_ends() 
         .expect("no notice before the goodbye");
     assert_eq!(notice.kind, wire::NoticeKind::RecordingEnded);
     assert!(notice.message.contains("rec"), "{}", notice.message);
+}
+
+/// One shell spinning per core beside the test, killed when dropped.
+struct BusyLoops(Vec<std::process::Child>);
+
+impl BusyLoops {
+    fn one_per_core() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let spin = || {
+            std::process::Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .unwrap()
+        };
+        Self((0..cores).map(|_| spin()).collect())
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// One device's recorded ticks: how many, the faded ones after the force first reached
+/// full gain (the start-up, before any model and any contact, is the ramp-in), the
+/// non-finite commands and the largest force commanded (N).
+#[derive(Debug)]
+struct DeviceTicks {
+    ticks: usize,
+    faded: usize,
+    non_finite: usize,
+    peak: f64,
+}
+
+fn device_ticks(path: &std::path::Path) -> DeviceTicks {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (fx, safety) = (column("fx"), column("safety"));
+    let mut d = DeviceTicks {
+        ticks: 0,
+        faded: 0,
+        non_finite: 0,
+        peak: 0.0,
+    };
+    let mut at_full_gain = false;
+    for row in reader.records() {
+        let row = row.unwrap();
+        let f: Vec<f64> = (fx..fx + 3).map(|i| row[i].parse().unwrap()).collect();
+        let state = &row[safety];
+        d.ticks += 1;
+        at_full_gain |= state == "normal";
+        if f.iter().all(|c| c.is_finite()) {
+            d.peak = d.peak.max(f.iter().map(|c| c * c).sum::<f64>().sqrt());
+        } else {
+            d.non_finite += 1;
+        }
+        let fault = [
+            "stalled-model",
+            "stale-sample",
+            "device-fault",
+            "not-finite",
+        ];
+        if at_full_gain && fault.contains(&state) {
+            d.faded += 1;
+        }
+    }
+    d
+}
+
+/// Must-have 1 of issue 39 through the real `serve`: two devices pressing far apart on
+/// one tissue, one busy loop per core beside the server, two presses each. Neither
+/// device ever commands a non-finite force; where the haptic threads get SCHED_FIFO (as
+/// root; the server says so) both peak alike, within 2 % (the scene is symmetric about
+/// the pressed points: alone they peak at 2.985 and 2.990 N; before the late-model grace
+/// device 2 peaked 23-27 % lower), and each fades under 5 % of its ticks after the
+/// ramp-in. The 0.1 % target is met by the release build over 12 s (docs/benchmarks.md,
+/// "Several devices on one tissue"); this test binary, with debug assertions, beside a
+/// parallel test suite, faded 0.02-1.5 % at load 8-17 (before: 4.4-5.2 % in release).
+#[test]
+fn two_devices_pressing_apart_beside_a_busy_loop_per_core_each_keep_their_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("rec");
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("safety-cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let args = [
+        "--bind",
+        "127.0.0.1:0",
+        "--realtime",
+        "auto",
+        "--device",
+        "sim:press@-0.025,0",
+        "--device",
+        "sim:press@0.025,0",
+        "--record",
+        record.to_str().unwrap(),
+    ];
+    let mut served = Served::start(BINARY, &args, &cache);
+    served.ready(Duration::from_secs(600));
+    let busy = BusyLoops::one_per_core();
+    // Two presses of the 2 s script: the deepest at t = 1 s and 3 s.
+    std::thread::sleep(Duration::from_millis(4_500));
+    let (status, stdout, stderr) = served.interrupt(Duration::from_secs(60));
+    drop(busy);
+    assert!(status.success(), "{stdout:?}\n{stderr}");
+    let devices = [
+        device_ticks(&record.join("ticks.csv")),
+        device_ticks(&record.join("ticks-2.csv")),
+    ];
+    for d in &devices {
+        assert!(d.ticks >= 3_000, "{devices:?}");
+        assert_eq!(d.non_finite, 0, "{devices:?}");
+    }
+    let fifo = stderr.matches("haptic thread: SCHED_FIFO").count() == 2;
+    if !fifo {
+        eprintln!("haptic threads without SCHED_FIFO: peaks and fades not asserted: {devices:?}");
+        return;
+    }
+    eprintln!("two devices beside busy loops: {devices:?}");
+    let (a, b) = (devices[0].peak, devices[1].peak);
+    assert!(a > 2.0 && (a - b).abs() <= 0.02 * a.max(b), "{devices:?}");
+    for d in &devices {
+        assert!(d.faded * 20 <= d.ticks, "5 % or more faded: {devices:?}");
+    }
 }
