@@ -594,9 +594,9 @@ impl FullPress for SpherePress<'_> {
 }
 
 /// A sphere probe on the full FEM of linear materials with the runtime's contact
-/// formulation ([`NonlinearStatics::press_swept_sphere`]): the swept sphere's gap
-/// integrated over the surface triangles, one row per node, so `--full` and the runtime
-/// differ only in how they solve the tissue.
+/// formulation ([`NonlinearStatics::press_swept_sphere`]): one row per node at its own
+/// gap under the sphere, the pole face's corners lowered as the pole needs, so `--full`
+/// and the runtime differ only in how they solve the tissue.
 struct SweptPress<'a> {
     statics: &'a NonlinearStatics,
     surface: Vec3,

@@ -1,5 +1,4 @@
-//! The gap between a rigid sphere probe and a point of the tissue, and the surface
-//! quadrature the sphere's contact rows integrate it with.
+//! The gap between a rigid sphere probe and a point of the tissue.
 //!
 //! The probe entered the tissue along −N (N the outward normal where the rest-surface
 //! god-object holds it), and the sphere is seen as a height field over the plane
@@ -44,47 +43,6 @@ pub fn swept_sphere_gap(x: Vec3, centre: Vec3, radius: f64, up: Vec3) -> (f64, V
     (surface - h, -up)
 }
 
-/// Points and weights (summing to 1) of a rule that integrates polynomials of degree 5
-/// exactly on each of the four midpoint sub-triangles of a triangle: 28 points, as
-/// barycentric coordinates. The gap bends with the sphere (curvature 1/R) over a
-/// triangle, so its weighted integral needs more than one low-order rule.
-pub fn triangle_rule() -> Vec<([f64; 3], f64)> {
-    // Dunavant's 7-point degree-5 rule on the reference triangle.
-    let (a1, b1, w1) = (
-        0.059_715_871_789_770,
-        0.470_142_064_105_115,
-        0.132_394_152_788_506,
-    );
-    let (a2, b2, w2) = (
-        0.797_426_985_353_087,
-        0.101_286_507_323_456,
-        0.125_939_180_544_827,
-    );
-    let mut base = vec![([1.0 / 3.0; 3], 0.225)];
-    for (a, b, w) in [(a1, b1, w1), (a2, b2, w2)] {
-        base.push(([a, b, b], w));
-        base.push(([b, a, b], w));
-        base.push(([b, b, a], w));
-    }
-    // The four sub-triangles, by their corners in the parent's barycentric coordinates.
-    let v = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
-    let mid = |i: usize, j: usize| std::array::from_fn::<f64, 3, _>(|k| 0.5 * (v[i][k] + v[j][k]));
-    let subs = [
-        [v[0], mid(0, 1), mid(0, 2)],
-        [mid(0, 1), v[1], mid(1, 2)],
-        [mid(0, 2), mid(1, 2), v[2]],
-        [mid(1, 2), mid(0, 2), mid(0, 1)],
-    ];
-    let mut rule = Vec::with_capacity(4 * base.len());
-    for sub in &subs {
-        for (l, w) in &base {
-            let p = std::array::from_fn(|k| (0..3).map(|c| l[c] * sub[c][k]).sum());
-            rule.push((p, 0.25 * w));
-        }
-    }
-    rule
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,19 +81,5 @@ mod tests {
                 assert!((g0 - g1).abs() <= 2e-9 * 3.2, "{x:?} {d:?}: {g0} {g1}");
             }
         }
-    }
-
-    #[test]
-    fn the_rule_integrates_quintics_on_each_sub_triangle() {
-        let rule = triangle_rule();
-        assert_eq!(rule.len(), 28);
-        let total: f64 = rule.iter().map(|(_, w)| w).sum();
-        assert!((total - 1.0).abs() < 1e-14);
-        // ∫ λ₀² λ₁ dA / A = 2! 1! 2! / (2 + 1 + 2)! = 4 / 120 on the whole triangle.
-        let i: f64 = rule.iter().map(|(l, w)| w * l[0] * l[0] * l[1]).sum();
-        assert!((i - 2.0 * 2.0 / 120.0).abs() < 1e-14, "{i}");
-        // ∫ λ₀⁵ / A = 2 · 5! / 7! = 2 / 42.
-        let i: f64 = rule.iter().map(|(l, w)| w * l[0].powi(5)).sum();
-        assert!((i - 2.0 / 42.0).abs() < 1e-14, "{i}");
     }
 }

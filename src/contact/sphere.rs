@@ -69,7 +69,7 @@ impl HeldRows {
 const POINT_ROW: usize = usize::MAX;
 
 /// Builds the contact rows of spheres of one radius over one surface: the rest
-/// normals, areas and node-to-triangle lists, computed once.
+/// normals and edge lengths, computed once.
 #[derive(Clone, Debug)]
 pub struct SphereContact {
     radius: f64,
@@ -77,9 +77,6 @@ pub struct SphereContact {
     margin: f64,
     /// Unit rest vertex normals (area weighted), zero off the surface.
     normals: Vec<Vec3>,
-    /// Surface triangles around each node: `node_triangles[first[v]..first[v + 1]]`.
-    first: Vec<usize>,
-    node_triangles: Vec<u32>,
     /// Longest rest edge (m) at each surface node.
     longest_edge: Vec<f64>,
     /// Mean rest surface edge (m).
@@ -100,7 +97,6 @@ impl SphereContact {
         let n = rest.len();
         let triangles = bvh.triangles();
         let mut normals = vec![Vec3::zeros(); n];
-        let mut count = vec![0usize; n + 1];
         let mut longest_edge = vec![0.0f64; n];
         let (mut edges, mut edge_sum) = (0usize, 0.0);
         for tri in triangles {
@@ -108,7 +104,6 @@ impl SphereContact {
             let area_normal = (b - a).cross(&(c - a));
             for (k, &v) in tri.iter().enumerate() {
                 normals[v] += area_normal;
-                count[v + 1] += 1;
                 let e = (rest[tri[(k + 1) % 3]] - rest[v]).norm();
                 edge_sum += e;
                 edges += 1;
@@ -121,23 +116,10 @@ impl SphereContact {
             let len = nv.norm();
             *nv = if len > 0.0 { *nv / len } else { Vec3::zeros() };
         }
-        for v in 0..n {
-            count[v + 1] += count[v];
-        }
-        let first = count.clone();
-        let mut node_triangles = vec![0u32; first[n]];
-        for (t, tri) in triangles.iter().enumerate() {
-            for &v in tri {
-                node_triangles[count[v]] = t as u32;
-                count[v] += 1;
-            }
-        }
         Self {
             radius,
             margin: MARGIN * radius,
             normals,
-            first,
-            node_triangles,
             longest_edge,
             mean_edge: if edges > 0 {
                 edge_sum / edges as f64
@@ -154,8 +136,7 @@ impl SphereContact {
     }
 
     /// How far (m) from the sphere's centre its candidate nodes may rest: the radius,
-    /// the margin and a mean surface edge (a node's triangles reach one edge further;
-    /// [`Self::ring`] lists them).
+    /// the margin and a mean surface edge (a node's triangles reach one edge further).
     pub fn reach(&self) -> f64 {
         if self.radius > 0.0 {
             self.radius + self.margin + self.mean_edge
@@ -193,11 +174,6 @@ impl SphereContact {
     /// Unit rest normal of surface node `v` (area weighted over its triangles).
     pub fn node_normal(&self, v: usize) -> Vec3 {
         self.normals[v]
-    }
-
-    /// The surface triangles around node `v` (indices into the BVH's triangle list).
-    pub fn ring(&self, v: usize) -> &[u32] {
-        &self.node_triangles[self.first[v]..self.first[v + 1]]
     }
 
     /// Appends to `out` the nodes of `near_nodes` that get a row for a sphere centred at

@@ -1,7 +1,8 @@
 //! A rigid, frictionless sphere pressed on the full FEM with the runtime's contact
-//! formulation ([`SphereContact`]: the swept sphere's gap integrated over the surface
-//! triangles, one row per node), so that `palpa indent --full` and the runtime models
-//! solve the same contact problem and differ only in how they solve the tissue.
+//! formulation ([`SphereContact`]: one row per node at its own gap under the sphere's
+//! height field, the pole face's corners lowered as the pole needs), so that `palpa
+//! indent --full` and the runtime models solve the same contact problem and differ only
+//! in how they solve the tissue.
 //!
 //! Each round linearises the rows about the current displacement and solves them as
 //! an active set: equalities for the active rows (Lagrange multipliers), a violated

@@ -120,8 +120,6 @@ pub struct ContactPipeline<M: TissueModel> {
     near_displacement: Vec<Vec3>,
     /// A sphere probe's candidate nodes ([`SphereContact::candidates`]), scratch.
     candidates: Vec<usize>,
-    /// Nodes of the candidates' triangles beyond the near set, scratch.
-    ring_nodes: Vec<usize>,
     /// Nodes a little beyond the near reach, nearest a probe first: those the contact
     /// may load soon ([`TissueModel::anticipate`]).
     ahead_nodes: Vec<usize>,
@@ -192,7 +190,6 @@ impl<M: TissueModel> ContactPipeline<M> {
             was_near: Vec::with_capacity(n),
             near_displacement: vec![Vec3::zeros(); n],
             candidates: Vec::with_capacity(n),
-            ring_nodes: Vec::with_capacity(n),
             ahead_nodes: Vec::with_capacity(n),
             stamp: vec![0; n],
             steps: 0,
@@ -401,11 +398,6 @@ impl<M: TissueModel> ContactPipeline<M> {
         self.constraints.clear();
         let capacity = self.model.constraint_capacity();
         self.sphere.begin_step(capacity);
-        // Near nodes are current; the candidates' other triangle nodes are fetched.
-        self.steps += 1;
-        for &v in &self.near_nodes {
-            self.stamp[v] = self.steps;
-        }
         for i in 0..n {
             let state = &mut self.probes[i];
             let Some(centre) = state.centre else {
@@ -423,7 +415,6 @@ impl<M: TissueModel> ContactPipeline<M> {
                     &self.probes[i].held,
                     &mut self.candidates,
                 );
-                self.refresh_rings();
                 self.sphere.push_rows(
                     &self.positions,
                     &self.candidates,

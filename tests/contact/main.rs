@@ -11,3 +11,9 @@ mod patch;
 mod proxy;
 mod sphere;
 mod sphere_replay;
+
+/// One precompute cache for every test of this binary: the default scene's modal basis
+/// is computed once per machine, not once per test (each took tens of seconds).
+fn cache_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join("palpa-contact-tests")
+}

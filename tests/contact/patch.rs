@@ -65,12 +65,12 @@ fn ripple(forces: &[LocalForceModel]) -> f64 {
 
 #[test]
 fn patch_contact_removes_the_mesh_ripple_when_sliding() {
-    let cache = tempfile::tempdir().unwrap();
+    let cache = crate::cache_dir();
     let mut measured = Vec::new();
     // 0: the barycentric point (before); None: the scene default, twice the mean
     // surface edge (11.4 mm on this block).
     for patch in [Some(0.0), Some(8e-3), None] {
-        let mut model = default_block(patch, cache.path());
+        let mut model = default_block(patch, &cache);
         let forces = slide(&mut model);
         assert!(
             forces.iter().all(|m| m.in_contact),
@@ -108,10 +108,10 @@ fn patch_contact_removes_the_mesh_ripple_when_sliding() {
 /// (2 mm/s) so the modes follow quasi-statically.
 #[test]
 fn patch_contact_removes_the_mesh_ripple_on_the_modal_backend() {
-    let cache = tempfile::tempdir().unwrap();
+    let cache = crate::cache_dir();
     let mut measured = Vec::new();
     for patch in [Some(0.0), None] {
-        let mut model = default_block_on(BackendKind::Modal, patch, cache.path());
+        let mut model = default_block_on(BackendKind::Modal, patch, &cache);
         let (y, depth, dt) = (-0.0263, 2e-3, 5e-3);
         let x0 = -0.0125;
         model.step(0.0, dt, Vec3::new(x0, y, 1e-3));
@@ -148,8 +148,8 @@ fn patch_contact_removes_the_mesh_ripple_on_the_modal_backend() {
 
 #[test]
 fn a_slowly_lifted_patch_contact_unloads_smoothly_and_releases_at_the_surface() {
-    let cache = tempfile::tempdir().unwrap();
-    let mut model = default_block(None, cache.path());
+    let cache = crate::cache_dir();
+    let mut model = default_block(None, &cache);
     let (x, y, dt) = (-0.0213, -0.0263, 5e-3);
     model.step(0.0, dt, Vec3::new(x, y, 1e-3));
     for i in 1..=20 {
@@ -180,12 +180,12 @@ fn a_slowly_lifted_patch_contact_unloads_smoothly_and_releases_at_the_surface() 
 
 #[test]
 fn scene_friction_reaches_the_probe() {
-    let cache = tempfile::tempdir().unwrap();
+    let cache = crate::cache_dir();
     let mut scene = Scene::embedded_default();
     scene.backend.kind = BackendKind::Condensed;
     scene.backend.condensed.precompute_cap = 0;
     scene.contact.friction = 0.5;
-    let mut model = build(scene, cache.path(), &mut |_| {}).unwrap().model;
+    let mut model = build(scene, &cache, &mut |_| {}).unwrap().model;
     let SceneModel::Condensed(sim) = &model else {
         panic!("condensed scene");
     };

@@ -1,5 +1,5 @@
 //! Which nodes a step reads: the positions of the nodes within reach of the probes
-//! (and of their sphere rows' triangles) brought up to date, the others put back at
+//! brought up to date, the others put back at
 //! rest, and the nodes just beyond announced to the model.
 
 use super::ContactPipeline;
@@ -53,34 +53,6 @@ impl<M: TissueModel> ContactPipeline<M> {
         for (&v, u) in self.near_nodes.iter().zip(&self.near_displacement[..m]) {
             self.positions[v] = rest[v] + u;
         }
-    }
-
-    /// Brings the positions of the candidates' triangle nodes that are not near (not
-    /// stamped this step) up to date: a node's row integrates the gap over its
-    /// triangles, which reach one edge beyond it.
-    pub(super) fn refresh_rings(&mut self) {
-        self.ring_nodes.clear();
-        for &a in &self.candidates {
-            for &t in self.sphere.ring(a) {
-                for v in self.bvh.triangles()[t as usize] {
-                    if self.stamp[v] != self.steps {
-                        self.stamp[v] = self.steps;
-                        self.ring_nodes.push(v);
-                    }
-                }
-            }
-        }
-        let m = self.ring_nodes.len();
-        if m == 0 {
-            return;
-        }
-        self.model
-            .displacements(&self.ring_nodes, &mut self.near_displacement[..m]);
-        let rest = self.model.rest_positions();
-        for (&v, u) in self.ring_nodes.iter().zip(&self.near_displacement[..m]) {
-            self.positions[v] = rest[v] + u;
-        }
-        self.was_near.extend_from_slice(&self.ring_nodes);
     }
 
     /// The rest-shape radius (m) around `point` holding every node whose current
