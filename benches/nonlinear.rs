@@ -252,10 +252,14 @@ fn steps_on(name: &str, scene: &Scene) {
         };
         println!(
             "nonlinear model step, {served}, {phase}: median of {SERVED_RUNS} runs: p50 {:.2} \
-             ms, p99 {:.2} ms, max {:.2} ms",
+             ms, p99 {:.2} ms, max {:.2} ms; the model thread's CPU time p50 {:.2} ms, p99 \
+             {:.2} ms, max {:.2} ms",
             median(0),
             median(1),
-            median(2)
+            median(2),
+            median(3),
+            median(4),
+            median(5)
         );
     }
     // What the basis lagging behind the contact costs: the largest difference between
@@ -292,8 +296,9 @@ const PHASES: [&str; 4] = [
 
 /// [`model_step`]'s press, hold and slides on `model`, each step started at the model
 /// rate if `paced`; returns each phase's forces along z (N) and its step times' median,
-/// p99 and maximum (ms).
-fn script(model: &mut SceneModel, how: &str, paced: bool) -> ([Vec<f64>; 4], [[f64; 3]; 4]) {
+/// p99 and maximum (ms), wall clock then the stepping thread's CPU time (what the step
+/// costs a core: on a shared machine the wall clock adds the time it waited for one).
+fn script(model: &mut SceneModel, how: &str, paced: bool) -> ([Vec<f64>; 4], [[f64; 6]; 4]) {
     let dt = 0.005;
     let mut t = 0.0;
     let mut next = Instant::now();
@@ -303,28 +308,38 @@ fn script(model: &mut SceneModel, how: &str, paced: bool) -> ([Vec<f64>; 4], [[f
         }
         t += dt;
         let started = Instant::now();
+        let cpu = thread_cpu_ms();
         let force = model.step(t, dt, probe).f0.z;
+        let cpu = thread_cpu_ms() - cpu;
         next = started + Duration::from_secs_f64(dt);
-        (started.elapsed().as_secs_f64() * 1e3, force)
+        ((started.elapsed().as_secs_f64() * 1e3, cpu), force)
     };
     // Onto the surface beside the lump, down to 4 mm, held, slid across the lump to
     // the other side and back.
     let (x0, x1) = (-0.03, 0.03);
     step(model, Vec3::new(x0, 0.0, 0.002));
     let mut phase = |model: &mut SceneModel, what: &str, probes: Vec<Vec3>| {
-        let (mut ms, forces): (Vec<f64>, Vec<f64>) =
+        let (times, forces): (Vec<(f64, f64)>, Vec<f64>) =
             probes.into_iter().map(|p| step(model, p)).unzip();
-        ms.sort_by(f64::total_cmp);
-        let q = |p: f64| ms[((p * ms.len() as f64) as usize).min(ms.len() - 1)];
-        let times = [q(0.5), q(0.99), ms[ms.len() - 1]];
+        let percentiles = |mut ms: Vec<f64>| {
+            ms.sort_by(f64::total_cmp);
+            let q = |p: f64| ms[((p * ms.len() as f64) as usize).min(ms.len() - 1)];
+            [q(0.5), q(0.99), ms[ms.len() - 1]]
+        };
+        let wall = percentiles(times.iter().map(|t| t.0).collect());
+        let cpu = percentiles(times.iter().map(|t| t.1).collect());
+        let times = [wall[0], wall[1], wall[2], cpu[0], cpu[1], cpu[2]];
         println!(
             "nonlinear model step, {how}, {what} ({} steps, last force {:.3} N): p50 \
-             {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-            ms.len(),
+             {:.2} ms, p99 {:.2} ms, max {:.2} ms; CPU p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            forces.len(),
             forces[forces.len() - 1],
             times[0],
             times[1],
-            times[2]
+            times[2],
+            times[3],
+            times[4],
+            times[5]
         );
         (forces, times)
     };
@@ -348,6 +363,17 @@ fn script(model: &mut SceneModel, how: &str, paced: bool) -> ([Vec<f64>; 4], [[f
         [pressing.0, held.0, fast.0, slow.0],
         [pressing.1, held.1, fast.1, slow.1],
     )
+}
+
+/// The calling thread's CPU time (ms).
+fn thread_cpu_ms() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for the call to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 * 1e3 + t.tv_nsec as f64 * 1e-6
 }
 
 criterion_group!(benches, nonlinear, reduced, model_step);

@@ -106,6 +106,21 @@ impl TissueModel for NonlinearTissue {
         self.bound
     }
 
+    /// The bound on U q over the surface with the residual field's bound beyond
+    /// `distance` (m) of `point` ([`crate::fem::ComplianceColumns::field_bound_beyond`]):
+    /// the contact's near set is then sized by the loads' local field, not its peak.
+    fn displacement_bound_beyond(&self, point: &Vec3, distance: f64) -> f64 {
+        let (surface, basis_part) = self.bound_parts;
+        if self.loads.is_empty() {
+            return self.bound;
+        }
+        let beyond = surface
+            + self
+                .residual
+                .field_bound_beyond(&self.loads, basis_part, point, distance);
+        beyond.min(self.bound)
+    }
+
     fn anticipates(&self) -> bool {
         self.residual.completes_in_background()
     }
@@ -144,6 +159,7 @@ impl TissueModel for NonlinearTissue {
         self.loads.clear();
         self.reduced_load.clear();
         self.bound = 0.0;
+        self.bound_parts = (0.0, 0.0);
         self.surface_bound = SurfaceBound::default();
         self.converged = false;
     }

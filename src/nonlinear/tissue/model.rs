@@ -76,6 +76,9 @@ pub struct NonlinearTissue {
     /// An upper bound on the surface displacement at the last step (m), and what it
     /// is taken from.
     pub(super) bound: f64,
+    /// Its parts: the bound on U q over the surface (m) and on U Uᵀ of the loads
+    /// (m), the residual field's basis part.
+    pub(super) bound_parts: (f64, f64),
     pub(super) surface_bound: SurfaceBound,
     /// The last estimate of the basis's error.
     pub(super) estimate: Option<Estimate>,
@@ -170,6 +173,7 @@ impl NonlinearTissue {
             loads: Vec::new(),
             reduced_load: Vec::new(),
             bound: 0.0,
+            bound_parts: (0.0, 0.0),
             surface_bound: SurfaceBound::default(),
             estimate: None,
             dynamics,

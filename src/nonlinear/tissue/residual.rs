@@ -68,4 +68,16 @@ impl Residual {
     pub(super) fn field_bound(&self, loads: &[(usize, Vec3)], basis_part: f64) -> f64 {
         self.columns.field_bound(loads) + basis_part
     }
+
+    /// [`Residual::field_bound`] at the nodes resting at least `distance` (m) from
+    /// `point` ([`ComplianceColumns::field_bound_beyond`]).
+    pub(super) fn field_bound_beyond(
+        &self,
+        loads: &[(usize, Vec3)],
+        basis_part: f64,
+        point: &Vec3,
+        distance: f64,
+    ) -> f64 {
+        self.columns.field_bound_beyond(loads, point, distance) + basis_part
+    }
 }

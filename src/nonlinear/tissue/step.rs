@@ -238,18 +238,20 @@ impl NonlinearTissue {
             .collect();
         self.reduced_load.resize(self.reduced.shapes(), 0.0);
         self.reduced.project(&pairs, &mut self.reduced_load);
-        self.bound = self
+        let surface = self
             .surface_bound
-            .at(&self.reduced, &self.geometry.surface_nodes, &self.q)
-            + self.residual_bound();
+            .at(&self.reduced, &self.geometry.surface_nodes, &self.q);
+        let basis_part = self.surface_bound.peak_sum(&self.reduced_load);
+        self.bound_parts = (surface, basis_part);
+        self.bound = surface + self.residual_bound(basis_part);
     }
 
-    /// A bound on the residual field of the last step's loads at any node (m).
-    fn residual_bound(&self) -> f64 {
+    /// A bound on the residual field of the last step's loads at any node (m), its
+    /// basis part (Uᵀ of the loads over the surface) `basis_part`.
+    fn residual_bound(&self, basis_part: f64) -> f64 {
         if self.loads.is_empty() {
             return 0.0;
         }
-        let basis_part = self.surface_bound.peak_sum(&self.reduced_load);
         self.residual.field_bound(&self.loads, basis_part)
     }
 }
