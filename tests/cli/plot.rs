@@ -55,6 +55,20 @@ fn replay(dir: &Path, traj: &str, plot: &Path) -> PathBuf {
     csv
 }
 
+/// `palpa plot CSV --out DIR/again.svg EXTRA…`, the SVG it wrote.
+fn plot_again(dir: &Path, csv: &Path, extra: &[&str]) -> String {
+    let again = dir.join("again.svg");
+    let mut args = vec![
+        "plot",
+        csv.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    ok(palpa(&args, dir));
+    std::fs::read_to_string(&again).unwrap()
+}
+
 /// Columns of the replay CSV by name (after its `#` comment lines).
 fn column(csv: &str, name: &str) -> Vec<f64> {
     let mut lines = csv.lines().filter(|l| !l.starts_with('#'));
@@ -160,19 +174,10 @@ fn a_slide_plots_to_svg_with_the_scene_title_and_a_visible_magnitude_curve() {
     );
 
     // `palpa plot` on the replay's CSV draws the same picture as `replay --plot`.
-    let again = dir.path().join("again.svg");
-    ok(palpa(
-        &[
-            "plot",
-            csv_path.to_str().unwrap(),
-            "--out",
-            again.to_str().unwrap(),
-            "--title",
-            "coarse block",
-        ],
-        dir.path(),
-    ));
-    assert_eq!(std::fs::read_to_string(&again).unwrap(), svg);
+    assert_eq!(
+        plot_again(dir.path(), &csv_path, &["--title", "coarse block"]),
+        svg
+    );
 }
 
 #[test]
@@ -285,17 +290,7 @@ fn a_press_plots_force_against_depth_and_its_csv_names_the_scene() {
     }
 
     // `palpa plot` titles it from the `# scene:` line: the same picture.
-    let again = dir.path().join("again.svg");
-    ok(palpa(
-        &[
-            "plot",
-            csv_path.to_str().unwrap(),
-            "--out",
-            again.to_str().unwrap(),
-        ],
-        dir.path(),
-    ));
-    assert_eq!(std::fs::read_to_string(&again).unwrap(), svg);
+    assert_eq!(plot_again(dir.path(), &csv_path, &[]), svg);
 }
 
 #[test]
