@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::device::CalibrationRequest;
 use crate::haptic::runtime::RuntimeShared;
@@ -45,6 +45,8 @@ pub struct ServeHandle {
     hands: Vec<Hand>,
     shared: Vec<Arc<RuntimeShared>>,
     previous: StatsSnapshot,
+    /// When `previous` was taken: the statistics window is about, not exactly, 1 s.
+    previous_at: Instant,
     /// Device 1's clamped ticks since the last statistics.
     clamped: u64,
     /// The safety report viewers were sent last.
@@ -200,6 +202,7 @@ pub(super) fn start_stream(
     let shared: Vec<_> = hands.iter().map(|h| h.runtime.shared().clone()).collect();
     Ok(ServeHandle {
         previous: shared[0].stats.snapshot(),
+        previous_at: Instant::now(),
         warned_ramp: vec![false; hands.len()],
         started: started(server.viewer_url(), server.remote_viewer_urls()),
         tokio,
@@ -269,6 +272,9 @@ impl ServeHandle {
         }
         let clamped = std::mem::take(&mut self.clamped);
         let stats = haptic_stats(&self.shared[0], &mut self.previous, clamped);
+        let window_s = std::mem::replace(&mut self.previous_at, Instant::now())
+            .elapsed()
+            .as_secs_f64();
         for (hand, warned) in self.hands.iter().zip(&mut self.warned_ramp) {
             if let (Some(note), false) = (hand.review.ramp_note(), *warned) {
                 *warned = true;
@@ -277,8 +283,8 @@ impl ServeHandle {
         }
         if self.polls % 200 == 0 {
             tracing::info!(
-                "haptic loop: {} ticks/s, period p99 {:.0} µs, missed {}; {} viewers",
-                stats.ticks,
+                "haptic loop: {:.0} ticks/s, period p99 {:.0} µs, missed {}; {} viewers",
+                stats.ticks as f64 / window_s.max(1e-3),
                 stats.period_p99_s * 1e6,
                 stats.missed_deadlines,
                 self.server.client_count()
