@@ -156,21 +156,31 @@ fn force_grows_with_stiffening_and_agrees_with_the_linear_law_when_shallow() {
     }
 }
 
-/// The default scene with `law` (TOML lines) in both materials, run by `backend`.
+/// The default scene with `law` (TOML lines) in both materials, run by `backend`, with
+/// 5 mm cells under the probe instead of 3.3 mm: the runtime-vs-full comparison is of the
+/// reduction, not of the mesh, and the shipped mesh's full solves took minutes of a debug
+/// test run (docs/benchmarks.md).
 fn default_with(law: &str, backend: &str) -> Scene {
     let text =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/default.toml"))
-            .unwrap()
-            .replace("density = 1000\n", &format!("density = 1000\n{law}\n"))
-            .replace("kind = \"modal\"", &format!("kind = \"{backend}\""))
-            .replace("pressure = \"nodal\"", "pressure = \"element\"");
+            .unwrap();
+    assert!(
+        text.contains("fine = 0.0033333333"),
+        "the default mesh changed"
+    );
+    let text = text
+        .replace("fine = 0.0033333333", "fine = 0.005")
+        .replace("density = 1000\n", &format!("density = 1000\n{law}\n"))
+        .replace("kind = \"modal\"", &format!("kind = \"{backend}\""))
+        .replace("pressure = \"nodal\"", "pressure = \"element\"");
     Scene::parse(&text, "default.toml", Path::new(".")).unwrap()
 }
 
 /// The acceptance curves at `at` (`place` names it): the runtime nonlinear model
-/// (`indent`) against the full FEM (`indent --full`) on the default block made
-/// neo-Hookean and Veronda–Westmann γ = 5, 0.25–6 mm. The issue asks for 5 %; the reduced
-/// model gives 0.4 %, and the test holds it to 1 %. The force at 6 mm grows with the
+/// (`indent`) against the full FEM (`indent --full`) on the default block (5 mm cells)
+/// made neo-Hookean and Veronda–Westmann γ = 5, at 0.25, 2 and 6 mm (the ends and middle
+/// of the issue's 0.25–6 mm). The issue asks for 5 %; the reduced model gave 0.4 % on the
+/// shipped mesh, and the test holds it to 1 %. The force at 6 mm grows with the
 /// stiffening: linear < neo-Hookean < γ = 5.
 fn assert_runtime_matches_full_fem(place: &str, at: [f64; 2]) {
     let laws = [
@@ -180,17 +190,23 @@ fn assert_runtime_matches_full_fem(place: &str, at: [f64; 2]) {
             "model = \"veronda-westmann\"\nstiffening = 5",
         ),
     ];
-    let linear = press(default_with("", "modal"), at, false);
-    eprintln!("force (N) {place}, default block, depths (mm) {DEPTHS:?}:");
+    let depths = [0.00025, 0.002, 0.006];
+    let press = |scene: Scene, full: bool| {
+        let cache = tempfile::tempdir().unwrap();
+        let built = build(scene, cache.path(), &mut |_| {}).unwrap();
+        indent(built, &options(at, &depths, full), &mut |_, _| {}).unwrap()
+    };
+    let linear = press(default_with("", "modal"), false);
+    eprintln!("force (N) {place}, default block, depths (m) {depths:?}:");
     eprintln!("{:>40} {:?}", "linear (modal runtime)", linear.force_n);
-    let mut deepest = vec![linear.force_n[5]];
+    let mut deepest = vec![linear.force_n[2]];
     for (name, law) in laws {
-        let runtime = press(default_with(law, "nonlinear"), at, false);
-        let full = press(default_with(law, "modal"), at, true);
+        let runtime = press(default_with(law, "nonlinear"), false);
+        let full = press(default_with(law, "modal"), true);
         eprintln!("{:>40} {:?}", format!("{name}, runtime"), runtime.force_n);
         eprintln!("{:>40} {:?}", format!("{name}, full FEM"), full.force_n);
         assert_close(&runtime, &full, 1e-2, &format!("{name} {place}"));
-        deepest.push(runtime.force_n[5]);
+        deepest.push(runtime.force_n[2]);
     }
     assert!(
         deepest.windows(2).all(|w| w[1] > w[0]),

@@ -16,6 +16,7 @@ use palpa::nonlinear::{
 };
 use palpa::scene::{FemInputs, Scene};
 use palpa::Vec3;
+use std::path::Path;
 
 /// The enrichment tolerance the tests solve to (energy norm, relative).
 const TOLERANCE: f64 = 1e-3;
@@ -319,17 +320,32 @@ fn over_the_lump_on_the_default_block_the_reduced_model_is_within_a_percent_of_t
     assert_reduced_matches_full_fem_on_the_default_block("over the lump", [0.0, 0.0]);
 }
 
-/// The default block made neo-Hookean and Veronda–Westmann γ = 5, pressed at `at`
-/// (`name` says where) to 0.25–6 mm by a 1 cm patch: the reduced model, exact over its
+/// The default scene's block, lump and base with 5 mm cells under the probe instead of
+/// 3.3 mm: the comparison is of the reduction, not of the mesh, and the shipped mesh's
+/// full solves took minutes of a debug test run (docs/benchmarks.md).
+fn coarser_default_block() -> FemInputs {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/default.toml"))
+            .unwrap();
+    assert!(
+        text.contains("fine = 0.0033333333"),
+        "the default mesh changed"
+    );
+    let text = text.replace("fine = 0.0033333333", "fine = 0.005");
+    FemInputs::resolve(&Scene::parse(&text, "default.toml", Path::new(".")).unwrap()).unwrap()
+}
+
+/// The default block (5 mm cells) made neo-Hookean and Veronda–Westmann γ = 5, pressed at
+/// `at` (`name` says where) to 0.25–6 mm by a 1 cm patch: the reduced model, exact over its
 /// active elements and over a cubature trained on the press, gives the full FEM's force
 /// to 1 % (the curves, printed with the linear curve for scale), and the force
 /// grows with the stiffening.
 fn assert_reduced_matches_full_fem_on_the_default_block(name: &str, at: [f64; 2]) {
-    let inputs = FemInputs::resolve(&Scene::embedded_default()).unwrap();
+    let inputs = coarser_default_block();
     let mesh = &inputs.mesh.mesh;
     let n = mesh.nodes.len();
     let prescribed: Vec<bool> = inputs.fixed.iter().flat_map(|&f| [f; 3]).collect();
-    let depths = [0.00025, 0.001, 0.002, 0.003, 0.004, 0.006];
+    let depths = [0.00025, 0.002, 0.004, 0.006];
     let laws = |kind| -> Vec<Hyperelastic> {
         inputs
             .per_tet
@@ -400,7 +416,11 @@ fn assert_reduced_matches_full_fem_on_the_default_block(name: &str, at: [f64; 2]
             }
         }
         // Force grows with the stiffening at depth.
-        assert!(full[5] > last[5], "{name}: {full:?} after {last:?}");
+        let deepest = depths.len() - 1;
+        assert!(
+            full[deepest] > last[deepest],
+            "{name}: {full:?} after {last:?}"
+        );
         last = full;
     }
 }
