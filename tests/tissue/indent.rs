@@ -161,15 +161,7 @@ fn force_grows_with_stiffening_and_agrees_with_the_linear_law_when_shallow() {
 /// reduction, not of the mesh, and the shipped mesh's full solves took minutes of a debug
 /// test run (docs/benchmarks.md).
 fn default_with(law: &str, backend: &str) -> Scene {
-    let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/default.toml"))
-            .unwrap();
-    assert!(
-        text.contains("fine = 0.0033333333"),
-        "the default mesh changed"
-    );
-    let text = text
-        .replace("fine = 0.0033333333", "fine = 0.005")
+    let text = crate::default_scene_with_5mm_cells()
         .replace("density = 1000\n", &format!("density = 1000\n{law}\n"))
         .replace("kind = \"modal\"", &format!("kind = \"{backend}\""))
         .replace("pressure = \"nodal\"", "pressure = \"element\"");

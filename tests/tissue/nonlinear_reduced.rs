@@ -324,14 +324,7 @@ fn over_the_lump_on_the_default_block_the_reduced_model_is_within_a_percent_of_t
 /// 3.3 mm: the comparison is of the reduction, not of the mesh, and the shipped mesh's
 /// full solves took minutes of a debug test run (docs/benchmarks.md).
 fn coarser_default_block() -> FemInputs {
-    let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/default.toml"))
-            .unwrap();
-    assert!(
-        text.contains("fine = 0.0033333333"),
-        "the default mesh changed"
-    );
-    let text = text.replace("fine = 0.0033333333", "fine = 0.005");
+    let text = crate::default_scene_with_5mm_cells();
     FemInputs::resolve(&Scene::parse(&text, "default.toml", Path::new(".")).unwrap()).unwrap()
 }
 
