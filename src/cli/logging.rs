@@ -8,18 +8,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use super::progress::LogWriter;
-
-/// Targets whose trace events carry frame payloads.
-const PAYLOAD_TARGETS: [&str; 2] = ["tungstenite", "tokio_tungstenite"];
-
-/// Whether an event may be logged: not a trace event of the WebSocket library.
-pub fn without_payloads(meta: &tracing::Metadata<'_>) -> bool {
-    let target = meta.target();
-    let payload = PAYLOAD_TARGETS
-        .iter()
-        .any(|t| target == *t || target.starts_with(&format!("{t}::")));
-    !(payload && *meta.level() == tracing::Level::TRACE)
-}
+use crate::stream::without_payloads;
 
 /// Installs the log for the `palpa` binary.
 pub fn init() {

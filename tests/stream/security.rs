@@ -577,7 +577,7 @@ async fn the_websocket_librarys_frame_traces_carry_the_token_and_the_log_filter_
             tracing_subscriber::fmt::layer()
                 .with_writer(move || f.clone())
                 .with_filter(tracing_subscriber::filter::filter_fn(
-                    palpa::cli::logging::without_payloads,
+                    palpa::stream::without_payloads,
                 )),
         )
         .with(
