@@ -77,6 +77,9 @@ pub enum BackendSetup<'a> {
     },
 }
 
+/// The stage a column cache larger than memory allows fails in, before the factor of K.
+pub const COLUMN_CACHE: &str = "column cache";
+
 /// A build stage that failed, and why.
 #[derive(Debug)]
 pub struct StageError {
@@ -113,6 +116,15 @@ pub fn build(
         }
     }
     let columns = |what: &'static str| {
+        // Each completed node holds 72 bytes per mesh node (ComplianceColumns::new).
+        let bytes = 72.0 * mesh.nodes.len() as f64 * column_cache as f64;
+        crate::budget::check(bytes, || {
+            format!(
+                "a cache of {column_cache} nodes' columns on a {}-node mesh",
+                mesh.nodes.len()
+            )
+        })
+        .map_err(failed(COLUMN_CACHE))?;
         let par = faer::get_global_parallelism();
         let factor = Factor::for_system(system, 0.0, crate::fem::Ordering::default(), par)
             .map_err(|e| failed("factorising K")(e.to_string()))?;

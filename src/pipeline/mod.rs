@@ -12,5 +12,5 @@ mod frame;
 pub(crate) mod patch;
 
 pub use backend::SceneModel;
-pub use build::{build, BackendSetup, ProbeSetup, StageError, MAX_CONSTRAINT_ROWS};
+pub use build::{build, BackendSetup, ProbeSetup, StageError, COLUMN_CACHE, MAX_CONSTRAINT_ROWS};
 pub use contact::{ContactPipeline, ProbeContact};

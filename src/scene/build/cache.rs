@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::fem::FemSystem;
 use crate::modal::{
-    self, ModalCache, ModeFate, ModeReport, PrecomputeParams, Precomputed, Progress,
+    self, ModalCache, ModalError, ModeFate, ModeReport, PrecomputeParams, Precomputed, Progress,
     SelectionParams,
 };
 use crate::scene::{BackendKind, Scene};
@@ -148,7 +148,7 @@ pub fn modal_precompute(
     };
     let start = Instant::now();
     let data = modal::precompute_assembled(system, &params, progress)
-        .map_err(|e| stage(scene, "modal precompute", e))?;
+        .map_err(|e| precompute_error(scene, e))?;
     let seconds = start.elapsed().as_secs_f64();
     if data.basis.n_modes() == 0 {
         return Err(no_modes_kept(scene, &data.reports));
@@ -168,6 +168,21 @@ pub fn modal_precompute(
             seconds,
         },
     ))
+}
+
+/// A failed precompute's error; one the request caused (more modes than the system has,
+/// or than memory holds) names the scene's mode count key.
+fn precompute_error(scene: &Scene, e: ModalError) -> BuildError {
+    match e {
+        ModalError::Request(why) => {
+            let key = match scene.backend.kind {
+                BackendKind::Nonlinear => "backend.nonlinear.modes",
+                _ => "backend.modal.modes",
+            };
+            scene.invalid(key, why).into()
+        }
+        e => stage(scene, "modal precompute", e),
+    }
 }
 
 /// The error of a modal scene whose selection kept no mode, naming the keys that

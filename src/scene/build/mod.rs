@@ -138,8 +138,14 @@ pub fn build(
         },
     };
     let cache = spec.columns.cache_size;
-    let model = pipeline::build(mesh, &system, cache, backend, probe, &scene.source)
-        .map_err(|e| stage(&scene, e.stage, e.message))?;
+    let model = pipeline::build(mesh, &system, cache, backend, probe, &scene.source).map_err(
+        |e| match e.stage {
+            pipeline::COLUMN_CACHE => scene
+                .invalid("backend.columns.cache_size", e.message)
+                .into(),
+            _ => stage(&scene, e.stage, e.message),
+        },
+    )?;
     let elastic = |b: &ModalBasis| b.rigid.iter().filter(|&&r| !r).count();
     let n_modes = match &model {
         SceneModel::Modal(_) => basis.as_ref().map_or(0, ModalBasis::n_modes),
@@ -182,27 +188,10 @@ fn warn_linear_backend(scene: &Scene) {
     );
 }
 
-/// Checks what the scene asks for against the mesh it got: memory sized by the mesh
-/// (the modal basis, the column cache) and probe sizes against the body's size.
+/// Checks the probe sizes the scene asks for against the body's size. Memory sized by
+/// the mesh is checked where it is allocated: the modal basis by the precompute, the
+/// column cache by [`pipeline::build`].
 fn check_size(scene: &Scene, mesh: &TetMesh) -> Result<(), BuildError> {
-    let n = mesh.nodes.len() as f64;
-    let modal = &scene.backend.modal;
-    if scene.backend.kind == BackendKind::Modal {
-        let basis = 8.0 * 3.0 * n * modal.modes as f64;
-        crate::budget::check(basis, || {
-            format!("{} modes of {} nodes", modal.modes, mesh.nodes.len())
-        })
-        .map_err(|why| scene.invalid("backend.modal.modes", why))?;
-    }
-    let columns = 72.0 * n * scene.backend.columns.cache_size as f64;
-    crate::budget::check(columns, || {
-        format!(
-            "a cache of {} nodes' columns on a {}-node mesh",
-            scene.backend.columns.cache_size,
-            mesh.nodes.len()
-        )
-    })
-    .map_err(|why| scene.invalid("backend.columns.cache_size", why))?;
     let (lo, hi) = mesh.bounds();
     let size = (hi - lo).norm();
     let contact = &scene.contact;
