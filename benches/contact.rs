@@ -17,8 +17,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use palpa::app::scene::build;
 use palpa::pipeline::SceneModel;
-use palpa::scene::{build, BackendKind, Scene};
+use palpa::scene::{BackendKind, Scene};
 use palpa::tissue::ModelStep;
 use palpa::Vec3;
 

@@ -12,12 +12,13 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
+use palpa::app::scene::build;
 use palpa::nonlinear::{
     train_cubature, Hyperelastic, LawKind, LinearConstraint, NewtonOptions, NonlinearStatics,
     ReducedStatics,
 };
 use palpa::pipeline::SceneModel;
-use palpa::scene::{build, FemInputs, Scene};
+use palpa::scene::{FemInputs, Scene};
 use palpa::tissue::ModelStep;
 use palpa::Vec3;
 

@@ -7,8 +7,9 @@
 //!
 //! `cargo run --release --example sphere_study [-- quick]` (quick: R 5 mm, 2 mm only).
 
+use palpa::app::scene::build;
 use palpa::pipeline::SceneModel;
-use palpa::scene::{build, BackendKind, Scene};
+use palpa::scene::{BackendKind, Scene};
 use palpa::tissue::ModelStep;
 use palpa::Vec3;
 

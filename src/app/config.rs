@@ -4,11 +4,12 @@
 
 use std::net::SocketAddr;
 
+use crate::app::scene::BuiltScene;
 use crate::device::choice::DeviceChoice;
 use crate::device::mapped::Workspace;
 use crate::device::DeviceRating;
 use crate::haptic::{HapticConfig, SafetyLimits};
-use crate::scene::{BuiltScene, DeviceKind, DeviceSpec, SafetySpec, Scene, WorkspaceSpec};
+use crate::scene::{self, DeviceKind, DeviceSpec, SafetySpec, Scene, WorkspaceSpec};
 use crate::stream::{ProbeWorkspace, StreamConfig, StreamRegion};
 
 /// How far past the device's force clamp the tissue may be pushed: the hand must feel
@@ -156,7 +157,7 @@ pub fn stream_config(
 /// The regions of the scene's non-default materials with their boundary at rest, for
 /// the viewers' x-ray view.
 pub fn stream_regions(built: &BuiltScene) -> Result<Vec<StreamRegion>, String> {
-    let regions = built.material_regions().map_err(|e| e.to_string())?;
+    let regions = scene::material_regions(&built.scene, &built.mesh).map_err(|e| e.to_string())?;
     let mesh = &built.mesh.mesh;
     Ok(regions
         .iter()
@@ -167,7 +168,8 @@ pub fn stream_regions(built: &BuiltScene) -> Result<Vec<StreamRegion>, String> {
 #[cfg(test)]
 mod tests {
     use super::stream_regions;
-    use crate::scene::{build, Scene};
+    use crate::app::scene::build;
+    use crate::scene::Scene;
 
     #[test]
     fn the_default_scene_has_one_region_the_inclusion_sphere() {

@@ -9,6 +9,7 @@
 //! multiplier, a sphere probe as a rigid frictionless sphere every surface node stays
 //! out of). No device, force clamp or safety filter takes part.
 
+use crate::app::scene::BuiltScene;
 use crate::contact::geometry::{plane_barycentric, unit_normal};
 use crate::contact::{SphereContact, SurfaceBvh};
 use crate::nonlinear::{
@@ -17,7 +18,7 @@ use crate::nonlinear::{
 };
 use crate::pipeline::SceneModel;
 use crate::scene::plausible;
-use crate::scene::{BuiltScene, FemInputs, Scene};
+use crate::scene::{FemInputs, Scene};
 use crate::tissue::ModelStep;
 use crate::Vec3;
 

@@ -4,8 +4,9 @@
 //! of the runtime model (or the full FEM), the model reset between points.
 
 use super::indent::{check_depths, indent_model, IndentOptions};
+use crate::app::scene::BuiltScene;
 use crate::pipeline::SceneModel;
-use crate::scene::{BuiltScene, MaterialSpec, Scene};
+use crate::scene::{MaterialSpec, Scene};
 use crate::Vec3;
 
 /// Most grid points one map takes.

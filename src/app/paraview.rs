@@ -6,12 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::app::scene::BuiltScene;
 use crate::fem::TetElement;
 use crate::files::OutputDir;
 use crate::mesh::vtu::{collection, unstructured_grid, VtuCells, VtuField};
 use crate::nonlinear::{Hyperelastic, LawKind};
 use crate::pipeline::SceneModel;
-use crate::scene::{BuiltScene, FemInputs};
+use crate::scene::FemInputs;
 use crate::{Mat3, Vec3};
 
 /// The collection file of a series.

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::config::{attach_device, given_mapping};
 use super::paraview::{ParaviewOptions, ParaviewSeries, ParaviewWritten};
+use crate::app::scene::{self, BuiltScene};
 use crate::device::mapped::{MappedDevice, Workspace};
 use crate::device::replay::{ReplayDevice, Trajectory};
 use crate::device::{DeviceRating, HapticDevice};
@@ -22,7 +23,7 @@ use crate::modal::Progress;
 use crate::recording::session_dir::REPLAY;
 use crate::recording::TickWriter;
 use crate::recording::{DeviceRecord, Existing, Recorded, RecordedBy, RecordingDir, SceneInputs};
-use crate::scene::{self, BuiltScene, PrecomputeOutcome};
+use crate::scene::PrecomputeOutcome;
 use crate::Vec3;
 
 pub use crate::haptic::tick_csv::{write_csv, TickRow as ReplayRow, HEADER};

@@ -9,8 +9,8 @@ use clap::Args;
 use super::progress::progress_bar;
 
 use crate::app::precompute::{precompute, PrecomputeReport};
-use crate::app::scene::{build_scene, load_scene};
-use crate::scene::{self, BuiltScene, Scene};
+use crate::app::scene::{build_scene, load_scene, BuiltScene};
+use crate::scene::{self, Scene};
 
 /// Which scene, and where its precompute cache lives (shared by the scene commands).
 #[derive(Args, Debug, Clone, Default)]

@@ -4,8 +4,9 @@
 //! is well-formed SVG, and the second build of a scene loads its precompute from the
 //! cache instead of recomputing.
 
+use palpa::app::scene::build;
 use palpa::device::replay::Trajectory;
-use palpa::scene::{build, PrecomputeOutcome};
+use palpa::scene::PrecomputeOutcome;
 use palpa::scene::{BackendKind, Scene};
 use std::path::{Path, PathBuf};
 use std::process::Command;

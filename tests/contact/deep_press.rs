@@ -8,6 +8,7 @@
 
 use palpa::app::config::attach_device;
 use palpa::app::replay::{replay, ReplayRow};
+use palpa::app::scene::{build, BuiltScene};
 use palpa::app::serve::{ControlRouter, ServeStep, Stylus, ViewerLink};
 use palpa::device::force_log::ForceLog;
 use palpa::device::mapped::{MappedDevice, Workspace};
@@ -15,7 +16,7 @@ use palpa::device::replay::{Trajectory, TrajectorySample};
 use palpa::device::sim::SimDevice;
 use palpa::device::HapticDevice;
 use palpa::haptic::{LockStep, TickRecord};
-use palpa::scene::{build, BackendKind, BuiltScene, Scene};
+use palpa::scene::{BackendKind, Scene};
 use palpa::stream::SceneVisual;
 use palpa::stream::{snapshot_slot, ProbeControl};
 use palpa::Vec3;

@@ -4,9 +4,10 @@
 //! backend, radius, depth, place and friction, and whatever path brought it there. And
 //! sliding, its force changes smoothly.
 
+use palpa::app::scene::build;
 use palpa::contact::Friction;
 use palpa::pipeline::SceneModel;
-use palpa::scene::{build, BackendKind, Scene};
+use palpa::scene::{BackendKind, Scene};
 use palpa::tissue::ModelStep;
 use palpa::Vec3;
 

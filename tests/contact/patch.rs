@@ -1,8 +1,8 @@
 //! The contact patch and Coulomb friction through the whole probe step
 //! (`ContactPipeline`), on the default tissue block and the shared test block.
 
+use palpa::app::scene::build;
 use palpa::pipeline::SceneModel;
-use palpa::scene::build;
 use palpa::scene::{BackendKind, Scene};
 use palpa::tissue::{LocalForceModel, ModelStep};
 use palpa::Vec3;

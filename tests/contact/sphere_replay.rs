@@ -5,9 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use palpa::app::replay::{replay, ReplayRow};
+use palpa::app::scene::build;
 use palpa::device::replay::Trajectory;
 use palpa::fem::Pressure;
-use palpa::scene::{build, BackendKind, Scene};
+use palpa::scene::{BackendKind, Scene};
 
 fn trajectory(name: &str) -> Trajectory {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -3,12 +3,12 @@
 //! across runs, safety invariants on every tick, golden forces), and the fidelity of the
 //! three force strategies against the every-tick truth.
 
+use palpa::app::scene::build;
 use palpa::device::replay::{ReplayDevice, Trajectory, TrajectorySample};
 use palpa::device::HapticDevice;
 use palpa::haptic::analytic::HertzHalfSpace;
 use palpa::haptic::fidelity;
 use palpa::haptic::{ForceStrategy, HapticConfig, LockStep, SafetyLimits, TickRecord};
-use palpa::scene::build;
 use palpa::scene::Scene;
 use palpa::tissue::ModelStep;
 use palpa::Vec3;

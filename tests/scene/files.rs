@@ -207,21 +207,19 @@ fn an_empty_scene_is_the_default_block_with_defaults_everywhere() {
 
 #[test]
 fn contact_patch_and_friction_keys_parse() {
+    use palpa::app::scene::probe_setup;
     let s =
         parse("[contact]\nfriction = 0.5\nfriction_kinetic = 0.3\npatch_radius = 0.004\n").unwrap();
-    let f = s.contact.probe_setup().unwrap().friction;
+    let f = probe_setup(&s.contact).unwrap().friction;
     assert_eq!((f.mu_static, f.mu_kinetic), (0.5, 0.3));
     assert_eq!(s.contact.patch_radius, Some(0.004));
     // μ_k defaults to μ_s; no keys: frictionless, default patch.
-    let f = parse("[contact]\nfriction = 0.4\n")
-        .unwrap()
-        .contact
-        .probe_setup()
+    let f = probe_setup(&parse("[contact]\nfriction = 0.4\n").unwrap().contact)
         .unwrap()
         .friction;
     assert_eq!((f.mu_static, f.mu_kinetic), (0.4, 0.4));
     let d = parse("").unwrap().contact;
-    assert!(d.probe_setup().unwrap().friction.is_none() && d.patch_radius.is_none());
+    assert!(probe_setup(&d).unwrap().friction.is_none() && d.patch_radius.is_none());
 }
 
 #[test]
@@ -446,7 +444,8 @@ fn geometric_materials_keep_file_order_after_regions() {
 
 #[test]
 fn every_shipped_scene_builds_its_model_and_reuses_the_cache() {
-    use palpa::scene::{build, PrecomputeOutcome};
+    use palpa::app::scene::build;
+    use palpa::scene::PrecomputeOutcome;
     use palpa::tissue::ModelStep;
     let cache = tempfile::tempdir().unwrap();
     for f in shipped() {
@@ -551,7 +550,8 @@ fn each_tetrahedron_gets_its_materials_strain_energy_law() {
 /// modes with the other pressure are computed again into their own file, not loaded.
 #[test]
 fn nodal_pressure_is_its_own_cached_precompute() {
-    use palpa::scene::{build, PrecomputeOutcome};
+    use palpa::app::scene::build;
+    use palpa::scene::PrecomputeOutcome;
     let cache = tempfile::tempdir().unwrap();
     let scene = |pressure: &str| {
         parse(&format!(

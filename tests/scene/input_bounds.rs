@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use crate::support::serve::run_to_end;
-use palpa::scene::{build, Scene};
+use palpa::app::scene::build;
+use palpa::scene::Scene;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_palpa");
 

@@ -112,7 +112,8 @@ fn a_replay_written_for_paraview_holds_the_models_deformed_volume_at_each_frame(
 
     // The same trajectory, stepped here, read at each frame's tick.
     let scene = palpa::scene::Scene::load(&scene_path).unwrap();
-    let mut built = palpa::scene::build(scene, &tmp.path().join("cache"), &mut |_| {}).unwrap();
+    let mut built =
+        palpa::app::scene::build(scene, &tmp.path().join("cache"), &mut |_| {}).unwrap();
     let tets = built.mesh.mesh.tets.clone();
     let regions = built.mesh.mesh.regions.clone();
     let rest = built.model.rest_positions().to_vec();

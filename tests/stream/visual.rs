@@ -3,8 +3,8 @@
 //! (modal coordinates, nodal loads times columns, corrections), and a reset returns it
 //! to rest.
 
+use palpa::app::scene::build;
 use palpa::pipeline::SceneModel;
-use palpa::scene::build;
 use palpa::scene::Scene;
 use palpa::stream::SceneVisual;
 use palpa::stream::{snapshot_slot, FrameEncoder, StreamScene};

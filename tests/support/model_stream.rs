@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use palpa::app::scene::build;
 use palpa::pipeline::SceneModel;
-use palpa::scene::{build, BackendKind, Scene};
+use palpa::scene::{BackendKind, Scene};
 use palpa::stream::SceneVisual;
 use palpa::stream::{
     snapshot_slot, SnapshotDeformation, SnapshotWriter, StreamConfig, StreamScene, StreamServer,

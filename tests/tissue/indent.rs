@@ -4,7 +4,8 @@
 //! against each other, and the command as a user runs it.
 
 use palpa::app::indent::{indent, IndentOptions, Indentation, Method};
-use palpa::scene::{build, Scene};
+use palpa::app::scene::build;
+use palpa::scene::Scene;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

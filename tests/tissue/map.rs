@@ -6,7 +6,8 @@ use std::path::Path;
 
 use palpa::app::indent::{indent, IndentOptions};
 use palpa::app::map::{stiffness_map, MapOptions, Outline};
-use palpa::scene::{build, Scene};
+use palpa::app::scene::build;
+use palpa::scene::Scene;
 
 /// The coarse block on the condensed backend (static: each press settles at once).
 fn coarse_condensed(dir: &Path) -> Scene {

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use palpa::app::config::attach_device;
 use palpa::app::replay::{replay, ReplayRow};
+use palpa::app::scene::{build, BuiltScene};
 use palpa::app::serve::{ControlRouter, ServeStep, Stylus, ViewerLink};
 use palpa::device::force_log::ForceLog;
 use palpa::device::mapped::{MappedDevice, Workspace};
@@ -19,7 +20,7 @@ use palpa::device::sim::SimDevice;
 use palpa::device::HapticDevice;
 use palpa::haptic::LockStep;
 use palpa::pipeline::SceneModel;
-use palpa::scene::{build, BuiltScene, Scene};
+use palpa::scene::Scene;
 use palpa::stream::SceneVisual;
 use palpa::stream::{snapshot_slot, ProbeControl};
 use palpa::Vec3;

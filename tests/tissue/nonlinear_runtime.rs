@@ -7,8 +7,9 @@
 use std::path::Path;
 
 use palpa::app::indent::{indent, IndentOptions};
+use palpa::app::scene::build;
 use palpa::pipeline::SceneModel;
-use palpa::scene::{build, Scene};
+use palpa::scene::Scene;
 use palpa::tissue::{LocalForceModel, ModelStep, PointConstraint, TissueModel};
 use palpa::Vec3;
 

@@ -129,7 +129,7 @@ impl ServeBuilder {
                 f(p)
             }
         };
-        let mut built = scene::build(self.scene, &self.cache_dir, &mut on_progress)
+        let mut built = crate::app::scene::build(self.scene, &self.cache_dir, &mut on_progress)
             .map_err(|e| e.to_string())?;
         let count = opened.len();
         if count > 1 {

@@ -2,6 +2,7 @@
 //! long precompute), then each mapped into the scene and given its haptic loop's
 //! configuration.
 
+use crate::app::scene::BuiltScene;
 use crate::device::check;
 use crate::device::choice::{DeviceChoice, OpenedDevice};
 use crate::device::force_log::ForceLog;
@@ -10,7 +11,6 @@ use crate::device::{CalibrationRequest, HapticDevice};
 use crate::haptic::runtime::RuntimeConfig;
 use crate::recording::DeviceRecord;
 use crate::rt::{RealtimeMode, RealtimePolicy};
-use crate::scene::BuiltScene;
 use crate::Vec3;
 
 use super::super::config::{attach_device, device_mapping, FORCE_CAP_MARGIN};

@@ -1,6 +1,6 @@
-//! Scene → running model: mesh → materials and fixed nodes (resolved once) → FEM
-//! system (assembled once) → modal precompute (cached by input hash) → the backend in its
-//! contact pipeline ([`pipeline::build`]).
+//! Scene → the parts of its model: mesh → materials and fixed nodes (resolved once) →
+//! FEM system (assembled once) → modal precompute (cached by input hash) → the
+//! large-strain statics. `app::scene::build` puts the backend in its contact pipeline.
 
 mod cache;
 mod fem;
@@ -16,14 +16,13 @@ pub use cache::{
 };
 pub use fem::FemInputs;
 pub use mesh::{build_mesh, RenderSurface, SceneMesh};
-pub use regions::MaterialRegion;
+pub use regions::{material_regions, MaterialRegion};
 
+use crate::fem::FemSystem;
 use crate::mesh::TetMesh;
-use crate::modal::{ModalBasis, ModalParams, Progress};
-use crate::nonlinear::NonlinearParams;
-use crate::pipeline::{self, BackendSetup, SceneModel, MAX_CONSTRAINT_ROWS};
+use crate::modal::{ModalBasis, Progress};
+use crate::nonlinear::NonlinearStatics;
 use crate::scene::{BackendKind, Scene, SceneError};
-use crate::Vec3;
 
 /// Why a scene could not become a model: the scene itself, or the FEM/precompute stage
 /// (named).
@@ -44,36 +43,22 @@ pub enum BuildError {
     },
 }
 
-/// A scene turned into a model, ready for a haptic loop.
-pub struct BuiltScene {
+/// A scene built up to its backend: the mesh, the FEM system and what the backend needs
+/// beyond it. `app::scene::build` puts them in the contact pipeline.
+pub struct SceneParts {
     /// The scene.
     pub scene: Scene,
     /// The mesh and render surface.
     pub mesh: SceneMesh,
-    /// The tissue model with the probe.
-    pub model: SceneModel,
+    /// The assembled FEM system (stiffness, mass, free DOFs).
+    pub system: FemSystem,
+    /// The modal precompute's modes (the modal backend, and the nonlinear one with
+    /// dynamic modes).
+    pub basis: Option<ModalBasis>,
+    /// The full large-strain statics (the nonlinear backend only).
+    pub statics: Option<NonlinearStatics>,
     /// What the modal precompute did.
     pub precompute: PrecomputeOutcome,
-    /// Kept modes (modal backend; 0 for condensed).
-    pub n_modes: usize,
-}
-
-impl BuiltScene {
-    /// Where a probe rests above the tissue (m, scene frame): `height` above the middle of
-    /// the mesh's top (where `serve` parks the virtual stylus).
-    pub fn above_the_middle(&self, height: f64) -> Vec3 {
-        let (lo, hi) = self.mesh.mesh.bounds();
-        let mid = (lo + hi) / 2.0;
-        Vec3::new(mid.x, mid.y, hi.z + height)
-    }
-
-    /// The scene's name for viewers and logs (its `name`, else its source).
-    pub fn name(&self) -> String {
-        self.scene
-            .name
-            .clone()
-            .unwrap_or_else(|| self.scene.source.clone())
-    }
 }
 
 /// The error of build stage `stage` of `scene`.
@@ -85,24 +70,19 @@ fn stage(scene: &Scene, stage: &'static str, e: impl std::fmt::Display) -> Build
     }
 }
 
-/// Builds the scene's model: precompute (cached in `cache_dir`) or condensed columns,
-/// then the contact pipeline.
-pub fn build(
+/// Builds the scene up to its backend: mesh, FEM system, precompute (cached in
+/// `cache_dir`) and, for the nonlinear backend, the full statics.
+pub fn build_parts(
     scene: Scene,
     cache_dir: &Path,
     progress: &mut dyn FnMut(Progress),
-) -> Result<BuiltScene, BuildError> {
+) -> Result<SceneParts, BuildError> {
     let inputs = FemInputs::resolve(&scene)?;
     if inputs.is_nonlinear() && scene.backend.kind != BackendKind::Nonlinear {
         warn_linear_backend(&scene);
     }
-    let mesh = &inputs.mesh.mesh;
     let system = inputs.assemble(&scene)?;
-    check_size(&scene, mesh)?;
-    let probe = scene
-        .contact
-        .probe_setup()
-        .map_err(|e| scene.invalid("contact.friction", e))?;
+    check_size(&scene, &inputs.mesh.mesh)?;
     let mut precompute = PrecomputeOutcome::NotModal;
     let mut basis = None;
     if has_modes(&scene) {
@@ -110,54 +90,17 @@ pub fn build(
         precompute = outcome;
         basis = Some(pre.basis);
     }
-    let spec = &scene.backend;
-    let backend = match spec.kind {
-        BackendKind::Modal => BackendSetup::Modal {
-            basis: basis.as_ref().expect("the modal backend has modes"),
-            params: ModalParams {
-                alpha1: spec.modal.alpha1,
-                alpha2: spec.modal.alpha2,
-                dt: 1.0 / scene.rates.model,
-                max_rows: MAX_CONSTRAINT_ROWS,
-            },
-            residual: spec.modal.residual,
-        },
-        BackendKind::Condensed => BackendSetup::Condensed {
-            precompute_cap: spec.condensed.precompute_cap,
-        },
-        BackendKind::Nonlinear => BackendSetup::Nonlinear {
-            statics: Box::new(inputs.statics(&scene)?),
-            params: NonlinearParams {
-                shapes: spec.nonlinear.shapes,
-                tolerance: spec.nonlinear.tolerance,
-                corrections_per_step: spec.nonlinear.corrections_per_step,
-                max_rows: MAX_CONSTRAINT_ROWS,
-            },
-            modes: basis.as_ref(),
-            alpha: (spec.nonlinear.alpha1, spec.nonlinear.alpha2),
-        },
+    let statics = match scene.backend.kind {
+        BackendKind::Nonlinear => Some(inputs.statics(&scene)?),
+        _ => None,
     };
-    let cache = spec.columns.cache_size;
-    let model = pipeline::build(mesh, &system, cache, backend, probe, &scene.source).map_err(
-        |e| match e.stage {
-            pipeline::COLUMN_CACHE => scene
-                .invalid("backend.columns.cache_size", e.message)
-                .into(),
-            _ => stage(&scene, e.stage, e.message),
-        },
-    )?;
-    let elastic = |b: &ModalBasis| b.rigid.iter().filter(|&&r| !r).count();
-    let n_modes = match &model {
-        SceneModel::Modal(_) => basis.as_ref().map_or(0, ModalBasis::n_modes),
-        SceneModel::Nonlinear(_) => basis.as_ref().map_or(0, elastic),
-        SceneModel::Condensed(_) => 0,
-    };
-    Ok(BuiltScene {
+    Ok(SceneParts {
         mesh: inputs.mesh,
         scene,
-        model,
+        system,
+        basis,
+        statics,
         precompute,
-        n_modes,
     })
 }
 
@@ -190,7 +133,7 @@ fn warn_linear_backend(scene: &Scene) {
 
 /// Checks the probe sizes the scene asks for against the body's size. Memory sized by
 /// the mesh is checked where it is allocated: the modal basis by the precompute, the
-/// column cache by [`pipeline::build`].
+/// column cache by `pipeline::build`.
 fn check_size(scene: &Scene, mesh: &TetMesh) -> Result<(), BuildError> {
     let (lo, hi) = mesh.bounds();
     let size = (hi - lo).norm();

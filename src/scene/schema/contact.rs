@@ -4,7 +4,6 @@ use serde::Deserialize;
 
 use super::check::{Check, MAX_COORDINATE};
 use super::SceneError;
-use crate::pipeline::ProbeSetup;
 
 /// Largest friction coefficient a scene may give (rubber on glass is about 2).
 pub const MAX_FRICTION: f64 = 10.0;
@@ -28,10 +27,9 @@ pub struct ContactSpec {
 }
 
 impl ContactSpec {
-    /// The probe's tip, contact patch and friction (μ_k absent: μ_s).
-    pub fn probe_setup(&self) -> Result<ProbeSetup, String> {
-        let kinetic = self.friction_kinetic.unwrap_or(self.friction);
-        ProbeSetup::new(self.probe_radius, self.patch_radius, self.friction, kinetic)
+    /// The kinetic friction coefficient μ_k (absent: μ_s).
+    pub fn kinetic_friction(&self) -> f64 {
+        self.friction_kinetic.unwrap_or(self.friction)
     }
 
     pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
@@ -43,8 +41,12 @@ impl ContactSpec {
         if let Some(mu_k) = self.friction_kinetic {
             c.non_negative_at_most("contact.friction_kinetic", mu_k, MAX_FRICTION)?;
         }
-        if let Err(e) = self.probe_setup() {
-            return Err(c.invalid("contact.friction_kinetic", e));
+        let (mu_s, mu_k) = (self.friction, self.kinetic_friction());
+        if mu_k > mu_s {
+            return Err(c.invalid(
+                "contact.friction_kinetic",
+                format!("the kinetic coefficient μ_k = {mu_k} exceeds the static μ_s = {mu_s}"),
+            ));
         }
         Ok(())
     }
