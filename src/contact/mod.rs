@@ -20,4 +20,4 @@ pub use bvh::{Closest, SegmentHit, SurfaceBvh};
 pub use friction::{Friction, FrictionForce, FrictionPhase, StickPoint};
 pub use patch::ContactPatch;
 pub use proxy::{Contact, Proxy};
-pub use sphere::{HeldRows, SphereContact, SphereRows};
+pub use sphere::{SphereContact, SphereRows};
