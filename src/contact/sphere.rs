@@ -378,45 +378,36 @@ mod tests {
             .unwrap()
     }
 
+    /// The row of the sphere of radius `r` (m) at rest over (x, y), `d` (m) deep.
+    fn row_at(
+        contact: &mut SphereContact,
+        (bvh, rest): (&SurfaceBvh, &[Vec3]),
+        (x, y): (f64, f64),
+        r: f64,
+        d: f64,
+    ) -> PointConstraint {
+        let mut rows = Vec::new();
+        let (centre, p) = (Vec3::new(x, y, r - d), pole(bvh, rest, x, y));
+        contact.push_rows(bvh, rest, rest, p, centre, Vec3::z(), 8, &mut rows);
+        assert_eq!(rows.len(), 1);
+        rows[0]
+    }
+
     #[test]
     fn the_row_is_the_hertz_profile_weighted_gap_and_nothing_at_touching() {
         let h = 1e-3;
         let (bvh, rest) = flat(h, 8);
         let r = 5e-3;
         let mut contact = SphereContact::new(r, &bvh, &rest);
-        let mut rows = Vec::new();
         // Touching: the pole's material point, at zero gap.
         let (x, y) = (0.3e-3, -0.2e-3);
-        let centre = Vec3::new(x, y, r);
-        contact.push_rows(
-            &bvh,
-            &rest,
-            &rest,
-            pole(&bvh, &rest, x, y),
-            centre,
-            Vec3::z(),
-            8,
-            &mut rows,
-        );
-        assert_eq!(rows.len(), 1);
-        assert!(rows[0].support.nodes().len() <= 3);
-        assert!(rows[0].target.z.abs() < 1e-15, "{:?}", rows[0].target);
+        let row = row_at(&mut contact, (&bvh, &rest), (x, y), r, 0.0);
+        assert!(row.support.nodes().len() <= 3);
+        assert!(row.target.z.abs() < 1e-15, "{:?}", row.target);
         // 1 mm deep: the profile-weighted mean of d − (R − √(R² − ρ²)) over the disc
         // of radius √(R d), about 0.8 d (2/5 of a²/2R below d).
         let d = 1e-3;
-        let centre = Vec3::new(x, y, r - d);
-        rows.clear();
-        contact.push_rows(
-            &bvh,
-            &rest,
-            &rest,
-            pole(&bvh, &rest, x, y),
-            centre,
-            Vec3::z(),
-            8,
-            &mut rows,
-        );
-        let row = rows[0];
+        let row = row_at(&mut contact, (&bvh, &rest), (x, y), r, d);
         let a2 = r * d;
         let want = -(d - 0.4 * a2 / (2.0 * r));
         assert!(
@@ -442,15 +433,12 @@ mod tests {
         let r = 3e-3;
         let mut contact = SphereContact::new(r, &bvh, &rest);
         let weights = |contact: &mut SphereContact, x: f64| {
-            let mut rows = Vec::new();
-            let centre = Vec3::new(x, 0.1e-3, r - 1e-3);
-            let p = pole(&bvh, &rest, x, 0.1e-3);
-            contact.push_rows(&bvh, &rest, &rest, p, centre, Vec3::z(), 8, &mut rows);
+            let row = row_at(contact, (&bvh, &rest), (x, 0.1e-3), r, 1e-3);
             let mut w = vec![0.0; rest.len()];
-            for (v, x) in rows[0].support.iter() {
+            for (v, x) in row.support.iter() {
                 w[v] = x;
             }
-            (w, rows[0].target.z)
+            (w, row.target.z)
         };
         let step = 1e-6;
         let mut worst = 0.0f64;
