@@ -595,18 +595,18 @@ impl FullPress for SpherePress<'_> {
 }
 
 /// A sphere probe on the full FEM of linear materials with the runtime's contact
-/// formulation ([`NonlinearStatics::press_swept_sphere`]): one row per node at its own
-/// gap under the sphere, the pole face's corners lowered as the pole needs, so `--full`
-/// and the runtime differ only in how they solve the tissue.
+/// formulation ([`NonlinearStatics::press_swept_sphere`]): one row on the Hertz pressure
+/// profile sampled in the sphere's frame, so `--full` and the runtime differ only in how
+/// they solve the tissue.
 struct SweptPress<'a> {
     statics: &'a NonlinearStatics,
     surface: Vec3,
     normal: Vec3,
     radius: f64,
     contact: SphereContact,
+    bvh: SurfaceBvh,
     /// The rest-surface point pressed (a triangle's nodes, barycentric weights).
     pole: Option<([usize; 3], [f64; 3])>,
-    nodes: Vec<usize>,
     loads: Vec<Vec3>,
     u: Vec<Vec3>,
     state: SweptPressState,
@@ -627,7 +627,7 @@ impl<'a> SweptPress<'a> {
             pole: bvh
                 .closest_point(&surface, f64::INFINITY, rest)
                 .map(|c| (bvh.triangles()[c.triangle], c.bary)),
-            nodes: press.model.surface_nodes().to_vec(),
+            bvh,
             loads: vec![Vec3::zeros(); rest.len()],
             u: vec![Vec3::zeros(); rest.len()],
             state: SweptPressState::default(),
@@ -640,12 +640,15 @@ impl FullPress for SweptPress<'_> {
     fn solve(&mut self, depth: f64) -> Result<(), String> {
         let mut trial = self.u.clone();
         let mut state = self.state.clone();
+        let pole = self
+            .pole
+            .ok_or_else(|| "the model has no surface to press".to_string())?;
         let sphere = SweptSphere {
             contact: &mut self.contact,
-            nodes: &self.nodes,
+            bvh: &self.bvh,
             centre: probe_centre(self.surface, self.normal, self.radius, depth),
             entry: self.normal,
-            pole: self.pole,
+            pole,
         };
         self.statics
             .press_swept_sphere(&mut trial, &self.loads, sphere, &mut state, &FULL_NEWTON)

@@ -18,6 +18,6 @@ pub mod sphere;
 
 pub use bvh::{Closest, SegmentHit, SurfaceBvh};
 pub use friction::{Friction, FrictionForce, FrictionPhase, StickPoint};
-pub use patch::ContactPatch;
+pub use patch::{ContactPatch, MAX_PATCH_NODES};
 pub use proxy::{Contact, Proxy};
-pub use sphere::{HeldRows, SphereContact, SphereRows};
+pub use sphere::{SphereContact, SphereRows};

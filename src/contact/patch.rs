@@ -22,6 +22,10 @@ use crate::Vec3;
 use super::bvh::SurfaceBvh;
 use super::geometry::at_barycentric;
 
+/// Most nodes a point probe's contact patch keeps (its largest weights): the footprint
+/// a patch radius gives stays put as the mesh is refined only while it fits.
+pub const MAX_PATCH_NODES: usize = 48;
+
 /// Builds contact patches of one radius over one surface (rest shape).
 #[derive(Clone, Debug)]
 pub struct ContactPatch {
@@ -108,7 +112,7 @@ impl ContactPatch {
                 }
             }
         }
-        Support::patch(self.pairs.iter().copied(), p).unwrap_or(point)
+        Support::patch_of_at_most(MAX_PATCH_NODES, self.pairs.iter().copied(), p).unwrap_or(point)
     }
 }
 

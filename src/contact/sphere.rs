@@ -1,28 +1,29 @@
-//! The contact rows of a rigid spherical probe tip on the tissue surface: one
-//! unilateral row per surface node near the sphere.
+//! The contact row of a rigid spherical probe tip on the tissue surface: one
+//! unilateral row per sphere whose material point is a Hertz pressure profile sampled
+//! in the sphere's frame (a mortar row with one smooth multiplier over the contact
+//! disc).
 //!
 //! The sphere is a height field over the plane across the entry normal N
-//! ([`super::gap::swept_sphere_gap`]): a node's gap g(x_a) is how far it lies under the
-//! sphere along N, a continuous function of where it is with a finite slope, and its
-//! row pushes it along −N only, linearised about the current positions:
-//! Nᵀ(x_a − x_a,now) ≤ g(x_a,now). The rows' directions are all N, so the contact never
-//! pushes the tissue sideways (pushed along the sphere's normal, the tissue under a
-//! sphere narrower than two cells slid aside around it once it was deeper than its
-//! radius, and the force fell), and the force grows with depth. The faces between
-//! contacting nodes sag into the sphere by up to their chord sag (ℓ²/8R for an edge ℓ):
-//! the corners of the face under the sphere's lowest point (the god-object's rest point,
-//! fixed for a held probe) are lowered as far as that point needs, so a sphere between
-//! the nodes of a coarse mesh still presses them. (Integrating the
-//! gap over the faces with dual-mortar weights, the earlier rows, made nodes next to a
-//! strongly curved gap overshoot: their weights are negative away from the node.)
+//! ([`super::gap::swept_sphere_gap`]): a point's gap g(x) is how far it lies under the
+//! sphere along N, continuous with a finite slope, and the row pushes along −N only
+//! (pushed along the sphere's normal, tissue under a sphere narrower than two cells slid
+//! aside around it once deeper than its radius). The pressure under the sphere has the
+//! Hertz profile p̂(ρ) = √(1 − ρ²/a²) over a disc of radius a = √(R d) (d the sphere's
+//! depth under the rest surface), times one unknown: the row's force. Its material
+//! point is p̂ sampled at fixed offsets around the sphere's axis (8 equal-area rings, 16
+//! points each), each sample projected along N onto the rest surface and carried by its
+//! triangle's barycentric weights; the row asks that the p̂-weighted mean of the
+//! samples' gaps close: the work-conjugate of that pressure, exact for Hertz on a
+//! half-space.
 //!
-//! Which nodes are candidates depends only on the rest shape and the probe (a node
-//! whose rest position lies within its longest edge plus a margin of the sphere's
-//! height field), and rows that pushed at the last step stay candidates; so for a probe
-//! that does not move every step solves the same problem linearised about the last
-//! step's answer (a Newton step for the static backends), and the contact converges
-//! to a fixed point instead of re-choosing its rows from the surface the last step left
-//! (which made a held sphere cycle with a 100 Hz square wave).
+//! Why one row and not a row per node or per sample: node rows on 3.33 mm cells under
+//! a 3.2 mm contact made the force vary by 27 % as a sphere slid over the nodes, and a
+//! row per sample (more rows than nodes) constrains the faces' chords under the curved
+//! sphere, which depends on where the nodes are. The sampled pattern moves with the
+//! sphere, so the row's weights change continuously as it slides, no node enters or
+//! leaves abruptly, and a held sphere's row depends on the rest shape and the probe
+//! only (its step is a Newton step on a fixed problem: a fixed point). At touching the
+//! disc shrinks to the pole's material point, whose gap is zero: nothing pushes.
 //!
 //! A point probe (R = 0) has one row: its tip against the surface point under it.
 
@@ -33,9 +34,13 @@ use crate::Vec3;
 use super::bvh::SurfaceBvh;
 use super::gap::swept_sphere_gap;
 
-/// A node is a candidate while its rest position is within its longest edge plus this
-/// fraction of the radius of the swept sphere: room for the surface to bulge toward it.
-const MARGIN: f64 = 0.1;
+/// Rings of the sampled pressure profile (equal areas of the contact disc).
+const RINGS: usize = 8;
+/// Samples per ring.
+const PER_RING: usize = 16;
+/// Largest contact radius, as a fraction of the sphere's radius (a press deeper than
+/// 2.25 R keeps this footprint).
+const MAX_DISC: f64 = 1.5;
 
 /// Where one probe's rows were put.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -46,43 +51,27 @@ pub struct SphereRows {
     pub count: usize,
 }
 
-/// The nodes whose rows pushed at a probe's last step: they stay candidates at the
-/// next step whatever the rest shape says.
-#[derive(Clone, Debug, Default)]
-pub struct HeldRows {
-    nodes: Vec<usize>,
+/// One sample of the pressure profile: its offset on the unit disc (cos, sin times
+/// ρ/a) and its share of the profile's integral.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    offset: [f64; 2],
+    weight: f64,
 }
 
-impl HeldRows {
-    /// Forgets the held rows (lift-off).
-    pub fn clear(&mut self) {
-        self.nodes.clear();
-    }
-
-    /// Holds the row of surface node `node`.
-    pub fn push(&mut self, node: usize) {
-        self.nodes.push(node);
-    }
-}
-
-/// No node: a point probe's row.
-const POINT_ROW: usize = usize::MAX;
-
-/// Builds the contact rows of spheres of one radius over one surface: the rest
-/// normals and edge lengths, computed once.
+/// Builds the contact row of spheres of one radius over one surface: the sample
+/// pattern and scratch, allocated once.
 #[derive(Clone, Debug)]
 pub struct SphereContact {
     radius: f64,
-    /// Distance (m) beyond a node's longest edge within which it is a candidate.
-    margin: f64,
-    /// Unit rest vertex normals (area weighted), zero off the surface.
-    normals: Vec<Vec3>,
-    /// Longest rest edge (m) at each surface node.
-    longest_edge: Vec<f64>,
     /// Mean rest surface edge (m).
     mean_edge: f64,
-    /// Node of each row of the step, by constraint index ([`POINT_ROW`] for a point).
-    origins: Vec<usize>,
+    samples: Vec<Sample>,
+    /// Triangles near the disc, scratch.
+    triangles: Vec<u32>,
+    /// The row's (node, weight, weighted height of the sphere over its samples) being
+    /// summed, scratch.
+    weights: Vec<(usize, f64, f64)>,
 }
 
 impl SphereContact {
@@ -94,39 +83,44 @@ impl SphereContact {
         } else {
             0.0
         };
-        let n = rest.len();
         let triangles = bvh.triangles();
-        let mut normals = vec![Vec3::zeros(); n];
-        let mut longest_edge = vec![0.0f64; n];
         let (mut edges, mut edge_sum) = (0usize, 0.0);
         for tri in triangles {
-            let [a, b, c] = tri.map(|v| rest[v]);
-            let area_normal = (b - a).cross(&(c - a));
-            for (k, &v) in tri.iter().enumerate() {
-                normals[v] += area_normal;
-                let e = (rest[tri[(k + 1) % 3]] - rest[v]).norm();
-                edge_sum += e;
+            for k in 0..3 {
+                edge_sum += (rest[tri[(k + 1) % 3]] - rest[tri[k]]).norm();
                 edges += 1;
-                longest_edge[v] = longest_edge[v].max(e);
-                let w = tri[(k + 1) % 3];
-                longest_edge[w] = longest_edge[w].max(e);
             }
         }
-        for nv in &mut normals {
-            let len = nv.norm();
-            *nv = if len > 0.0 { *nv / len } else { Vec3::zeros() };
+        // Equal-area rings (midpoints in u = ρ²/a²), each weighted by p̂ there; every
+        // other ring turned by half a step.
+        let mut samples = Vec::with_capacity(RINGS * PER_RING);
+        let mut total = 0.0;
+        for j in 0..RINGS {
+            let u = (j as f64 + 0.5) / RINGS as f64;
+            let (rho, p) = (u.sqrt(), (1.0 - u).sqrt());
+            for i in 0..PER_RING {
+                let turn = (i as f64 + 0.5 * (j % 2) as f64) / PER_RING as f64;
+                let (s, c) = (std::f64::consts::TAU * turn).sin_cos();
+                samples.push(Sample {
+                    offset: [rho * c, rho * s],
+                    weight: p,
+                });
+                total += p;
+            }
+        }
+        for s in &mut samples {
+            s.weight /= total;
         }
         Self {
             radius,
-            margin: MARGIN * radius,
-            normals,
-            longest_edge,
             mean_edge: if edges > 0 {
                 edge_sum / edges as f64
             } else {
                 0.0
             },
-            origins: Vec::new(),
+            samples,
+            triangles: Vec::with_capacity(triangles.len()),
+            weights: Vec::with_capacity(rest.len()),
         }
     }
 
@@ -135,130 +129,144 @@ impl SphereContact {
         self.radius
     }
 
-    /// How far (m) from the sphere's centre its candidate nodes may rest: the radius,
-    /// the margin and a mean surface edge (a node's triangles reach one edge further).
+    /// How far (m) from the sphere's centre the surface it may touch can rest: the
+    /// largest contact disc and a mean surface edge.
     pub fn reach(&self) -> f64 {
         if self.radius > 0.0 {
-            self.radius + self.margin + self.mean_edge
+            (MAX_DISC * self.radius).max(self.radius) + self.mean_edge
         } else {
             0.0
         }
     }
 
-    /// Room for the held rows of one probe.
-    pub fn held_rows(&self, capacity: usize) -> HeldRows {
-        HeldRows {
-            nodes: Vec::with_capacity(capacity),
-        }
+    /// Radius (m) of the contact disc of a sphere `depth` (m) under the rest surface:
+    /// Hertz's √(R d), at most 1.5 R; 0 above the surface.
+    pub fn disc_radius(&self, depth: f64) -> f64 {
+        (self.radius * depth.max(0.0))
+            .sqrt()
+            .min(MAX_DISC * self.radius)
     }
 
-    /// Starts a step's rows: forgets the last step's row origins (room for `capacity`
-    /// rows, allocated once).
-    pub fn begin_step(&mut self, capacity: usize) {
-        self.origins.clear();
-        self.origins.reserve(capacity);
-    }
-
-    /// Remembers in `held` which of `rows` pushed (`forces` by constraint index).
-    pub fn remember(&self, rows: SphereRows, forces: &[Vec3], held: &mut HeldRows) {
-        held.clear();
-        let range = rows.first..rows.first + rows.count;
-        for (k, f) in forces[range.clone()].iter().enumerate() {
-            match self.origins.get(range.start + k) {
-                Some(&v) if *f != Vec3::zeros() && v != POINT_ROW => held.nodes.push(v),
-                _ => {}
-            }
-        }
-    }
-
-    /// Unit rest normal of surface node `v` (area weighted over its triangles).
-    pub fn node_normal(&self, v: usize) -> Vec3 {
-        self.normals[v]
-    }
-
-    /// Appends to `out` the nodes of `near_nodes` that get a row for a sphere centred at
-    /// `centre` (m) pressed in along −`entry` (the rest-surface god-object's outward
-    /// normal): those facing it whose rest position (`rest`, m) lies within their
-    /// longest edge plus the margin of the swept sphere, and the nodes of `held`. They
-    /// depend on the rest shape and the probe only. Allocation-free when `out` has room.
-    pub fn candidates(
-        &self,
-        rest: &[Vec3],
-        near_nodes: &[usize],
-        centre: Vec3,
-        entry: Vec3,
-        held: &HeldRows,
-        out: &mut Vec<usize>,
-    ) {
-        if self.radius <= 0.0 {
-            return;
-        }
-        for &v in near_nodes {
-            if self.normals[v].dot(&entry) <= 0.0 {
-                continue;
-            }
-            let (gap, _) = swept_sphere_gap(rest[v], centre, self.radius, entry);
-            if gap < self.longest_edge[v] + self.margin || held.nodes.contains(&v) {
-                out.push(v);
-            }
-        }
-    }
-
-    /// Appends the rows of `candidates` ([`Self::candidates`]) for the sphere centred at
-    /// `centre` (m) pressed in along −`entry`, linearised about the current positions
-    /// `positions` (m), at most `capacity` rows in all; `pole` (a surface triangle's
-    /// nodes and barycentric weights) is the rest-surface point under the centre, which
-    /// the rows of its corners keep under the sphere too. Allocation-free when `out`
-    /// has room.
+    /// Appends the row of the sphere centred at `centre` (m) pressed in along −`entry`
+    /// (unit: the rest-surface god-object's outward normal) whose pole (the rest-surface
+    /// point under its lowest point) is the barycentric point `pole` of a surface
+    /// triangle of `bvh`, linearised about the current positions `positions` (m; `rest`
+    /// the rest shape), if there is room for it under `capacity` rows in all.
+    /// Allocation-free.
     #[allow(clippy::too_many_arguments)]
     pub fn push_rows(
         &mut self,
+        bvh: &SurfaceBvh,
+        rest: &[Vec3],
         positions: &[Vec3],
-        candidates: &[usize],
-        pole: Option<([usize; 3], [f64; 3])>,
+        pole: ([usize; 3], [f64; 3]),
         centre: Vec3,
         entry: Vec3,
         capacity: usize,
         out: &mut Vec<PointConstraint>,
     ) -> SphereRows {
         let first = out.len();
-        self.origins.resize(first, POINT_ROW);
-        // How far along −N each corner of the pole's triangle must go beyond its own
-        // limit so that the pole is under the sphere with the corners at their limits:
-        // δ w_k / Σ w², the least such lowering, which fades with a corner's weight.
-        let mut lower = [(usize::MAX, 0.0); 3];
-        if let Some((tri, w)) = pole {
-            let limit = |x: Vec3| entry.dot(&x) + swept_sphere_gap(x, centre, self.radius, entry).0;
-            let x: Vec3 = (0..3).map(|k| positions[tri[k]] * w[k]).sum();
-            let delta = (0..3).map(|k| w[k] * limit(positions[tri[k]])).sum::<f64>() - limit(x);
-            let norm = w.iter().map(|w| w * w).sum::<f64>();
-            if delta > 0.0 && norm > 0.0 {
-                lower = std::array::from_fn(|k| (tri[k], delta * w[k] / norm));
+        if self.radius > 0.0 && first < capacity {
+            if let Some(row) = self.row(bvh, rest, positions, pole, centre, entry) {
+                out.push(row);
             }
-        }
-        for &a in candidates {
-            if out.len() >= capacity {
-                break;
-            }
-            // The node's own gap: its row pushes it along −N until it is under the
-            // sphere (and under the pole's limit, for the pole's corners).
-            let x = positions[a];
-            let (gap, n) = swept_sphere_gap(x, centre, self.radius, entry);
-            let gap = gap - lower.iter().filter(|l| l.0 == a).map(|l| l.1).sum::<f64>();
-            if !gap.is_finite() {
-                continue;
-            }
-            self.origins.push(a);
-            out.push(PointConstraint::contact_on(
-                Support::node(a),
-                -n,
-                x - n * gap,
-            ));
         }
         SphereRows {
             first,
             count: out.len() - first,
         }
+    }
+
+    /// The sphere's row ([`Self::push_rows`]); `None` if no sample lands on the surface.
+    fn row(
+        &mut self,
+        bvh: &SurfaceBvh,
+        rest: &[Vec3],
+        positions: &[Vec3],
+        (tri, bary): ([usize; 3], [f64; 3]),
+        centre: Vec3,
+        entry: Vec3,
+    ) -> Option<PointConstraint> {
+        let origin: Vec3 = (0..3).map(|k| rest[tri[k]] * bary[k]).sum();
+        // The disc lies in the plane across N through the pole, centred on the axis.
+        let axis = centre - entry * entry.dot(&(centre - origin));
+        let depth = entry.dot(&(origin - centre)) + self.radius;
+        let a = self.disc_radius(depth);
+        let (e1, e2) = tangents(entry);
+        self.weights.clear();
+        if a <= 0.0 {
+            // Touching or above: the pole's own material point.
+            let x: Vec3 = (0..3).map(|k| positions[tri[k]] * bary[k]).sum();
+            let top = entry.dot(&x) + swept_sphere_gap(x, centre, self.radius, entry).0;
+            for k in 0..3 {
+                add_weight(&mut self.weights, tri[k], bary[k], top);
+            }
+        } else {
+            self.triangles.clear();
+            bvh.triangles_within(&axis, a + self.mean_edge, &mut self.triangles);
+            let triangles = bvh.triangles();
+            let mut last = None;
+            for s in &self.samples {
+                let p = axis + (e1 * s.offset[0] + e2 * s.offset[1]) * a;
+                let q = [e1.dot(&p), e2.dot(&p)];
+                // The highest rest face over the sample facing N; the last sample's
+                // face first (neighbouring samples share faces).
+                let found = last
+                    .and_then(|t: u32| {
+                        under(rest, triangles[t as usize], entry, (e1, e2), q).map(|b| (t, b))
+                    })
+                    .or_else(|| {
+                        self.triangles
+                            .iter()
+                            .filter_map(|&t| {
+                                let b = under(rest, triangles[t as usize], entry, (e1, e2), q)?;
+                                let h: f64 = (0..3)
+                                    .map(|k| entry.dot(&rest[triangles[t as usize][k]]) * b[k])
+                                    .sum();
+                                Some((t, b, h))
+                            })
+                            .max_by(|x, y| x.2.total_cmp(&y.2))
+                            .map(|(t, b, _)| (t, b))
+                    });
+                let Some((t, b)) = found else { continue };
+                let nodes = triangles[t as usize];
+                let x: Vec3 = (0..3).map(|k| positions[nodes[k]] * b[k]).sum();
+                let top = entry.dot(&x) + swept_sphere_gap(x, centre, self.radius, entry).0;
+                if !top.is_finite() {
+                    continue;
+                }
+                last = Some(t);
+                for k in 0..3 {
+                    add_weight(&mut self.weights, nodes[k], s.weight * b[k], top);
+                }
+            }
+        }
+        // Each node's share of the gap goes with it: a support that keeps only the
+        // largest weights (a footprint of more nodes than it holds) drops the rim's
+        // nodes and their targets together.
+        let support = Support::patch(self.weights.iter().map(|w| (w.0, w.1)), origin)?;
+        let (mut x, mut top, mut total) = (origin, 0.0, 0.0);
+        for (v, w) in support.iter() {
+            x += (positions[v] - rest[v]) * w;
+            let held = self
+                .weights
+                .iter()
+                .find(|h| h.0 == v)
+                .expect("a summed node");
+            top += held.2;
+            total += held.1;
+        }
+        let now: f64 = support
+            .iter()
+            .map(|(v, w)| entry.dot(&positions[v]) * w)
+            .sum();
+        let gap = top / total - now;
+        // Along the outward normal: the point may not rise above the sphere.
+        Some(PointConstraint::contact_on(
+            support,
+            entry,
+            x + entry * (gap / total),
+        ))
     }
 
     /// Appends the row of a point probe at `tip` (m) pressed into the material point
@@ -271,10 +279,63 @@ impl SphereContact {
         out: &mut Vec<PointConstraint>,
     ) -> SphereRows {
         let first = out.len();
-        self.origins.resize(first, POINT_ROW);
-        self.origins.push(POINT_ROW);
         out.push(PointConstraint::contact_on(support, normal, tip));
         SphereRows { first, count: 1 }
+    }
+}
+
+/// Two unit vectors across the unit `n`, fixed by `n` alone (the sample pattern's
+/// orientation).
+fn tangents(n: Vec3) -> (Vec3, Vec3) {
+    let least = if n.x.abs() <= n.y.abs() && n.x.abs() <= n.z.abs() {
+        Vec3::x()
+    } else if n.y.abs() <= n.z.abs() {
+        Vec3::y()
+    } else {
+        Vec3::z()
+    };
+    let e1 = n.cross(&least).normalize();
+    (e1, n.cross(&e1))
+}
+
+/// Barycentric weights of the point with plane coordinates `q` (along `e`) in the
+/// triangle `tri` of `rest` seen along `n`, if the triangle faces `n` and holds it.
+fn under(
+    rest: &[Vec3],
+    tri: [usize; 3],
+    n: Vec3,
+    e: (Vec3, Vec3),
+    q: [f64; 2],
+) -> Option<[f64; 3]> {
+    let [a, b, c] = tri.map(|v| rest[v]);
+    if (b - a).cross(&(c - a)).dot(&n) <= 0.0 {
+        return None;
+    }
+    let p = |x: Vec3| [e.0.dot(&x), e.1.dot(&x)];
+    let (pa, pb, pc) = (p(a), p(b), p(c));
+    let det = (pb[0] - pa[0]) * (pc[1] - pa[1]) - (pc[0] - pa[0]) * (pb[1] - pa[1]);
+    if det.abs() <= f64::MIN_POSITIVE {
+        return None;
+    }
+    let l1 = ((q[0] - pa[0]) * (pc[1] - pa[1]) - (pc[0] - pa[0]) * (q[1] - pa[1])) / det;
+    let l2 = ((pb[0] - pa[0]) * (q[1] - pa[1]) - (q[0] - pa[0]) * (pb[1] - pa[1])) / det;
+    let l0 = 1.0 - l1 - l2;
+    let eps = -1e-12;
+    (l0 >= eps && l1 >= eps && l2 >= eps).then(|| [l0.max(0.0), l1.max(0.0), l2.max(0.0)])
+}
+
+/// Adds the weight `w` to node `v` in `weights`, with the sphere's height `top` (m,
+/// along N) at the sample it comes from.
+fn add_weight(weights: &mut Vec<(usize, f64, f64)>, v: usize, w: f64, top: f64) {
+    if w == 0.0 {
+        return;
+    }
+    match weights.iter_mut().find(|x| x.0 == v) {
+        Some(x) => {
+            x.1 += w;
+            x.2 += w * top;
+        }
+        None => weights.push((v, w, w * top)),
     }
 }
 
@@ -282,18 +343,23 @@ impl SphereContact {
 mod tests {
     use super::*;
 
-    /// A flat square of 2 × 2 cells of `h` (m) in z = 0, split along one diagonal.
-    fn flat(h: f64) -> (SurfaceBvh, Vec<Vec3>) {
+    /// A flat square of 2n × 2n cells of `h` (m) in z = 0, split along one diagonal.
+    fn flat(h: f64, n: usize) -> (SurfaceBvh, Vec<Vec3>) {
+        let side = 2 * n + 1;
         let mut rest = Vec::new();
-        for j in 0..3 {
-            for i in 0..3 {
-                rest.push(Vec3::new((i as f64 - 1.0) * h, (j as f64 - 1.0) * h, 0.0));
+        for j in 0..side {
+            for i in 0..side {
+                rest.push(Vec3::new(
+                    (i as f64 - n as f64) * h,
+                    (j as f64 - n as f64) * h,
+                    0.0,
+                ));
             }
         }
-        let id = |i: usize, j: usize| i + 3 * j;
+        let id = |i: usize, j: usize| i + side * j;
         let mut tris = Vec::new();
-        for j in 0..2 {
-            for i in 0..2 {
+        for j in 0..side - 1 {
+            for i in 0..side - 1 {
                 tris.push([id(i, j), id(i + 1, j), id(i + 1, j + 1)]);
                 tris.push([id(i, j), id(i + 1, j + 1), id(i, j + 1)]);
             }
@@ -301,40 +367,90 @@ mod tests {
         (SurfaceBvh::build(tris, &rest), rest)
     }
 
-    #[test]
-    fn a_flat_plate_pressed_by_a_plane_gets_the_exact_gap_at_every_node() {
-        // A sphere much larger than the plate is a plane over it: the gap is linear and
-        // the weighted gap is exact at every node, along the normal.
-        let h = 1e-3;
-        let (bvh, rest) = flat(h);
-        let radius = 1e3;
-        let mut contact = SphereContact::new(radius, &bvh, &rest);
-        let centre = Vec3::new(0.0, 0.0, radius - 2e-4);
-        let mut nodes = Vec::new();
-        let all: Vec<usize> = (0..rest.len()).collect();
-        contact.candidates(
-            &rest,
-            &all,
-            centre,
-            Vec3::z(),
-            &HeldRows::default(),
-            &mut nodes,
-        );
-        assert_eq!(nodes.len(), 9);
+    /// The rest-surface pole under (x, y) of the flat grid: its triangle and weights.
+    fn pole(bvh: &SurfaceBvh, rest: &[Vec3], x: f64, y: f64) -> ([usize; 3], [f64; 3]) {
+        let (e1, e2) = tangents(Vec3::z());
+        let p = Vec3::new(x, y, 0.0);
+        let q = [e1.dot(&p), e2.dot(&p)];
+        bvh.triangles()
+            .iter()
+            .find_map(|&t| under(rest, t, Vec3::z(), (e1, e2), q).map(|b| (t, b)))
+            .unwrap()
+    }
+
+    /// The row of the sphere of radius `r` (m) at rest over (x, y), `d` (m) deep.
+    fn row_at(
+        contact: &mut SphereContact,
+        (bvh, rest): (&SurfaceBvh, &[Vec3]),
+        (x, y): (f64, f64),
+        r: f64,
+        d: f64,
+    ) -> PointConstraint {
         let mut rows = Vec::new();
-        contact.push_rows(&rest, &nodes, None, centre, Vec3::z(), 64, &mut rows);
-        for (row, &v) in rows.iter().zip(&nodes) {
-            let d = row.direction(0);
-            // The node must end at most 0.2 mm lower, less the sphere's sag there.
-            let sag = radius - (radius * radius - rest[v].xy().norm_squared()).sqrt();
-            let want = -2e-4 + sag;
-            // The sphere's own normal tilts by |x| / R ≤ 1.4e-6 over the plate.
-            assert!((d - Vec3::z()).norm() < 1e-5, "{d:?}");
-            assert!(
-                (row.target.z - want).abs() < 1e-9,
-                "{} {want}",
-                row.target.z
-            );
+        let (centre, p) = (Vec3::new(x, y, r - d), pole(bvh, rest, x, y));
+        contact.push_rows(bvh, rest, rest, p, centre, Vec3::z(), 8, &mut rows);
+        assert_eq!(rows.len(), 1);
+        rows[0]
+    }
+
+    #[test]
+    fn the_row_is_the_hertz_profile_weighted_gap_and_nothing_at_touching() {
+        let h = 1e-3;
+        let (bvh, rest) = flat(h, 8);
+        let r = 5e-3;
+        let mut contact = SphereContact::new(r, &bvh, &rest);
+        // Touching: the pole's material point, at zero gap.
+        let (x, y) = (0.3e-3, -0.2e-3);
+        let row = row_at(&mut contact, (&bvh, &rest), (x, y), r, 0.0);
+        assert!(row.support.nodes().len() <= 3);
+        assert!(row.target.z.abs() < 1e-15, "{:?}", row.target);
+        // 1 mm deep: the profile-weighted mean of d − (R − √(R² − ρ²)) over the disc
+        // of radius √(R d), about 0.8 d (2/5 of a²/2R below d).
+        let d = 1e-3;
+        let row = row_at(&mut contact, (&bvh, &rest), (x, y), r, d);
+        let a2 = r * d;
+        let want = -(d - 0.4 * a2 / (2.0 * r));
+        assert!(
+            (row.target.z - want).abs() < 0.02 * d,
+            "{} {want}",
+            row.target.z
+        );
+        assert_eq!(row.direction(0), Vec3::z());
+        let sum: f64 = row.support.weights().iter().sum();
+        assert!((sum - 1.0).abs() < 1e-12);
+        // The weights' centroid is the sphere's axis.
+        let c: Vec3 = row.support.iter().map(|(v, w)| rest[v] * w).sum();
+        assert!(
+            (c.xy() - Vec3::new(x, y, 0.0).xy()).norm() < 0.02 * h,
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn the_row_changes_continuously_as_the_sphere_slides() {
+        let h = 1e-3;
+        let (bvh, rest) = flat(h, 8);
+        let r = 3e-3;
+        let mut contact = SphereContact::new(r, &bvh, &rest);
+        let weights = |contact: &mut SphereContact, x: f64| {
+            let row = row_at(contact, (&bvh, &rest), (x, 0.1e-3), r, 1e-3);
+            let mut w = vec![0.0; rest.len()];
+            for (v, x) in row.support.iter() {
+                w[v] = x;
+            }
+            (w, row.target.z)
+        };
+        let step = 1e-6;
+        let mut worst = 0.0f64;
+        let (mut w0, mut z0) = weights(&mut contact, 0.0);
+        for k in 1..=1000 {
+            let (w, z) = weights(&mut contact, k as f64 * step);
+            let change: f64 = w.iter().zip(&w0).map(|(a, b)| (a - b).abs()).sum();
+            worst = worst.max(change);
+            assert!((z - z0).abs() < 1e-8, "{z} {z0}");
+            (w0, z0) = (w, z);
         }
+        // Moving a thousandth of a cell moves at most a few thousandths of the weight.
+        assert!(worst < 0.01, "{worst}");
     }
 }

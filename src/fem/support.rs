@@ -4,9 +4,10 @@
 
 use crate::Vec3;
 
-/// Most nodes a [`Support`] holds: a contact patch keeps its largest weights when more
+/// Most nodes a [`Support`] holds (a sphere's footprint on 0.5 mm cells covers about
+/// 170): a contact patch keeps its largest weights when more
 /// surface nodes than this lie within its radius.
-pub const MAX_SUPPORT_NODES: usize = 48;
+pub const MAX_SUPPORT_NODES: usize = 192;
 
 /// A material point of the surface as weighted mesh nodes (weights sum to 1): it moves
 /// by Σ_v w_v u_v, and a force f on it puts w_v f on each node v. Measuring and loading
@@ -47,18 +48,28 @@ impl Support {
     /// material point rests at `origin` (m). Keeps the [`MAX_SUPPORT_NODES`] largest
     /// weights. `None` if no weight is positive.
     pub fn patch(pairs: impl IntoIterator<Item = (usize, f64)>, origin: Vec3) -> Option<Self> {
+        Self::patch_of_at_most(MAX_SUPPORT_NODES, pairs, origin)
+    }
+
+    /// As [`Support::patch`], keeping the `most` (at most [`MAX_SUPPORT_NODES`]) largest
+    /// weights.
+    pub fn patch_of_at_most(
+        most: usize,
+        pairs: impl IntoIterator<Item = (usize, f64)>,
+        origin: Vec3,
+    ) -> Option<Self> {
+        let most = most.clamp(1, MAX_SUPPORT_NODES);
         let mut s = Self::empty();
         for (v, w) in pairs {
             if !(w > 0.0 && w.is_finite()) {
                 continue;
             }
-            if s.len < MAX_SUPPORT_NODES {
+            if s.len < most {
                 s.nodes[s.len] = v;
                 s.weights[s.len] = w;
                 s.len += 1;
             } else {
-                let (i, &smallest) = s
-                    .weights
+                let (i, &smallest) = s.weights[..most]
                     .iter()
                     .enumerate()
                     .min_by(|a, b| a.1.total_cmp(b.1))

@@ -1,8 +1,7 @@
 //! A rigid, frictionless sphere pressed on the full FEM with the runtime's contact
-//! formulation ([`SphereContact`]: one row per node at its own gap under the sphere's
-//! height field, the pole face's corners lowered as the pole needs), so that `palpa
-//! indent --full` and the runtime models solve the same contact problem and differ only
-//! in how they solve the tissue.
+//! formulation ([`SphereContact`]: one row on the Hertz pressure profile sampled in the
+//! sphere's frame), so that `palpa indent --full` and the runtime models solve the same
+//! contact problem and differ only in how they solve the tissue.
 //!
 //! Each round linearises the rows about the current displacement and solves them as
 //! an active set: equalities for the active rows (Lagrange multipliers), a violated
@@ -10,7 +9,7 @@
 //! linearised again, until the displacement no longer moves (a Newton iteration on the
 //! contact, as each runtime step for a held probe is).
 
-use crate::contact::SphereContact;
+use crate::contact::{SphereContact, SurfaceBvh};
 use crate::tissue::PointConstraint;
 use crate::Vec3;
 
@@ -22,7 +21,8 @@ pub const MAX_SWEPT_ROUNDS: usize = 400;
 /// The contact of a swept-sphere press, carried from one depth to the next.
 #[derive(Clone, Debug, Default)]
 pub struct SweptPressState {
-    /// Active nodes and their multipliers (N, ≥ 0: the push on the tissue).
+    /// Active rows (by their order in the sphere's rows) and their multipliers (N, ≥ 0:
+    /// the push on the tissue).
     pub active: Vec<(usize, f64)>,
     /// Force on the tissue (N).
     pub force: Vec3,
@@ -36,22 +36,26 @@ pub struct SweptPressState {
 pub struct SweptSphere<'a> {
     /// The rows' builder over the model's surface.
     pub contact: &'a mut SphereContact,
-    /// Surface nodes the sphere may touch.
-    pub nodes: &'a [usize],
+    /// The model's surface.
+    pub bvh: &'a SurfaceBvh,
     /// Centre of the sphere (m).
     pub centre: Vec3,
     /// Unit outward normal the sphere entered along (the rest surface's).
     pub entry: Vec3,
     /// The rest-surface point under the centre: a triangle's nodes and barycentric
     /// weights ([`SphereContact::push_rows`]).
-    pub pole: Option<([usize; 3], [f64; 3])>,
+    pub pole: ([usize; 3], [f64; 3]),
 }
+
+/// A linearised row: its support (node, weight), push direction into the tissue and
+/// the largest value of dᵀu at its support (m).
+type Row = (Vec<(usize, f64)>, Vec3, f64);
 
 impl NonlinearStatics {
     /// Presses the sphere of `press` on the tissue: solves for `u` (m, from its value)
-    /// under `loads` (N per node) with every row of the sphere's candidates not pushed
-    /// past its target, each pushing row on it. `state` is the warm start and
-    /// receives this press's active set.
+    /// under `loads` (N per node) with every row of the sphere not pushed past its
+    /// target, each pushing row on it. `state` is the warm start and receives this
+    /// press's active set.
     pub fn press_swept_sphere(
         &self,
         u: &mut [Vec3],
@@ -69,34 +73,18 @@ impl NonlinearStatics {
             });
         }
         let scale = press.contact.radius().max(f64::MIN_POSITIVE);
-        let mut held = press.contact.held_rows(state.active.len());
         let mut active = std::mem::take(&mut state.active);
         let (mut rounds, mut iterations) = (0, 0);
         let mut factor = None;
-        let mut candidates = Vec::new();
         let mut rows: Vec<PointConstraint> = Vec::new();
         loop {
-            // Linearise the candidates' rows about u.
+            // Linearise the rows about u.
             let positions: Vec<Vec3> = self.rest.iter().zip(u.iter()).map(|(x, d)| x + d).collect();
-            held.clear();
-            for &(v, _) in &active {
-                held.push(v);
-            }
-            candidates.clear();
-            press.contact.candidates(
-                &self.rest,
-                press.nodes,
-                press.centre,
-                press.entry,
-                &held,
-                &mut candidates,
-            );
-            candidates.retain(|&v| (0..3).any(|a| !self.prescribed[3 * v + a]));
             rows.clear();
-            press.contact.begin_step(candidates.len());
             press.contact.push_rows(
+                press.bvh,
+                &self.rest,
                 &positions,
-                &candidates,
                 press.pole,
                 press.centre,
                 press.entry,
@@ -104,16 +92,24 @@ impl NonlinearStatics {
                 &mut rows,
             );
             let start = u.to_vec();
-            // The rows' node, push direction (into the tissue) and value of nᵀu.
-            let linear: Vec<(usize, Vec3, f64)> = rows
+            // The rows' free support, push direction (into the tissue) and value of dᵀu.
+            let linear: Vec<Row> = rows
                 .iter()
-                .filter_map(|r| {
-                    let v = *r.support.nodes().first()?;
+                .map(|r| {
+                    let support: Vec<(usize, f64)> = r
+                        .support
+                        .iter()
+                        .filter(|&(v, _)| (0..3).any(|a| !self.prescribed[3 * v + a]))
+                        .collect();
                     let d = -r.direction(0);
-                    Some((v, d, d.dot(&(r.target - self.rest[v]))))
+                    let value = d.dot(&(r.target - r.support.rest_point(&self.rest)));
+                    (support, d, value)
                 })
                 .collect();
-            active.retain(|(v, _)| linear.iter().any(|l| l.0 == *v));
+            let pushed = |(support, d, _): &Row, u: &[Vec3]| {
+                support.iter().map(|&(v, w)| d.dot(&u[v]) * w).sum::<f64>()
+            };
+            active.retain(|&(k, _)| k < linear.len() && !linear[k].0.is_empty());
             // The active set on this linearisation.
             loop {
                 if rounds == MAX_SWEPT_ROUNDS {
@@ -126,11 +122,14 @@ impl NonlinearStatics {
                 rounds += 1;
                 let mut constraints: Vec<LinearConstraint> = active
                     .iter()
-                    .map(|&(v, m)| {
-                        let (_, d, value) = *linear.iter().find(|l| l.0 == v).expect("a row");
+                    .map(|&(k, m)| {
+                        let (support, d, value) = &linear[k];
                         LinearConstraint {
-                            coefficients: (0..3).map(|a| (3 * v + a, d[a])).collect(),
-                            value,
+                            coefficients: support
+                                .iter()
+                                .flat_map(|&(v, w)| (0..3).map(move |a| (3 * v + a, d[a] * w)))
+                                .collect(),
+                            value: *value,
                             multiplier: m,
                         }
                     })
@@ -146,12 +145,13 @@ impl NonlinearStatics {
                 // The inactive row pushed furthest past its target joins ...
                 let violated = linear
                     .iter()
-                    .filter(|l| !active.iter().any(|a| a.0 == l.0))
-                    .map(|&(v, d, value)| (v, value - d.dot(&u[v])))
+                    .enumerate()
+                    .filter(|(k, l)| !l.0.is_empty() && !active.iter().any(|a| a.0 == *k))
+                    .map(|(k, l)| (k, l.2 - pushed(l, u)))
                     .filter(|&(_, past)| past > 1e-9 * scale)
                     .max_by(|a, b| a.1.total_cmp(&b.1));
-                if let Some((v, _)) = violated {
-                    active.push((v, 0.0));
+                if let Some((k, _)) = violated {
+                    active.push((k, 0.0));
                     continue;
                 }
                 // ... else the row pulling hardest leaves.
@@ -174,10 +174,7 @@ impl NonlinearStatics {
                 .map(|(a, b)| (a - b).norm())
                 .fold(0.0, f64::max);
             if moved <= 1e-10 * scale {
-                let force = active
-                    .iter()
-                    .map(|&(v, m)| linear.iter().find(|l| l.0 == v).expect("a row").1 * m)
-                    .sum();
+                let force = active.iter().map(|&(k, m)| linear[k].1 * m).sum();
                 *state = SweptPressState {
                     active,
                     force,

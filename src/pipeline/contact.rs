@@ -5,8 +5,8 @@
 //! gets the local force model its haptic thread extrapolates from.
 
 use crate::contact::{
-    Contact, ContactPatch, Friction, FrictionPhase, HeldRows, Proxy, SphereContact, SphereRows,
-    StickPoint, SurfaceBvh,
+    Contact, ContactPatch, Friction, FrictionPhase, Proxy, SphereContact, SphereRows, StickPoint,
+    SurfaceBvh,
 };
 use crate::fem::Support;
 use crate::tissue::{
@@ -28,7 +28,7 @@ pub struct ProbeContact {
     /// Indentation of the probe (m): how far the sphere's centre (the tip, for a point
     /// probe) lies below where the rest-surface proxy holds it, along the entry normal.
     pub depth: f64,
-    /// Contact rows that push (nodes and sphere samples in contact).
+    /// Contact rows that push (a sphere's one row, a point probe's one).
     pub rows: usize,
     /// The god-object's contact on the rest surface, if the probe is pressed into it.
     pub entry: Option<Contact>,
@@ -40,8 +40,6 @@ struct ProbeState {
     /// God-object on the rest surface.
     proxy: Proxy,
     rows: SphereRows,
-    /// The rows that pushed at the last step.
-    held: HeldRows,
     contact: Option<ProbeContact>,
     stick: StickPoint,
     phase: Option<FrictionPhase>,
@@ -60,11 +58,10 @@ struct ProbeState {
 }
 
 impl ProbeState {
-    fn new(radius: f64, held: HeldRows) -> Self {
+    fn new(radius: f64) -> Self {
         Self {
             proxy: Proxy::new(radius),
             rows: SphereRows::default(),
-            held,
             contact: None,
             stick: StickPoint::default(),
             phase: None,
@@ -83,16 +80,16 @@ impl ProbeState {
         self.phase = None;
         self.cap_state = (0.0, 0.0, 0.0);
         self.drag = None;
-        self.held.clear();
     }
 }
 
 /// A tissue model probed by one or more spherical (or point) probes.
 ///
 /// Each probe's tip is a rigid sphere of the scene's `probe_radius` (0: a point); its
-/// contact rows ([`SphereContact`]) join one constraint system per step, solved as a
-/// linear complementarity problem by the backend, so the contact set grows and shrinks
-/// node by node and several probes interact through the tissue. A point probe presses
+/// contact row ([`SphereContact`]: a Hertz pressure profile sampled in the sphere's
+/// frame) joins one constraint system per step, solved as a linear complementarity
+/// problem by the backend, so several probes interact through the tissue and a sphere
+/// that would pull is released. A point probe presses
 /// the material point under it, spread over a contact patch ([`ContactPatch`], radius
 /// set by [`ContactPipeline::with_patch_radius`]). Optional Coulomb friction
 /// ([`ContactPipeline::with_friction`]) adds a tangential force from a stick point, and its
@@ -118,8 +115,6 @@ pub struct ContactPipeline<M: TissueModel> {
     /// The last step's near nodes, put back at rest once they leave the near set.
     was_near: Vec<usize>,
     near_displacement: Vec<Vec3>,
-    /// A sphere probe's candidate nodes ([`SphereContact::candidates`]), scratch.
-    candidates: Vec<usize>,
     /// Nodes a little beyond the near reach, nearest a probe first: those the contact
     /// may load soon ([`TissueModel::anticipate`]).
     ahead_nodes: Vec<usize>,
@@ -180,7 +175,7 @@ impl<M: TissueModel> ContactPipeline<M> {
         let workspace = grown_bounds(&positions);
         let capacity = model.constraint_capacity();
         Self {
-            probes: vec![ProbeState::new(sphere.radius(), sphere.held_rows(capacity))],
+            probes: vec![ProbeState::new(sphere.radius())],
             sphere,
             bvh,
             patch,
@@ -189,7 +184,6 @@ impl<M: TissueModel> ContactPipeline<M> {
             near_nodes: Vec::with_capacity(n),
             was_near: Vec::with_capacity(n),
             near_displacement: vec![Vec3::zeros(); n],
-            candidates: Vec::with_capacity(n),
             ahead_nodes: Vec::with_capacity(n),
             stamp: vec![0; n],
             steps: 0,
@@ -209,9 +203,8 @@ impl<M: TissueModel> ContactPipeline<M> {
     /// own proxy, contact and friction, and all share one constraint system.
     pub fn with_probes(mut self, count: usize) -> Self {
         let count = count.clamp(1, crate::tissue::MAX_PROBES);
-        let capacity = self.model.constraint_capacity();
         self.probes = (0..count)
-            .map(|_| ProbeState::new(self.sphere.radius(), self.sphere.held_rows(capacity)))
+            .map(|_| ProbeState::new(self.sphere.radius()))
             .collect();
         self
     }
@@ -254,9 +247,8 @@ impl<M: TissueModel> ContactPipeline<M> {
     pub fn set_probe(&mut self, radius: f64, friction: Friction) {
         self.sphere = SphereContact::new(radius, &self.bvh, self.model.rest_positions());
         self.friction = friction;
-        let capacity = self.model.constraint_capacity();
         for p in &mut self.probes {
-            *p = ProbeState::new(self.sphere.radius(), self.sphere.held_rows(capacity));
+            *p = ProbeState::new(self.sphere.radius());
         }
     }
 
@@ -330,9 +322,7 @@ impl<M: TissueModel> ContactPipeline<M> {
         self.model.reset();
         let radius = self.sphere.radius();
         for p in &mut self.probes {
-            let mut held = std::mem::take(&mut p.held);
-            held.clear();
-            *p = ProbeState::new(radius, held);
+            *p = ProbeState::new(radius);
         }
         self.positions.copy_from_slice(self.model.rest_positions());
         self.was_near.clear();
@@ -397,7 +387,6 @@ impl<M: TissueModel> ContactPipeline<M> {
         self.refresh_near(&probes[..n]);
         self.constraints.clear();
         let capacity = self.model.constraint_capacity();
-        self.sphere.begin_step(capacity);
         for i in 0..n {
             let state = &mut self.probes[i];
             let Some(centre) = state.centre else {
@@ -406,19 +395,11 @@ impl<M: TissueModel> ContactPipeline<M> {
             };
             let entry = state.entry;
             let rows = if let (true, Some(c)) = (radius > 0.0, entry) {
-                self.candidates.clear();
-                self.sphere.candidates(
-                    self.model.rest_positions(),
-                    &self.near_nodes,
-                    centre,
-                    c.normal,
-                    &self.probes[i].held,
-                    &mut self.candidates,
-                );
                 self.sphere.push_rows(
+                    &self.bvh,
+                    self.model.rest_positions(),
                     &self.positions,
-                    &self.candidates,
-                    Some((self.bvh.triangles()[c.triangle], c.bary)),
+                    (self.bvh.triangles()[c.triangle], c.bary),
                     centre,
                     c.normal,
                     capacity,
@@ -467,11 +448,6 @@ impl<M: TissueModel> ContactPipeline<M> {
             }
         }
         self.active_stiffness_setup();
-        for i in 0..n {
-            let state = &mut self.probes[i];
-            self.sphere
-                .remember(state.rows, &self.forces, &mut state.held);
-        }
         for i in 0..n {
             out[i] = self.finish_probe(i, t, dt, probes[i]);
         }

