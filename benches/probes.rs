@@ -158,10 +158,7 @@ fn main() {
             &[Motion::Press(-0.025, 0.0), Motion::Press(0.025, 0.0)],
         ),
         ("one circle", &[Motion::Circle]),
-        (
-            "press + circle",
-            &[Motion::Press(0.0, 0.0), Motion::Circle],
-        ),
+        ("press + circle", &[Motion::Press(0.0, 0.0), Motion::Circle]),
     ];
     if filter.is_empty() || filter.iter().any(|f| f == "coupling") {
         coupling();

@@ -338,7 +338,11 @@ mod tests {
         log.add(&tick(0.03, SafetyState::Normal, 1.0, 1.0));
         air.t = 0.5;
         log.add(&air);
-        assert_eq!(log.counts().stalled_model, 2, "a stall after the first contact");
+        assert_eq!(
+            log.counts().stalled_model,
+            2,
+            "a stall after the first contact"
+        );
         assert_eq!(log.last_fade().unwrap().start, 0.5);
     }
 
