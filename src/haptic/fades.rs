@@ -15,7 +15,8 @@ const SLACK: f64 = 1e-9;
 pub enum ForceChange {
     /// The tissue's force, unchanged.
     Normal,
-    /// Gain ramping in (start, after a fault), or waiting for the first model.
+    /// Gain ramping in (start, after a fault), or the start-up's wait for the first
+    /// models with the probe in the air ([`FadeLog::add`]).
     Ramping,
     /// Faded: stale device sample.
     StaleSample,
@@ -154,6 +155,8 @@ pub struct FadeLog {
     largest: Option<Fade>,
     /// Whether the last tick belonged to `last`.
     in_fade: bool,
+    /// Whether a model has reported contact yet.
+    touched: bool,
 }
 
 impl FadeLog {
@@ -167,12 +170,28 @@ impl FadeLog {
             last: None,
             largest: None,
             in_fade: false,
+            touched: false,
         }
     }
 
     /// Adds the next tick.
+    ///
+    /// Until a model first reports contact, a late model that took no force off the
+    /// hand (none asked for, none commanded) is the start-up's, not a fade: the first
+    /// tissue steps are slow (caches, columns, the worker starting), the probe is in
+    /// the air and the hand feels nothing either way; the gain it lowered ramps in
+    /// again, shown as ramping. Any force taken off, and any stall once the probe has
+    /// touched, is a fade.
     pub fn add(&mut self, r: &TickRecord) {
-        let change = ForceChange::of(r, self.max_force);
+        self.touched |= r.model_in_contact;
+        let change = match ForceChange::of(r, self.max_force) {
+            ForceChange::StalledModel
+                if !self.touched && r.desired.norm() <= SLACK && r.force.norm() <= SLACK =>
+            {
+                ForceChange::Ramping
+            }
+            change => change,
+        };
         self.counts.add(change);
         self.state = change;
         self.time = r.t;
@@ -300,6 +319,31 @@ mod tests {
         assert!(largest
             .describe()
             .starts_with("non-finite value at t = 0.009 s"));
+    }
+
+    /// A model late before the probe first touched, with no force to take off, is the
+    /// start-up's; the same with force asked for, or after the first contact, is a fade.
+    #[test]
+    fn a_late_first_model_with_the_probe_in_the_air_is_no_fade_but_any_force_taken_is() {
+        let mut log = log();
+        let mut air = tick(0.01, SafetyState::StalledModel, 0.0, 0.0);
+        air.model_in_contact = false;
+        log.add(&air);
+        assert_eq!(log.counts().faded(), 0);
+        assert_eq!(log.state(), ForceChange::Ramping);
+        let mut pressing = tick(0.02, SafetyState::StalledModel, 0.3, 0.1);
+        pressing.model_in_contact = false;
+        log.add(&pressing);
+        assert_eq!(log.counts().stalled_model, 1, "0.2 N taken off the hand");
+        log.add(&tick(0.03, SafetyState::Normal, 1.0, 1.0));
+        air.t = 0.5;
+        log.add(&air);
+        assert_eq!(
+            log.counts().stalled_model,
+            2,
+            "a stall after the first contact"
+        );
+        assert_eq!(log.last_fade().unwrap().start, 0.5);
     }
 
     #[test]

@@ -26,14 +26,13 @@ pub struct TickReview {
     peak_commanded: f64,
     /// Largest force the tissue model asked for, before safety (N).
     peak_tissue: f64,
-    /// Ticks whose tissue force was above the clamp.
+    /// Ticks whose tissue force was above the clamp, at any gain: what the clamp would
+    /// cut (the fade log counts the full-gain ticks it did cut, as the stream shows
+    /// them, one state per tick).
     clamped: u64,
-    /// Ticks faded or zeroed by the watchdog: stalled model, stale sample, device fault
-    /// or non-finite input. The ticks before the first model are none of these: the
-    /// loop starts at zero force and waits for it.
-    faded: [u64; 3],
     ticks: u64,
-    /// Every tick classified, and each fade with its reason and time.
+    /// Every tick classified, and each fade with its reason and time: the one count
+    /// of the watchdog's fades (this review's note reads it).
     fades: FadeLog,
 }
 
@@ -49,7 +48,6 @@ impl TickReview {
             peak_commanded: 0.0,
             peak_tissue: 0.0,
             clamped: 0,
-            faded: [0; 3],
             ticks: 0,
             fades: FadeLog::new(limits),
         }
@@ -65,17 +63,8 @@ impl TickReview {
         if r.model_in_contact && self.first_contact.is_none() {
             self.first_contact = Some(r.t);
         }
-        match r.state {
-            // No model yet: the start-up's wait, not a stall (`palpa serve` reported
-            // each start as 5–6 ticks of a stalled model thread).
-            SafetyState::StalledModel if !r.model_age.is_finite() => {}
-            SafetyState::StalledModel => self.faded[0] += 1,
-            SafetyState::StaleSample => self.faded[1] += 1,
-            SafetyState::DeviceFault | SafetyState::NotFinite => self.faded[2] += 1,
-            SafetyState::Normal | SafetyState::Ramping | SafetyState::Stopped => {}
-        }
-        // The start-up ramp: ramping before any fault (a fault ramps in again after).
-        let start_up = self.faded == [0; 3];
+        // The start-up ramp: ramping before any fade (a fade ramps in again after).
+        let start_up = self.fades.counts().faded() == 0;
         if r.model_in_contact
             && r.state == SafetyState::Ramping
             && start_up
@@ -164,7 +153,12 @@ impl TickReview {
     /// How many ticks the watchdog faded or zeroed the force in, and why, and the
     /// largest fade and when, when it did.
     pub fn fade_note(&self) -> Option<String> {
-        let [stalled, stale, fault] = self.faded;
+        let c = self.fades.counts();
+        let (stalled, stale, fault) = (
+            c.stalled_model,
+            c.stale_sample,
+            c.device_fault + c.not_finite,
+        );
         let largest = self.fades.largest_fade().map_or(String::new(), |f| {
             format!("; the largest: {}", f.describe())
         });

@@ -127,26 +127,10 @@ impl HistogramSnapshot {
         self.bins.iter().sum()
     }
 
-    /// The `q`-quantile (0..1) as the upper edge of its bin (ns); the last bin reports
-    /// the maximum.
+    /// The `q`-quantile (0..1) as the upper edge of its bin (ns), at most the maximum
+    /// ([`quantile_ns`]).
     pub fn quantile_ns(&self, q: f64) -> u64 {
-        let n = self.count();
-        if n == 0 {
-            return 0;
-        }
-        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
-        let mut seen = 0;
-        for (i, &c) in self.bins.iter().enumerate() {
-            seen += c;
-            if seen >= rank {
-                return if i == self.bins.len() - 1 {
-                    self.max_ns
-                } else {
-                    (i as u64 + 1) * self.bin_ns
-                };
-            }
-        }
-        self.max_ns
+        quantile_ns(&self.bins, self.bin_ns, self.max_ns, q)
     }
 
     /// The values recorded since `earlier` (bins subtracted; max is the overall max).
@@ -162,6 +146,26 @@ impl HistogramSnapshot {
             max_ns: self.max_ns,
         }
     }
+}
+
+/// The `q`-quantile (0..1) of the values binned in `bins` (each `bin_ns` wide, the last
+/// collecting the rest; the largest `max_ns`) as the upper edge of its bin (ns), at most
+/// `max_ns` (the last bin's edge is no bound); 0 with nothing recorded. The one quantile
+/// walk of the tick statistics and the model thread's [`super::step_times`].
+pub fn quantile_ns(bins: &[u64], bin_ns: u64, max_ns: u64, q: f64) -> u64 {
+    let n: u64 = bins.iter().sum();
+    if n == 0 {
+        return 0;
+    }
+    let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+    let mut seen = 0;
+    for (i, &c) in bins.iter().enumerate() {
+        seen += c;
+        if seen >= rank && i + 1 < bins.len() {
+            return ((i as u64 + 1) * bin_ns).min(max_ns);
+        }
+    }
+    max_ns
 }
 
 /// A copy of all tick statistics.
@@ -232,6 +236,11 @@ mod tests {
         let p50 = snap.period.quantile_ns(0.5);
         assert!((1_049_000..=1_051_000).contains(&p50), "{p50}");
         assert_eq!(snap.period.max_ns, 2_000_000);
-        assert_eq!(snap.compute.quantile_ns(0.5), 600);
+        // Every compute time 500 ns: the bin's upper edge (600 ns) is capped at the
+        // largest value recorded.
+        assert_eq!(snap.compute.quantile_ns(0.5), 500);
+        // Every lateness below 1 µs, in the first bin: the largest, 999 ns.
+        assert_eq!(snap.lateness.quantile_ns(0.99), 999);
+        assert_eq!(snap.period.quantile_ns(1.0), 2_000_000);
     }
 }

@@ -32,15 +32,7 @@ impl Times {
 
     /// Upper edge of the bin holding quantile `q` (ns), capped at the largest time.
     fn quantile_ns(&self, q: f64) -> u64 {
-        let target = (q * self.count as f64).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (i, &n) in self.bins.iter().enumerate() {
-            seen += n;
-            if seen >= target {
-                return ((i as u64 + 1) * BIN_NS).min(self.max_ns);
-            }
-        }
-        self.max_ns
+        super::stats::quantile_ns(&self.bins[..], BIN_NS, self.max_ns, q)
     }
 
     /// How many exceeded `ns`, to the bin.
