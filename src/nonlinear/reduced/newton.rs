@@ -450,17 +450,17 @@ impl<'s, 'w, 'd> Solve<'s, 'w, 'd> {
 
 /// A linearisation's factors: J's Cholesky factor (shifted where J is not positive
 /// definite), W = J⁻¹Aᵀ and the rows' Schur complement S = A W + R.
-struct Linearised {
+pub(super) struct Linearised {
     llt: nalgebra::Cholesky<f64, nalgebra::Dyn>,
     /// W, row-major m × r (row i: J⁻¹aᵢ).
     w: Vec<f64>,
     /// S, row-major m × m.
-    schur: Vec<f64>,
+    pub(super) schur: Vec<f64>,
     r: usize,
 }
 
 impl Linearised {
-    fn new(jacobian: &[f64], rows: &ReducedRows, r: usize) -> Self {
+    pub(super) fn new(jacobian: &[f64], rows: &ReducedRows, r: usize) -> Self {
         let llt = cholesky_shifted(jacobian, r);
         let m = rows.len();
         let mut w = Vec::with_capacity(m * r);

@@ -24,6 +24,19 @@ const NEWTON: NewtonOptions = NewtonOptions {
 /// Halvings of a failed step's target change tried: up to 2⁴ intermediate targets.
 const SUB_STEP_LEVELS: u32 = 4;
 
+/// The last step that ended on a converged state of its own: what a degraded step's
+/// force is limited by ([`crate::nonlinear::ReducedStatics::degraded_allowance`]).
+#[derive(Clone, Debug, Default)]
+pub(super) struct LastGood {
+    /// Its reduced coordinates (in the basis of `restarts`; shapes joined since are
+    /// zero in it).
+    pub q: Vec<f64>,
+    /// How hard its rows pushed in all (N, Σ|λ|).
+    pub force: f64,
+    /// The basis's restarts then (a recycled basis has other coordinates).
+    pub restarts: u64,
+}
+
 /// How a step's solve ended.
 pub(super) enum Outcome {
     /// Converged (or ended on its frozen tangent at the deadline): q holds the state.
@@ -177,19 +190,59 @@ impl NonlinearTissue {
         None
     }
 
-    /// Keeps the last good state and sets the rows' multipliers to what its tangent
-    /// predicts for the new targets (a frozen-tangent step not taken).
-    fn hold_last_state(&mut self, rows: &mut StepRows) {
+    /// Remembers the step that just converged with `rows` as the last good one.
+    pub(super) fn remember_good(&mut self, rows: &StepRows) {
+        self.last_good.q.clone_from(&self.q);
+        self.last_good.force = rows.rows.multipliers.iter().map(|l| l.abs()).sum();
+        self.last_good.restarts = self.reduced.restarts();
+    }
+
+    /// Limits a degraded step's multipliers in `rows` to what the last good state and
+    /// the step's tangent allow (`reduced/allowance.rs`), counting it when they pushed
+    /// harder.
+    pub(super) fn limit_degraded(&mut self, rows: &mut StepRows) {
+        if rows.rows.is_empty() {
+            return;
+        }
+        self.usable_tangent();
+        let r = self.reduced.shapes();
+        let good = if self.last_good.restarts == self.reduced.restarts() {
+            &self.last_good.q[..self.last_good.q.len().min(r)]
+        } else {
+            &[]
+        };
+        let allowance = self.reduced.degraded_allowance(
+            &self.tangent.values,
+            &rows.rows,
+            good,
+            self.last_good.force,
+        );
+        if rows.rows.limit_pushing(allowance) < 1.0 {
+            self.health.count(Degradation::ForceLimited, None);
+        }
+    }
+
+    /// Makes the last tangent one over the whole basis: bordered for the shapes joined
+    /// since, or taken afresh at q if it is of another basis or none was taken.
+    fn usable_tangent(&mut self) {
         let r = self.reduced.shapes();
         self.q.resize(r, 0.0);
-        self.internal.resize(r, 0.0);
-        let usable =
-            self.tangent.revision.is_some() && self.tangent.restarts == self.reduced.restarts();
+        let usable = self.tangent.revision.is_some()
+            && self.tangent.restarts == self.reduced.restarts()
+            && self.tangent.shapes <= r;
         if usable {
             self.tangent.border(r);
         } else {
             self.reduced.refresh_tangent(&self.q, &mut self.tangent);
         }
+    }
+
+    /// Keeps the last good state and sets the rows' multipliers to what its tangent
+    /// predicts for the new targets (a frozen-tangent step not taken).
+    fn hold_last_state(&mut self, rows: &mut StepRows) {
+        let r = self.reduced.shapes();
+        self.internal.resize(r, 0.0);
+        self.usable_tangent();
         let b = self
             .reduced
             .reduced_loads(&self.nodal_loads)
