@@ -45,6 +45,19 @@ pub struct StepHealth {
     pub last_failure: Option<String>,
 }
 
+/// The last step that ended on a converged state of its own: what a degraded step's
+/// force is limited by ([`crate::nonlinear::ReducedStatics::degraded_allowance`]).
+#[derive(Clone, Debug, Default)]
+pub(super) struct LastGood {
+    /// Its reduced coordinates (in the basis of `restarts`; shapes joined since are
+    /// zero in it).
+    pub q: Vec<f64>,
+    /// How hard its rows pushed in all (N, Σ|λ|).
+    pub force: f64,
+    /// The basis's restarts then (a recycled basis has other coordinates).
+    pub restarts: u64,
+}
+
 impl StepHealth {
     /// Counts one `kind`, logging it (`why`: the failure it recovered from).
     pub(super) fn count(&mut self, kind: Degradation, why: Option<&str>) {

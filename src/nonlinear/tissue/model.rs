@@ -2,8 +2,7 @@
 
 use std::sync::Arc;
 
-use super::health::StepHealth;
-use super::recovery::LastGood;
+use super::health::{LastGood, StepHealth};
 use super::residual::Residual;
 use crate::fem::ComplianceColumns;
 use crate::nonlinear::background::CorrectionThread;

@@ -24,19 +24,6 @@ const NEWTON: NewtonOptions = NewtonOptions {
 /// Halvings of a failed step's target change tried: up to 2⁴ intermediate targets.
 const SUB_STEP_LEVELS: u32 = 4;
 
-/// The last step that ended on a converged state of its own: what a degraded step's
-/// force is limited by ([`crate::nonlinear::ReducedStatics::degraded_allowance`]).
-#[derive(Clone, Debug, Default)]
-pub(super) struct LastGood {
-    /// Its reduced coordinates (in the basis of `restarts`; shapes joined since are
-    /// zero in it).
-    pub q: Vec<f64>,
-    /// How hard its rows pushed in all (N, Σ|λ|).
-    pub force: f64,
-    /// The basis's restarts then (a recycled basis has other coordinates).
-    pub restarts: u64,
-}
-
 /// How a step's solve ended.
 pub(super) enum Outcome {
     /// Converged (or ended on its frozen tangent at the deadline): q holds the state.
