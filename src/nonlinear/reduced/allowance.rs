@@ -35,7 +35,8 @@ impl ReducedStatics {
     ) -> f64 {
         let (r, m) = (self.shapes(), rows.len());
         let active: Vec<usize> = (0..m).filter(|&i| rows.multipliers[i] != 0.0).collect();
-        if active.is_empty() || tangent.len() != r * r {
+        let finite = tangent.iter().all(|x| x.is_finite());
+        if active.is_empty() || tangent.len() != r * r || !finite {
             return good_force;
         }
         let factors = Linearised::new(tangent, rows, r);
