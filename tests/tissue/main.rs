@@ -12,6 +12,7 @@ mod nonlinear_brisk;
 mod nonlinear_reduced;
 mod nonlinear_runtime;
 mod nonlinear_statics;
+mod reduced_press;
 
 /// The shipped default scene's TOML with 5 mm cells under the probe instead of 3.3 mm: the
 /// comparisons that use it are of the reduction, not of the mesh (docs/benchmarks.md).

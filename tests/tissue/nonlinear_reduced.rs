@@ -5,6 +5,7 @@
 //! a press gives the exact reduced model's force; its basis is K-orthonormal; its Newton
 //! iteration converges quadratically; bad input is an error.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use palpa::fem::{fixed_nodes, Axis, Fix, Material};
@@ -16,12 +17,10 @@ use palpa::nonlinear::{
 };
 use palpa::scene::{FemInputs, Scene};
 use palpa::Vec3;
-use std::path::Path;
 
-/// The enrichment tolerance the tests solve to (energy norm, relative).
-const TOLERANCE: f64 = 1e-3;
-
-const VW5: LawKind = LawKind::VerondaWestmann { stiffening: 5.0 };
+use crate::reduced_press::{
+    full_forces, options, patch, press_curves, reduced_forces, TOLERANCE, VW5,
+};
 
 /// A 4 × 4 × 2 cm block of 5 mm cells on a rigid base: 2,560 tetrahedra.
 fn block() -> (TetMesh, Vec<bool>) {
@@ -47,88 +46,6 @@ fn statics(mesh: &TetMesh, prescribed: &[bool], laws: Vec<Hyperelastic>) -> Arc<
 fn uniform(mesh: &TetMesh, kind: LawKind) -> Vec<Hyperelastic> {
     let m = Material::new(3.0e4, 0.45, 1000.0).unwrap();
     vec![Hyperelastic::new(kind, &m); mesh.tets.len()]
-}
-
-/// The top-face nodes within `radius` (m) of (x, y), weights (1 − (d/r)²)² summing to 1,
-/// pressed along −z to `depth` (m): a probe's contact patch.
-fn patch(mesh: &TetMesh, at: [f64; 2], radius: f64, depth: f64) -> LinearConstraint {
-    let top = mesh
-        .nodes
-        .iter()
-        .map(|x| x.z)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let pairs: Vec<(usize, f64)> = mesh
-        .nodes
-        .iter()
-        .enumerate()
-        .filter_map(|(v, x)| {
-            let d = ((x.x - at[0]).powi(2) + (x.y - at[1]).powi(2)).sqrt();
-            ((x.z - top).abs() < 1e-12 && d < radius)
-                .then(|| (3 * v + 2, (1.0 - (d / radius).powi(2)).powi(2)))
-        })
-        .collect();
-    let total: f64 = pairs.iter().map(|p| p.1).sum();
-    LinearConstraint {
-        coefficients: pairs.iter().map(|&(d, w)| (d, w / total)).collect(),
-        value: -depth,
-        multiplier: 0.0,
-    }
-}
-
-fn options() -> NewtonOptions {
-    NewtonOptions {
-        relative: 1e-10,
-        max_iterations: 40,
-    }
-}
-
-/// The full Newton solve's force on the probe (N) at each depth, pressed in order, on a
-/// mesh of `n` nodes.
-fn full_forces(
-    statics: &NonlinearStatics,
-    press: &LinearConstraint,
-    depths: &[f64],
-    n: usize,
-) -> Vec<f64> {
-    let loads = vec![Vec3::zeros(); n];
-    let mut u = loads.clone();
-    let mut c = press.clone();
-    depths
-        .iter()
-        .map(|&d| {
-            c.value = -d;
-            statics
-                .solve_constrained(&mut u, &loads, Some(&mut c), &options())
-                .unwrap();
-            -c.multiplier
-        })
-        .collect()
-}
-
-/// The reduced model's force (N) at each depth, its basis grown as it presses, and its
-/// reduced coordinates at the last depth.
-fn reduced_forces(
-    reduced: &mut ReducedStatics,
-    press: &LinearConstraint,
-    depths: &[f64],
-    n: usize,
-) -> (Vec<f64>, Vec<f64>) {
-    let loads = vec![Vec3::zeros(); n];
-    let mut c = [press.clone()];
-    reduced.add_constraint_shapes(&c).unwrap();
-    let mut q = vec![0.0; reduced.shapes()];
-    let forces = depths
-        .iter()
-        .map(|&d| {
-            c[0].value = -d;
-            let (_, estimate) = reduced
-                .solve_adaptive(&mut q, &loads, &mut c, &options(), TOLERANCE)
-                .unwrap();
-            assert!(estimate.basis <= TOLERANCE, "{estimate:?} at {d} m");
-            -c[0].multiplier
-        })
-        .collect();
-    (forces, q)
 }
 
 #[test]
@@ -332,75 +249,37 @@ fn coarser_default_block() -> FemInputs {
 /// `at` (`name` says where) to 0.25–6 mm by a 1 cm patch: the reduced model, exact over its
 /// active elements and over a cubature trained on the press, gives the full FEM's force
 /// to 1 % (the issue's curves, printed with the linear curve for scale), and the force
-/// grows with the stiffening.
+/// grows with the stiffening. `examples/large_strain_accuracy.rs` prints the same on the
+/// shipped mesh.
 fn assert_reduced_matches_full_fem_on_the_default_block(name: &str, at: [f64; 2]) {
     let inputs = coarser_default_block();
-    let mesh = &inputs.mesh.mesh;
-    let n = mesh.nodes.len();
-    let prescribed: Vec<bool> = inputs.fixed.iter().flat_map(|&f| [f; 3]).collect();
     let depths = [0.00025, 0.002, 0.004, 0.006];
-    let laws = |kind| -> Vec<Hyperelastic> {
-        inputs
-            .per_tet
-            .iter()
-            .map(|m| Hyperelastic::new(kind, m))
-            .collect()
-    };
-    let press = patch(mesh, at, 0.01, 0.0);
-    let linear = full_forces(
-        &statics(mesh, &prescribed, laws(LawKind::Linear)),
-        &press,
-        &depths,
-        n,
-    );
+    let (linear, curves) = press_curves(&inputs, at, &depths);
     let mut last = linear.clone();
-    for kind in [LawKind::NeoHookean, VW5] {
-        let model = statics(mesh, &prescribed, laws(kind));
-        let full = full_forces(&model, &press, &depths, n);
-        let mut reduced = ReducedStatics::new(model, 32).unwrap();
-        let (forces, _) = reduced_forces(&mut reduced, &press, &depths, n);
-        // A cubature trained on the press every 0.25 mm, then the curve again.
-        let zero = vec![Vec3::zeros(); n];
-        let mut c = [press.clone()];
-        let mut q = vec![0.0; reduced.shapes()];
-        let states: Vec<Vec<f64>> = (1..=24)
-            .map(|i| {
-                c[0].value = -2.5e-4 * i as f64;
-                reduced.solve(&mut q, &zero, &mut c, &options()).unwrap();
-                q.clone()
-            })
-            .collect();
-        let cubature = train_cubature(&reduced, &states, 100, 1e-3);
+    for curve in curves {
+        let kind = curve.kind;
         println!(
             "{name}, {kind:?}: {} shapes, {} of {} elements active at 6 mm, cubature of {}",
-            reduced.shapes(),
-            reduced.active_elements(),
-            mesh.tets.len(),
-            cubature.elements.len()
+            curve.shapes,
+            curve.active,
+            inputs.mesh.mesh.tets.len(),
+            curve.cubature_elements
         );
-        reduced.set_cubature(&cubature);
-        let mut q = vec![0.0; reduced.shapes()];
-        let cubed: Vec<f64> = depths
-            .iter()
-            .map(|&d| {
-                c[0].value = -d;
-                reduced.solve(&mut q, &zero, &mut c, &options()).unwrap();
-                -c[0].multiplier
-            })
-            .collect();
+        let full = curve.full;
         for (i, d) in depths.iter().enumerate() {
+            let (forces, cubed) = (curve.reduced[i], curve.cubature[i]);
             println!(
                 "  {:5.2} mm: linear {:7.4} N, full {:7.4} N, reduced {:7.4} N ({:+.3} %), \
                  cubature {:7.4} N ({:+.3} %)",
                 d * 1e3,
                 linear[i],
                 full[i],
-                forces[i],
-                100.0 * (forces[i] / full[i] - 1.0),
-                cubed[i],
-                100.0 * (cubed[i] / full[i] - 1.0)
+                forces,
+                100.0 * (forces / full[i] - 1.0),
+                cubed,
+                100.0 * (cubed / full[i] - 1.0)
             );
-            for (what, f) in [("reduced", forces[i]), ("cubature", cubed[i])] {
+            for (what, f) in [("reduced", forces), ("cubature", cubed)] {
                 assert!(
                     (f / full[i] - 1.0).abs() <= 1e-2,
                     "{name}, {kind:?}, {d} m: {what} {f} N, full {} N",

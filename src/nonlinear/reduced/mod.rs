@@ -14,6 +14,7 @@
 //! past [`crate::nonlinear::ACTIVE_NONLINEARITY`] at the last correction, add their
 //! large-strain law's difference from its linearisation.
 
+mod allowance;
 mod basis;
 mod enrich;
 mod forces;

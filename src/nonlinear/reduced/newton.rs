@@ -450,17 +450,17 @@ impl<'s, 'w, 'd> Solve<'s, 'w, 'd> {
 
 /// A linearisation's factors: J's Cholesky factor (shifted where J is not positive
 /// definite), W = J⁻¹Aᵀ and the rows' Schur complement S = A W + R.
-struct Linearised {
+pub(super) struct Linearised {
     llt: nalgebra::Cholesky<f64, nalgebra::Dyn>,
     /// W, row-major m × r (row i: J⁻¹aᵢ).
     w: Vec<f64>,
     /// S, row-major m × m.
-    schur: Vec<f64>,
+    pub(super) schur: Vec<f64>,
     r: usize,
 }
 
 impl Linearised {
-    fn new(jacobian: &[f64], rows: &ReducedRows, r: usize) -> Self {
+    pub(super) fn new(jacobian: &[f64], rows: &ReducedRows, r: usize) -> Self {
         let llt = cholesky_shifted(jacobian, r);
         let m = rows.len();
         let mut w = Vec::with_capacity(m * r);
@@ -536,12 +536,25 @@ impl Linearised {
 /// until it is positive definite where it is not (a damped Newton step on an unstable
 /// state).
 pub(super) fn cholesky_shifted(matrix: &[f64], r: usize) -> nalgebra::Cholesky<f64, nalgebra::Dyn> {
+    // The rest tangent (UᵀKU = I) stands in for one that is not finite, which no shift
+    // makes positive definite.
+    let rest = || {
+        DMatrix::<f64>::identity(r, r)
+            .cholesky()
+            .expect("I is positive definite")
+    };
+    if !matrix.iter().all(|x| x.is_finite()) {
+        return rest();
+    }
     let mut m = DMatrix::from_row_slice(r, r, matrix);
     let mean_diag = (0..r).map(|i| m[(i, i)].abs()).sum::<f64>() / r.max(1) as f64;
-    let mut shift = 0.0;
+    let mut shift: f64 = 0.0;
     loop {
         if let Some(llt) = m.clone().cholesky() {
             return llt;
+        }
+        if !shift.is_finite() {
+            return rest();
         }
         let add = if shift == 0.0 {
             1e-8 * mean_diag.max(1.0)

@@ -21,6 +21,9 @@ pub enum Degradation {
     /// became active since): the step started from that state's static part scaled
     /// back until every energy was finite.
     Restarted,
+    /// A frozen-tangent or held step's linearisation pushed harder than the last good
+    /// state and its stiffness allow: its force was scaled down to that.
+    ForceLimited,
 }
 
 /// Counts of [`Degradation`]s over the model's life.
@@ -34,10 +37,25 @@ pub struct StepHealth {
     pub held: u64,
     /// Steps restarted from a state scaled back into the laws' range.
     pub restarted: u64,
+    /// Degraded steps whose force was limited to the last good state's allowance.
+    pub force_limited: u64,
     /// Steps held in a row now.
     pub held_in_a_row: u64,
     /// The last failure a held step recovered from, in words.
     pub last_failure: Option<String>,
+}
+
+/// The last step that ended on a converged state of its own: what a degraded step's
+/// force is limited by ([`crate::nonlinear::ReducedStatics::degraded_allowance`]).
+#[derive(Clone, Debug, Default)]
+pub(super) struct LastGood {
+    /// Its reduced coordinates (in the basis of `restarts`; shapes joined since are
+    /// zero in it).
+    pub q: Vec<f64>,
+    /// How hard its rows pushed in all (N, Σ|λ|).
+    pub force: f64,
+    /// The basis's restarts then (a recycled basis has other coordinates).
+    pub restarts: u64,
 }
 
 impl StepHealth {
@@ -48,6 +66,7 @@ impl StepHealth {
             Degradation::SubStepped => &mut self.sub_stepped,
             Degradation::HeldLastState => &mut self.held,
             Degradation::Restarted => &mut self.restarted,
+            Degradation::ForceLimited => &mut self.force_limited,
         };
         *counter += 1;
         let n = *counter;
@@ -72,6 +91,10 @@ impl StepHealth {
                 Degradation::Restarted => {
                     "a large-strain state left its laws' range; the step restarted from it \
                      scaled back"
+                }
+                Degradation::ForceLimited => {
+                    "a degraded large-strain step pushed harder than the last good state's \
+                     stiffness allows; its force was limited to that"
                 }
             };
             match why {
@@ -102,6 +125,13 @@ impl StepHealth {
                 "{} restarted from a state scaled back into the laws' range (an element \
                  inverted under a newly active law)",
                 self.restarted
+            ));
+        }
+        if self.force_limited > 0 {
+            parts.push(format!(
+                "{} had their force limited to what the last good state's stiffness allows \
+                 (their linearisation pushed harder)",
+                self.force_limited
             ));
         }
         if self.held > 0 {

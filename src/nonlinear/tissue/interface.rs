@@ -162,5 +162,6 @@ impl TissueModel for NonlinearTissue {
         self.bound_parts = (0.0, 0.0);
         self.surface_bound = SurfaceBound::default();
         self.converged = false;
+        self.last_good = Default::default();
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::health::StepHealth;
+use super::health::{LastGood, StepHealth};
 use super::residual::Residual;
 use crate::fem::ComplianceColumns;
 use crate::nonlinear::background::CorrectionThread;
@@ -105,6 +105,8 @@ pub struct NonlinearTissue {
     pub(super) converged: bool,
     /// What the steps had to give up, counted.
     pub(super) health: StepHealth,
+    /// The last converged step, which limits a degraded step's force.
+    pub(super) last_good: LastGood,
 }
 
 impl NonlinearTissue {
@@ -186,6 +188,7 @@ impl NonlinearTissue {
             slow_chords: false,
             converged: false,
             health: StepHealth::default(),
+            last_good: LastGood::default(),
             reduced,
             params,
         })

@@ -177,19 +177,59 @@ impl NonlinearTissue {
         None
     }
 
-    /// Keeps the last good state and sets the rows' multipliers to what its tangent
-    /// predicts for the new targets (a frozen-tangent step not taken).
-    fn hold_last_state(&mut self, rows: &mut StepRows) {
+    /// Remembers the step that just converged with `rows` as the last good one.
+    pub(super) fn remember_good(&mut self, rows: &StepRows) {
+        self.last_good.q.clone_from(&self.q);
+        self.last_good.force = rows.rows.multipliers.iter().map(|l| l.abs()).sum();
+        self.last_good.restarts = self.reduced.restarts();
+    }
+
+    /// Limits a degraded step's multipliers in `rows` to what the last good state and
+    /// the step's tangent allow (`reduced/allowance.rs`), counting it when they pushed
+    /// harder.
+    pub(super) fn limit_degraded(&mut self, rows: &mut StepRows) {
+        if rows.rows.is_empty() {
+            return;
+        }
+        self.usable_tangent();
+        let r = self.reduced.shapes();
+        let good = if self.last_good.restarts == self.reduced.restarts() {
+            &self.last_good.q[..self.last_good.q.len().min(r)]
+        } else {
+            &[]
+        };
+        let allowance = self.reduced.degraded_allowance(
+            &self.tangent.values,
+            &rows.rows,
+            good,
+            self.last_good.force,
+        );
+        if rows.rows.limit_pushing(allowance) < 1.0 {
+            self.health.count(Degradation::ForceLimited, None);
+        }
+    }
+
+    /// Makes the last tangent one over the whole basis: bordered for the shapes joined
+    /// since, or taken afresh at q if it is of another basis or none was taken.
+    fn usable_tangent(&mut self) {
         let r = self.reduced.shapes();
         self.q.resize(r, 0.0);
-        self.internal.resize(r, 0.0);
-        let usable =
-            self.tangent.revision.is_some() && self.tangent.restarts == self.reduced.restarts();
+        let usable = self.tangent.revision.is_some()
+            && self.tangent.restarts == self.reduced.restarts()
+            && self.tangent.shapes <= r;
         if usable {
             self.tangent.border(r);
         } else {
             self.reduced.refresh_tangent(&self.q, &mut self.tangent);
         }
+    }
+
+    /// Keeps the last good state and sets the rows' multipliers to what its tangent
+    /// predicts for the new targets (a frozen-tangent step not taken).
+    fn hold_last_state(&mut self, rows: &mut StepRows) {
+        let r = self.reduced.shapes();
+        self.internal.resize(r, 0.0);
+        self.usable_tangent();
         let b = self
             .reduced
             .reduced_loads(&self.nodal_loads)

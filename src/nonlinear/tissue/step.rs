@@ -81,6 +81,10 @@ impl NonlinearTissue {
                 }
             }
         }
+        match &outcome {
+            Outcome::Solved(end) if !end.degraded => self.remember_good(&rows),
+            _ => self.limit_degraded(&mut rows),
+        }
         match outcome {
             Outcome::Solved(end) => {
                 if self.static_only {
