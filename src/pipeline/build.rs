@@ -7,6 +7,7 @@ use crate::condensed::CondensedModel;
 use crate::contact::Friction;
 use crate::fem::{ComplianceColumns, Factor, FemSystem};
 use crate::mesh::TetMesh;
+use crate::modal::residual::ResidualColumns;
 use crate::modal::{ModalBasis, ModalParams, ModalRuntime};
 use crate::nonlinear::{NonlinearParams, NonlinearStatics, NonlinearTissue, TissueModes};
 use crate::tissue::{TissueGeometry, TissueModel};
@@ -138,13 +139,20 @@ pub fn build(
                      is off; the contact will feel stiffer than full FEM"
                 );
             }
+            // K is factorised on its own thread: the viewer and the haptic loop start
+            // meanwhile, and the model's first step waits for it.
             let residual = match residual && clamped {
-                true => Some(columns("residual flexibility")?),
+                true => Some(
+                    residual_being_built(system, column_cache)
+                        .map_err(failed("residual flexibility"))?,
+                ),
                 false => None,
             };
             let shapes = basis.shapes.as_ref();
-            let runtime = ModalRuntime::new(geometry, &basis.eigenvalues, shapes, params, residual)
-                .map_err(|e| failed("modal runtime")(e.to_string()))?;
+            let eigenvalues = &basis.eigenvalues;
+            let runtime =
+                ModalRuntime::with_residual(geometry, eigenvalues, shapes, params, residual)
+                    .map_err(|e| failed("modal runtime")(e.to_string()))?;
             SceneModel::Modal(pipeline(runtime, contact))
         }
         BackendSetup::Condensed { precompute_cap } => {
@@ -167,6 +175,19 @@ pub fn build(
                 .map_err(|e| failed("nonlinear model")(e.to_string()))?;
             SceneModel::Nonlinear(pipeline(model, contact))
         }
+    })
+}
+
+/// The K⁻¹ column cache of `system`, `capacity` nodes, built (K factorised) on its own
+/// thread.
+fn residual_being_built(system: &FemSystem, capacity: usize) -> Result<ResidualColumns, String> {
+    let par = faer::get_global_parallelism();
+    let system = system.clone();
+    ResidualColumns::building(move || {
+        let factor = Factor::for_system(&system, 0.0, crate::fem::Ordering::default(), par)
+            .map_err(|e| format!("factorising K: {e}"))?;
+        ComplianceColumns::new(Arc::new(factor), system.dofs, &system.positions, capacity)
+            .map_err(|e| e.to_string())
     })
 }
 
