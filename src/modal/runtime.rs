@@ -263,6 +263,15 @@ impl ModalRuntime {
         self.residual.as_ref()?.ready()
     }
 
+    /// Waits for the K⁻¹ column cache to be built (K factorised), if residual flexibility
+    /// is on; an error if its build failed.
+    pub fn wait_for_columns(&mut self) -> Result<(), ModelError> {
+        match self.residual.as_mut() {
+            Some(residual) => residual.wait().map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
     /// Completes K⁻¹ columns on a worker thread
     /// ([`ComplianceColumns::complete_in_background`]), once they are built.
     pub fn complete_columns_in_background(&mut self) -> Result<(), ColumnError> {

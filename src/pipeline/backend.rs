@@ -95,6 +95,15 @@ impl SceneModel {
         }
     }
 
+    /// Waits for what the model still builds on its own thread before its first step
+    /// (the modal backend's factor of K for residual flexibility); an error if that failed.
+    pub fn wait_ready(&mut self) -> Result<(), ModelError> {
+        match self {
+            SceneModel::Modal(s) => s.model_mut().wait_for_columns(),
+            SceneModel::Condensed(_) | SceneModel::Nonlinear(_) => Ok(()),
+        }
+    }
+
     /// Changes the probe's tip radius (m) and friction ([`ContactPipeline::set_probe`]).
     pub fn set_probe(&mut self, radius: f64, friction: Friction) {
         match self {
