@@ -32,6 +32,9 @@ const state = {
   hello: null, scene: null, frame: null, frames: 0, lost: 0, drawnSequence: -1, error: null,
   safety: new Map(), fades: 0, lastFade: null, notices: [], plotMarks: 0,
   renderedFrames: 0, drawnFrame: null, positions: null, control: null, press: null,
+  // Whether the tissue model runs: a cached start serves the viewer while K is still
+  // being factorised, and frames show the tissue at rest (scene time 0) until then.
+  live: false,
   xray: false, connections: 0, notice: null, curvePoints: 0,
   // The residual columns the server sent this connection, the newest frame's surface
   // rebuilt on arrival (the columns may change before it is drawn), and the bandwidth of
@@ -382,8 +385,30 @@ let retryMs = RETRY_FIRST_MS;
 
 function showStatus(text) { $("status").textContent = text; }
 
+// The status while connected: in control or not, and whether the tissue is ready.
+function connectedStatus() {
+  const base = state.control === true ? "connected, in control" : "connected";
+  return state.live ? base : `${base}; preparing the tissue…`;
+}
+
+// The tissue runs from the first frame past scene time 0 (or the first safety report).
+function markLive() {
+  if (state.live) return;
+  const shown = connectedStatus();
+  state.live = true;
+  if ($("status").textContent === shown) showStatus(connectedStatus());
+}
+
 function updateHelp() {
   const control = token && state.hello?.control_allowed && state.control !== false;
+  // A viewer that cannot move the probe says so beside the scene's name, and why.
+  const badge = $("badge");
+  badge.hidden = !!control;
+  badge.title = !token
+    ? "this address has no ?token=…: open the one palpa serve printed to move the probe"
+    : !state.hello?.control_allowed
+      ? "this server takes no control from viewers"
+      : "the server refused this token (a restarted server prints a new one)";
   $("help").textContent = control
     ? "drag: press in along the normal (down = deeper) · alt/ctrl-drag: slide · ↓/+ ↑/−: depth ±0.5 mm · esc: release · shift-drag: orbit · wheel: zoom · R: reset · X: x-ray"
     : "drag: orbit · wheel: zoom · right-drag: pan · X: x-ray (read-only" + (token ? ")" : ": add ?token=… to control)");
@@ -397,7 +422,8 @@ function connect() {
     retryMs = RETRY_FIRST_MS;
     state.connections++;
     state.control = null;
-    showStatus("connected");
+    state.live = false;
+    showStatus(connectedStatus());
   };
   socket.onclose = () => {
     if (state.error) {
@@ -454,6 +480,7 @@ function connect() {
       if (state.frame && f.sequence > state.frame.sequence) state.lost += f.sequence - state.frame.sequence - 1;
       state.frame = f;
       state.frames++;
+      if (f.scene_time > 0) markLive();
       rate.count++;
       rate.latencies.push(Date.now() - f.sent_unix_us / 1000);
       plotFrame(f);
@@ -462,6 +489,7 @@ function connect() {
       $("haptic").textContent = `${(s.period_p50_s * 1e3).toFixed(3)} / ${(s.period_p99_s * 1e3).toFixed(3)} / ${(s.period_max_s * 1e3).toFixed(2)} ms`;
       $("missed").textContent = `${s.missed_deadlines} of ${s.ticks}`;
     } else if (message.Safety) {
+      markLive();
       showSafety(message.Safety);
     } else if (message.Notice) {
       state.notices.push(message.Notice);
@@ -472,7 +500,7 @@ function connect() {
         state.press = null;
         showStatus(message.ControlStatus.message);
       } else {
-        showStatus("connected, in control");
+        showStatus(connectedStatus());
       }
       updateHelp();
     } else if (message.Error) {
