@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::condensed::CondensedModel;
+use crate::condensed::{CondensedModel, PrecomputeLimit};
 use crate::contact::Friction;
 use crate::fem::{ComplianceColumns, Factor, FemSystem};
 use crate::mesh::TetMesh;
@@ -59,10 +59,13 @@ pub enum BackendSetup<'a> {
         /// Residual flexibility asked for.
         residual: bool,
     },
-    /// Condensed static FEM, with at most `precompute_cap` columns computed at the start.
+    /// Condensed static FEM, with at most `precompute_cap` columns computed at the start
+    /// and at most `precompute_bytes` of them.
     Condensed {
         /// Columns computed up front.
         precompute_cap: usize,
+        /// Bytes of columns computed up front at most.
+        precompute_bytes: f64,
     },
     /// Large-strain tissue in a reduced basis, its lowest modes (of `modes`, if any)
     /// dynamic with Rayleigh damping `alpha` (α₁, α₂).
@@ -155,10 +158,16 @@ pub fn build(
                     .map_err(|e| failed("modal runtime")(e.to_string()))?;
             SceneModel::Modal(pipeline(runtime, contact))
         }
-        BackendSetup::Condensed { precompute_cap } => {
-            let cap = precompute_cap.min(column_cache);
+        BackendSetup::Condensed {
+            precompute_cap,
+            precompute_bytes,
+        } => {
+            let limit = PrecomputeLimit {
+                nodes: precompute_cap.min(column_cache),
+                bytes: precompute_bytes,
+            };
             let columns = columns("condensed columns")?;
-            let model = CondensedModel::new(geometry, columns, cap, MAX_CONSTRAINT_ROWS)
+            let model = CondensedModel::within(geometry, columns, limit, MAX_CONSTRAINT_ROWS)
                 .map_err(|e| failed("condensed model")(e.to_string()))?;
             SceneModel::Condensed(pipeline(model, contact))
         }

@@ -266,3 +266,51 @@ fn large_strain_materials_in_a_linear_backend_are_named_once() {
     );
     assert!(!indent_stderr(&coarse_block()).contains("large-strain"));
 }
+
+/// `palpa indent` of the coarse block on the condensed backend at 2 and 4 mm, with
+/// `extra` scene lines: the forces (N) and stderr.
+fn condensed_indent(extra: &str) -> (Vec<f64>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("block.toml");
+    let text = format!(
+        "{}\n[backend]\nkind = \"condensed\"\n{extra}",
+        coarse_block()
+    );
+    std::fs::write(&scene, text).unwrap();
+    let json = dir.path().join("forces.json");
+    let args = [
+        "indent",
+        "--scene",
+        scene.to_str().unwrap(),
+        "--at",
+        "0,0",
+        "--depths",
+        "0.002,0.004",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let err = palpa(&args, dir.path()).1;
+    let forces: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let forces = forces["force_n"].as_array().unwrap();
+    (forces.iter().map(|f| f.as_f64().unwrap()).collect(), err)
+}
+
+#[test]
+fn a_condensed_start_over_its_memory_budget_says_so_and_presses_the_same() {
+    let (precomputed, err) = condensed_indent("");
+    assert!(!err.contains("precompute_budget_mb"), "under 256 MB: {err}");
+    let (on_demand, err) = condensed_indent("[backend.condensed]\nprecompute_budget_mb = 1\n");
+    assert!(
+        err.contains("would take")
+            && err.contains("over the budget of 1 MB ([backend.condensed] precompute_budget_mb)")
+            && err.contains("Raise the budget"),
+        "{err}"
+    );
+    assert_eq!(err.matches("precompute_budget_mb").count(), 1, "{err}");
+    println!("precomputed {precomputed:?} N, on demand {on_demand:?} N");
+    assert_eq!(precomputed.len(), 2);
+    for (a, b) in precomputed.iter().zip(&on_demand) {
+        assert!(*a > 0.05 && (a - b).abs() <= 1e-9 * a, "{a} vs {b} N");
+    }
+}
