@@ -14,6 +14,7 @@ import { StripChart, ForceDepthCurve, arrowFraction, drawArrowLegend, drawScaleB
 
 const $ = (id) => document.getElementById(id);
 const token = new URLSearchParams(location.search).get("token");
+const XRAY_AT_START = new URLSearchParams(location.search).has("xray");
 
 /** Depth per pixel of vertical drag (m): 60 px press 6 mm. */
 const DEPTH_PER_PIXEL = 1e-4;
@@ -281,9 +282,10 @@ function loadScene(scene) {
   const normals = new Float32Array(rest.length);
   computeNormals(positions, scene.triangles, normals);
   const regions = scene.regions.map((r) => {
-    const rn = new Float32Array(r.rest_positions.length);
-    computeNormals(r.rest_positions, r.triangles, rn);
-    return { name: r.name, young: r.young_pa, mesh: makeMesh(r.rest_positions, rn, r.triangles, gl.STATIC_DRAW) };
+    const smooth = smoothSurface(r.rest_positions, r.triangles, REGION_SMOOTHING);
+    const rn = new Float32Array(smooth.length);
+    computeNormals(smooth, r.triangles, rn);
+    return { name: r.name, young: r.young_pa, positions: smooth, mesh: makeMesh(smooth, rn, r.triangles, gl.STATIC_DRAW) };
   });
   tissue = {
     mesh: makeMesh(positions, normals, scene.triangles, gl.DYNAMIC_DRAW),
@@ -299,6 +301,43 @@ function loadScene(scene) {
 }
 
 // Area-weighted vertex normals of the deformed surface.
+// Taubin λ|μ passes over a region's boundary: the faces of its tetrahedra form a
+// staircase with single tetrahedra hanging off it, drawn smooth without shrinking.
+const REGION_SMOOTHING = 20;
+
+// The surface `p` (xyz per vertex) over `tris` after `passes` Taubin λ|μ passes, each a
+// step towards the mean of the vertex's neighbours then one back (umbrella operator).
+function smoothSurface(p, tris, passes) {
+  const n = p.length / 3;
+  const neighbours = Array.from({ length: n }, () => new Set());
+  for (let t = 0; t < tris.length; t += 3) {
+    for (let k = 0; k < 3; k++) {
+      const a = tris[t + k], b = tris[t + (k + 1) % 3];
+      neighbours[a].add(b);
+      neighbours[b].add(a);
+    }
+  }
+  const lists = neighbours.map((s) => Array.from(s));
+  let from = new Float32Array(p), to = new Float32Array(p.length);
+  const step = (factor) => {
+    for (let v = 0; v < n; v++) {
+      const list = lists[v];
+      for (let c = 0; c < 3; c++) {
+        let mean = 0;
+        for (const u of list) mean += from[3 * u + c];
+        const own = from[3 * v + c];
+        to[3 * v + c] = list.length ? own + factor * (mean / list.length - own) : own;
+      }
+    }
+    [from, to] = [to, from];
+  };
+  for (let i = 0; i < passes; i++) {
+    step(0.5);
+    step(-0.53);
+  }
+  return from;
+}
+
 function computeNormals(p, tris, out) {
   out.fill(0);
   for (let t = 0; t < tris.length; t += 3) {
@@ -460,6 +499,8 @@ function connect() {
       state.columns = new ColumnCache();
       state.framePositions = new Float32Array(message.SceneInit.rest_positions.length);
       loadScene(message.SceneInit);
+      // `?xray` in the address opens in x-ray (for links and screenshots).
+      if (XRAY_AT_START && !state.xray) toggleXray();
     } else if (message.ResidualColumn) {
       rate.oneOffBytes += event.data.byteLength;
       state.columns.insert(message.ResidualColumn);
