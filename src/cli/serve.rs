@@ -3,7 +3,7 @@
 //! prints the report.
 
 use std::cell::Cell;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Instant;
@@ -76,24 +76,7 @@ pub struct ServeArgs {
 /// `--bind`'s value: `IP:PORT`, `[IPv6]:PORT` or `HOST:PORT`, a host name resolved to
 /// its first IPv4 address (browsers and `localhost` agree on 127.0.0.1), else its first.
 pub fn bind_address(text: &str) -> Result<SocketAddr, String> {
-    if let Ok(address) = text.parse() {
-        return Ok(address);
-    }
-    if !text.contains(':') {
-        return Err(format!(
-            "expected HOST:PORT (such as localhost:7878), got {text:?}"
-        ));
-    }
-    let resolved: Vec<SocketAddr> = text
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {text:?}: {e}"))?
-        .collect();
-    resolved
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or(resolved.first())
-        .copied()
-        .ok_or_else(|| format!("{text:?} resolves to no address"))
+    crate::scene::resolve_bind(text)
 }
 
 /// Runs `palpa serve` until Ctrl-C; errors are messages for the user (the force is zero
