@@ -12,8 +12,8 @@ type Job = JoinHandle<Result<ComplianceColumns, String>>;
 
 /// K⁻¹ columns for residual flexibility: built, being built, or failed to build.
 pub enum ResidualColumns {
-    /// Built and usable.
-    Ready(ComplianceColumns),
+    /// Built and usable (boxed: the other states are a few words).
+    Ready(Box<ComplianceColumns>),
     /// Being built by `job`; `background`: complete columns on a worker once built
     /// ([`ComplianceColumns::complete_in_background`]).
     Building {
@@ -54,7 +54,7 @@ impl ResidualColumns {
     /// The columns if they are built (never waits).
     pub fn ready(&self) -> Option<&ComplianceColumns> {
         match self {
-            Self::Ready(c) => Some(c),
+            Self::Ready(c) => Some(&**c),
             _ => None,
         }
     }
@@ -68,7 +68,7 @@ impl ResidualColumns {
             }
         }
         match self {
-            Self::Ready(c) => Some(c),
+            Self::Ready(c) => Some(&mut **c),
             _ => None,
         }
     }
@@ -77,7 +77,7 @@ impl ResidualColumns {
     pub fn wait(&mut self) -> Result<&mut ComplianceColumns, ModelError> {
         self.join();
         match self {
-            Self::Ready(c) => Ok(c),
+            Self::Ready(c) => Ok(&mut **c),
             Self::Failed(why) => Err(ModelError::Setup(why.clone())),
             Self::Building { .. } => unreachable!("joined above"),
         }
@@ -116,7 +116,7 @@ impl ResidualColumns {
         *self = match job.join() {
             Ok(Ok(mut c)) => match background.then(|| c.complete_in_background()) {
                 Some(Err(e)) => Self::Failed(e.to_string()),
-                _ => Self::Ready(c),
+                _ => Self::Ready(Box::new(c)),
             },
             Ok(Err(why)) => Self::Failed(why),
             Err(_) => Self::Failed("the factorisation thread panicked".into()),
@@ -126,6 +126,6 @@ impl ResidualColumns {
 
 impl From<ComplianceColumns> for ResidualColumns {
     fn from(columns: ComplianceColumns) -> Self {
-        Self::Ready(columns)
+        Self::Ready(Box::new(columns))
     }
 }

@@ -53,8 +53,11 @@ pub struct ServeBuilder {
     record: Option<(PathBuf, SceneInputs, Existing)>,
     realtime: RealtimeMode,
     progress: Option<Box<dyn FnMut(Progress)>>,
-    on_viewer: Option<Box<dyn FnMut(&Started)>>,
+    on_viewer: Option<OnViewer>,
 }
+
+/// What hears of the start once the viewer is served ([`ServeBuilder::on_viewer`]).
+type OnViewer = Box<dyn FnMut(&Started)>;
 
 impl ServeBuilder {
     /// Where the precompute is cached (default: [`scene::cache_dir`]).
