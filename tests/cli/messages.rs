@@ -216,19 +216,37 @@ fn coarse_block() -> String {
 }
 
 fn indent_stderr(scene_text: &str) -> String {
+    indent_at_the_centre(scene_text, "0.001", None).1
+}
+
+/// `palpa indent --at 0,0 --depths DEPTHS` of `scene_text` (written to a temporary
+/// directory, which is also the cache): stderr, and the forces (N) when `json` names the
+/// `--json` file to write there.
+fn indent_at_the_centre(scene_text: &str, depths: &str, json: Option<&str>) -> (Vec<f64>, String) {
     let dir = tempfile::tempdir().unwrap();
     let scene = dir.path().join("block.toml");
     std::fs::write(&scene, scene_text).unwrap();
-    let args = [
+    let json = json.map(|name| dir.path().join(name));
+    let mut args = vec![
         "indent",
         "--scene",
         scene.to_str().unwrap(),
         "--at",
         "0,0",
         "--depths",
-        "0.001",
+        depths,
     ];
-    palpa(&args, dir.path()).1
+    if let Some(json) = &json {
+        args.extend(["--json", json.to_str().unwrap()]);
+    }
+    let err = palpa(&args, dir.path()).1;
+    let Some(json) = json else {
+        return (Vec::new(), err);
+    };
+    let forces: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let forces = forces["force_n"].as_array().unwrap();
+    (forces.iter().map(|f| f.as_f64().unwrap()).collect(), err)
 }
 
 #[test]
@@ -270,30 +288,11 @@ fn large_strain_materials_in_a_linear_backend_are_named_once() {
 /// `palpa indent` of the coarse block on the condensed backend at 2 and 4 mm, with
 /// `extra` scene lines: the forces (N) and stderr.
 fn condensed_indent(extra: &str) -> (Vec<f64>, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let scene = dir.path().join("block.toml");
     let text = format!(
         "{}\n[backend]\nkind = \"condensed\"\n{extra}",
         coarse_block()
     );
-    std::fs::write(&scene, text).unwrap();
-    let json = dir.path().join("forces.json");
-    let args = [
-        "indent",
-        "--scene",
-        scene.to_str().unwrap(),
-        "--at",
-        "0,0",
-        "--depths",
-        "0.002,0.004",
-        "--json",
-        json.to_str().unwrap(),
-    ];
-    let err = palpa(&args, dir.path()).1;
-    let forces: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let forces = forces["force_n"].as_array().unwrap();
-    (forces.iter().map(|f| f.as_f64().unwrap()).collect(), err)
+    indent_at_the_centre(&text, "0.002,0.004", Some("forces.json"))
 }
 
 #[test]
