@@ -18,8 +18,9 @@
 use std::f64::consts::TAU;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
+use palpa::app::scene::build;
 use palpa::pipeline::SceneModel;
-use palpa::scene::{build, BackendKind, Scene};
+use palpa::scene::{BackendKind, Scene};
 use palpa::tissue::{LocalForceModel, ModelStep, MAX_PROBES};
 use palpa::Vec3;
 

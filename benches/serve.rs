@@ -17,8 +17,9 @@ use serve_support::Served;
 const BINARY: &str = env!("CARGO_BIN_EXE_palpa");
 const BUNNY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/bunny.toml");
 
-/// One start: spawn, wait for the printed URL, connect, receive the first frame.
-/// Returns the time to that frame; the server is stopped afterwards.
+/// One start: spawn, wait for the printed URL, connect, receive the first frame (the
+/// tissue at rest, while K may still be factorised for the model, before
+/// `model: ready`). Returns the time to that frame; the server is stopped afterwards.
 fn start_to_first_frame(
     scene: Option<&str>,
     cache: &Path,
@@ -30,7 +31,7 @@ fn start_to_first_frame(
     }
     let start = Instant::now();
     let mut served = Served::start(BINARY, &args, cache);
-    let ready = served.ready(Duration::from_secs(600));
+    let ready = served.viewer(Duration::from_secs(600));
     runtime.block_on(async {
         let mut client = palpa_client::Client::connect(&ready.websocket)
             .await

@@ -14,6 +14,7 @@ import { StripChart, ForceDepthCurve, arrowFraction, drawArrowLegend, drawScaleB
 
 const $ = (id) => document.getElementById(id);
 const token = new URLSearchParams(location.search).get("token");
+const XRAY_AT_START = new URLSearchParams(location.search).has("xray");
 
 /** Depth per pixel of vertical drag (m): 60 px press 6 mm. */
 const DEPTH_PER_PIXEL = 1e-4;
@@ -32,6 +33,9 @@ const state = {
   hello: null, scene: null, frame: null, frames: 0, lost: 0, drawnSequence: -1, error: null,
   safety: new Map(), fades: 0, lastFade: null, notices: [], plotMarks: 0,
   renderedFrames: 0, drawnFrame: null, positions: null, control: null, press: null,
+  // Whether the tissue model runs: a cached start serves the viewer while K is still
+  // being factorised, and frames show the tissue at rest (scene time 0) until then.
+  live: false,
   xray: false, connections: 0, notice: null, curvePoints: 0,
   // The residual columns the server sent this connection, the newest frame's surface
   // rebuilt on arrival (the columns may change before it is drawn), and the bandwidth of
@@ -278,9 +282,10 @@ function loadScene(scene) {
   const normals = new Float32Array(rest.length);
   computeNormals(positions, scene.triangles, normals);
   const regions = scene.regions.map((r) => {
-    const rn = new Float32Array(r.rest_positions.length);
-    computeNormals(r.rest_positions, r.triangles, rn);
-    return { name: r.name, young: r.young_pa, mesh: makeMesh(r.rest_positions, rn, r.triangles, gl.STATIC_DRAW) };
+    const smooth = smoothSurface(r.rest_positions, r.triangles, REGION_SMOOTHING);
+    const rn = new Float32Array(smooth.length);
+    computeNormals(smooth, r.triangles, rn);
+    return { name: r.name, young: r.young_pa, positions: smooth, mesh: makeMesh(smooth, rn, r.triangles, gl.STATIC_DRAW) };
   });
   tissue = {
     mesh: makeMesh(positions, normals, scene.triangles, gl.DYNAMIC_DRAW),
@@ -296,6 +301,43 @@ function loadScene(scene) {
 }
 
 // Area-weighted vertex normals of the deformed surface.
+// Taubin λ|μ passes over a region's boundary: the faces of its tetrahedra form a
+// staircase with single tetrahedra hanging off it, drawn smooth without shrinking.
+const REGION_SMOOTHING = 20;
+
+// The surface `p` (xyz per vertex) over `tris` after `passes` Taubin λ|μ passes, each a
+// step towards the mean of the vertex's neighbours then one back (umbrella operator).
+function smoothSurface(p, tris, passes) {
+  const n = p.length / 3;
+  const neighbours = Array.from({ length: n }, () => new Set());
+  for (let t = 0; t < tris.length; t += 3) {
+    for (let k = 0; k < 3; k++) {
+      const a = tris[t + k], b = tris[t + (k + 1) % 3];
+      neighbours[a].add(b);
+      neighbours[b].add(a);
+    }
+  }
+  const lists = neighbours.map((s) => Array.from(s));
+  let from = new Float32Array(p), to = new Float32Array(p.length);
+  const step = (factor) => {
+    for (let v = 0; v < n; v++) {
+      const list = lists[v];
+      for (let c = 0; c < 3; c++) {
+        let mean = 0;
+        for (const u of list) mean += from[3 * u + c];
+        const own = from[3 * v + c];
+        to[3 * v + c] = list.length ? own + factor * (mean / list.length - own) : own;
+      }
+    }
+    [from, to] = [to, from];
+  };
+  for (let i = 0; i < passes; i++) {
+    step(0.5);
+    step(-0.53);
+  }
+  return from;
+}
+
 function computeNormals(p, tris, out) {
   out.fill(0);
   for (let t = 0; t < tris.length; t += 3) {
@@ -382,8 +424,30 @@ let retryMs = RETRY_FIRST_MS;
 
 function showStatus(text) { $("status").textContent = text; }
 
+// The status while connected: in control or not, and whether the tissue is ready.
+function connectedStatus() {
+  const base = state.control === true ? "connected, in control" : "connected";
+  return state.live ? base : `${base}; preparing the tissue…`;
+}
+
+// The tissue runs from the first frame past scene time 0 (or the first safety report).
+function markLive() {
+  if (state.live) return;
+  const shown = connectedStatus();
+  state.live = true;
+  if ($("status").textContent === shown) showStatus(connectedStatus());
+}
+
 function updateHelp() {
   const control = token && state.hello?.control_allowed && state.control !== false;
+  // A viewer that cannot move the probe says so beside the scene's name, and why.
+  const badge = $("badge");
+  badge.hidden = !!control;
+  badge.title = !token
+    ? "this address has no ?token=…: open the one palpa serve printed to move the probe"
+    : !state.hello?.control_allowed
+      ? "this server takes no control from viewers"
+      : "the server refused this token (a restarted server prints a new one)";
   $("help").textContent = control
     ? "drag: press in along the normal (down = deeper) · alt/ctrl-drag: slide · ↓/+ ↑/−: depth ±0.5 mm · esc: release · shift-drag: orbit · wheel: zoom · R: reset · X: x-ray"
     : "drag: orbit · wheel: zoom · right-drag: pan · X: x-ray (read-only" + (token ? ")" : ": add ?token=… to control)");
@@ -397,7 +461,8 @@ function connect() {
     retryMs = RETRY_FIRST_MS;
     state.connections++;
     state.control = null;
-    showStatus("connected");
+    state.live = false;
+    showStatus(connectedStatus());
   };
   socket.onclose = () => {
     if (state.error) {
@@ -434,6 +499,8 @@ function connect() {
       state.columns = new ColumnCache();
       state.framePositions = new Float32Array(message.SceneInit.rest_positions.length);
       loadScene(message.SceneInit);
+      // `?xray` in the address opens in x-ray (for links and screenshots).
+      if (XRAY_AT_START && !state.xray) toggleXray();
     } else if (message.ResidualColumn) {
       rate.oneOffBytes += event.data.byteLength;
       state.columns.insert(message.ResidualColumn);
@@ -454,6 +521,7 @@ function connect() {
       if (state.frame && f.sequence > state.frame.sequence) state.lost += f.sequence - state.frame.sequence - 1;
       state.frame = f;
       state.frames++;
+      if (f.scene_time > 0) markLive();
       rate.count++;
       rate.latencies.push(Date.now() - f.sent_unix_us / 1000);
       plotFrame(f);
@@ -462,6 +530,7 @@ function connect() {
       $("haptic").textContent = `${(s.period_p50_s * 1e3).toFixed(3)} / ${(s.period_p99_s * 1e3).toFixed(3)} / ${(s.period_max_s * 1e3).toFixed(2)} ms`;
       $("missed").textContent = `${s.missed_deadlines} of ${s.ticks}`;
     } else if (message.Safety) {
+      markLive();
       showSafety(message.Safety);
     } else if (message.Notice) {
       state.notices.push(message.Notice);
@@ -472,7 +541,7 @@ function connect() {
         state.press = null;
         showStatus(message.ControlStatus.message);
       } else {
-        showStatus("connected, in control");
+        showStatus(connectedStatus());
       }
       updateHelp();
     } else if (message.Error) {

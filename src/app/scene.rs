@@ -74,6 +74,7 @@ pub fn build(
         },
         BackendKind::Condensed => BackendSetup::Condensed {
             precompute_cap: spec.condensed.precompute_cap,
+            precompute_bytes: spec.condensed.precompute_budget_mb as f64 * 1e6,
         },
         BackendKind::Nonlinear => BackendSetup::Nonlinear {
             statics: Box::new(statics.expect("the nonlinear backend has its statics")),

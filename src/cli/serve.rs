@@ -2,14 +2,17 @@
 //! until Ctrl-C (SIGINT, SIGTERM, SIGHUP) or a failure, stops with zero force first and
 //! prints the report.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::cell::Cell;
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Instant;
 
 use clap::Args;
 
 use super::precompute::SceneArgs;
 use super::progress::progress_bar;
-use crate::app::serve::{Serve, ServeReport};
+use crate::app::serve::{Serve, ServeReport, Started};
 use crate::device::choice::DeviceChoice;
 use crate::recording::{Existing, SceneInputs};
 use crate::rt::{self, RealtimeMode};
@@ -73,24 +76,7 @@ pub struct ServeArgs {
 /// `--bind`'s value: `IP:PORT`, `[IPv6]:PORT` or `HOST:PORT`, a host name resolved to
 /// its first IPv4 address (browsers and `localhost` agree on 127.0.0.1), else its first.
 pub fn bind_address(text: &str) -> Result<SocketAddr, String> {
-    if let Ok(address) = text.parse() {
-        return Ok(address);
-    }
-    if !text.contains(':') {
-        return Err(format!(
-            "expected HOST:PORT (such as localhost:7878), got {text:?}"
-        ));
-    }
-    let resolved: Vec<SocketAddr> = text
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {text:?}: {e}"))?
-        .collect();
-    resolved
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or(resolved.first())
-        .copied()
-        .ok_or_else(|| format!("{text:?} resolves to no address"))
+    crate::scene::resolve_bind(text)
 }
 
 /// Runs `palpa serve` until Ctrl-C; errors are messages for the user (the force is zero
@@ -118,13 +104,24 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         serve = serve.record(dir.clone(), inputs, existing);
     }
     let (bar, on_progress) = progress_bar("building the scene");
-    let started = serve.progress(on_progress).start();
+    let viewer_at = Rc::new(Cell::new(None));
+    let shown = (bar.clone(), viewer_at.clone());
+    let on_viewer = move |started: &Started| {
+        shown.0.finish_and_clear();
+        // The handlers go in before the viewer's address is printed: a Ctrl-C as soon
+        // as it shows must stop cleanly (zero force first), not kill the process.
+        rt::stop_flag();
+        print!("{started}");
+        shown.1.set(Some(Instant::now()));
+    };
+    let started = serve.progress(on_progress).on_viewer(on_viewer).start();
     bar.finish_and_clear();
     let mut handle = started?;
-    // The handlers go in before the viewer's address is printed: a Ctrl-C as soon as
-    // it shows must stop cleanly (zero force first), not kill the process.
     let stop = rt::stop_flag();
-    print!("{}", handle.started);
+    // Scripts and tests press once this line shows: the haptic loops run on a ready
+    // tissue from here.
+    let after = viewer_at.get().map_or(0.0, |at| at.elapsed().as_secs_f64());
+    println!("model: ready ({after:.2} s after the viewer line)");
     for request in handle.calibration_requests() {
         super::calibrate::listen_for_calibration(request);
     }

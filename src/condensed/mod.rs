@@ -19,6 +19,20 @@ use crate::tissue::{
 };
 use crate::{Mat3, Vec3};
 
+/// Bytes of K⁻¹ columns per surface node per mesh node: three columns of three
+/// components, f64 ([`ComplianceColumns::new`]).
+const COLUMN_BYTES_PER_MESH_NODE: f64 = 72.0;
+
+/// What [`CondensedModel::within`] may compute at the start: every surface column, when
+/// the surface has at most `nodes` nodes and they take at most `bytes`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrecomputeLimit {
+    /// Surface nodes at most.
+    pub nodes: usize,
+    /// Bytes of columns at most.
+    pub bytes: f64,
+}
+
 /// The condensed static tissue model. Static: the step size does not change the
 /// response, and only position constraints are meaningful.
 pub struct CondensedModel {
@@ -39,8 +53,24 @@ impl CondensedModel {
     /// step and the point loads held at once.
     pub fn new(
         geometry: TissueGeometry,
-        mut columns: ComplianceColumns,
+        columns: ComplianceColumns,
         precompute_cap: usize,
+        max_rows: usize,
+    ) -> Result<Self, ModelError> {
+        let limit = PrecomputeLimit {
+            nodes: precompute_cap,
+            bytes: f64::INFINITY,
+        };
+        Self::within(geometry, columns, limit, max_rows)
+    }
+
+    /// [`Self::new`] with the start's columns bounded in bytes too: over `limit.bytes`,
+    /// none is computed at the start (each as the probe first touches its node, as
+    /// exact) and a warning says how much they would take and what to raise.
+    pub fn within(
+        geometry: TissueGeometry,
+        mut columns: ComplianceColumns,
+        limit: PrecomputeLimit,
         max_rows: usize,
     ) -> Result<Self, ModelError> {
         if columns.n_nodes() != geometry.rest.len() {
@@ -50,7 +80,19 @@ impl CondensedModel {
                 geometry.rest.len()
             )));
         }
-        if geometry.surface_nodes.len() <= precompute_cap {
+        let surface = geometry.surface_nodes.len();
+        let bytes = precompute_bytes(surface, geometry.rest.len());
+        if surface <= limit.nodes && bytes > limit.bytes {
+            tracing::warn!(
+                "condensed backend: the K⁻¹ columns of the {surface} surface nodes would \
+                 take {} at the start, over the budget of {} \
+                 ([backend.condensed] precompute_budget_mb); each is computed when the \
+                 probe first touches its node instead (the same forces; that touch waits \
+                 for a solve). Raise the budget to compute them all at the start",
+                crate::budget::gb(bytes),
+                crate::budget::gb(limit.bytes)
+            );
+        } else if surface <= limit.nodes {
             columns.precompute(&geometry.surface_nodes)?;
         }
         Ok(Self {
@@ -78,6 +120,11 @@ impl CondensedModel {
     pub fn last_loads(&self) -> &[(usize, Vec3)] {
         &self.loads
     }
+}
+
+/// Bytes of the K⁻¹ columns of `surface` nodes on a mesh of `mesh_nodes` nodes.
+pub fn precompute_bytes(surface: usize, mesh_nodes: usize) -> f64 {
+    COLUMN_BYTES_PER_MESH_NODE * surface as f64 * mesh_nodes as f64
 }
 
 impl TissueModel for CondensedModel {

@@ -38,7 +38,8 @@ pub(crate) struct RitzPairs {
 /// The `nev` largest eigenpairs of the n×n operator `apply` (out = A·rhs, any number of
 /// columns). Builds a Krylov basis in blocks of `block` vectors until the residuals of
 /// the first `wanted` pairs fall below `tol` × the largest θ or the basis reaches
-/// `max_dim` columns.
+/// `max_dim` columns; `on_block(solves, converged)` hears of each block with the pairs
+/// among the first `wanted` converged so far.
 ///
 /// The relation A V_m = V_{m+b} H holds to round-off (H collects every Gram–Schmidt
 /// coefficient and the last block's R), so A·Y = V_{m+b} (H S) for the Ritz vectors
@@ -51,9 +52,9 @@ pub(crate) fn block_lanczos(
     nev: usize,
     wanted: usize,
     block: usize,
-    max_dim: usize,
-    tol: f64,
+    (max_dim, tol): (usize, f64),
     apply: &mut dyn FnMut(MatMut<'_, f64>, MatRef<'_, f64>),
+    on_block: &mut dyn FnMut(usize, usize),
 ) -> RitzPairs {
     let b = block.max(1);
     let max_dim = max_dim.min(n.saturating_sub(b)).max(nev + b);
@@ -105,14 +106,20 @@ pub(crate) fn block_lanczos(
         v.as_mut().subcols_mut(m + b, b).copy_from(&w);
         m += b;
         let full = m + b > max_dim;
+        if m < nev + b {
+            on_block(applications, 0);
+        }
         // Checking costs an m×m eigendecomposition (m ≤ a few hundred), small next to a
         // block solve, so after every block.
         if m >= nev + b {
             let pairs = ritz(&v, &h, m, b, nev, false);
             let scale = pairs.theta.first().copied().unwrap_or(0.0).abs();
-            let converged = pairs.residuals[..wanted.min(nev)]
+            let within = pairs.residuals[..wanted.min(nev)]
                 .iter()
-                .all(|&res| res <= tol * scale);
+                .filter(|&&res| res <= tol * scale)
+                .count();
+            on_block(applications, within);
+            let converged = within == wanted.min(nev);
             if converged || full {
                 let mut pairs = ritz(&v, &h, m, b, nev, true);
                 pairs.applications = applications;

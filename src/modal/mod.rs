@@ -4,6 +4,7 @@ pub mod cache;
 mod lanczos;
 pub mod oscillator;
 pub mod precompute;
+pub mod residual;
 pub mod runtime;
 pub mod select;
 

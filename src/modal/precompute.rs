@@ -186,6 +186,18 @@ pub fn compute_modes(
     ordering: Ordering,
     timings: &mut Timings,
 ) -> Result<(ModalBasis, Option<Factor>, EigenInfo), ModalError> {
+    compute_modes_with_progress(system, n_modes, ordering, timings, &mut |_| {})
+}
+
+/// [`compute_modes`], telling `progress` of each Lanczos block solve (with the modes
+/// converged so far) and each polishing sweep.
+pub fn compute_modes_with_progress(
+    system: &FemSystem,
+    n_modes: usize,
+    ordering: Ordering,
+    timings: &mut Timings,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(ModalBasis, Option<Factor>, EigenInfo), ModalError> {
     let n = system.n_free();
     if n_modes == 0 || n_modes > n {
         return Err(ModalError::Request(format!(
@@ -255,14 +267,21 @@ pub fn compute_modes(
         solve_cpu += cpu_seconds() - cpu;
     };
     let max_dim = (6 * nev).max(nev + 128);
+    let mut on_block = |solves, converged| {
+        progress(Progress::Lanczos {
+            solves,
+            converged,
+            wanted: n_modes,
+        })
+    };
     let pairs = block_lanczos(
         n,
         nev,
         n_modes,
         LANCZOS_BLOCK,
-        max_dim,
-        LANCZOS_TOLERANCE,
+        (max_dim, LANCZOS_TOLERANCE),
         &mut apply,
+        &mut on_block,
     );
     if let Some(e) = solve_error {
         return Err(e.into());
@@ -289,18 +308,9 @@ pub fn compute_modes(
         }
     }
     // The free inverse-iteration step from the Lanczos relation.
-    let (mut x, mut lambda) = rayleigh_ritz(system, shift, x.as_ref(), ax.as_ref())?;
-    let mut sweeps = 0;
-    loop {
-        let r = relative_residuals(system, x.as_ref(), &lambda, n_modes);
-        let worst = r.iter().cloned().fold(0.0, f64::max);
-        if worst <= RESIDUAL_TARGET || sweeps == MAX_POLISH_SWEEPS {
-            break;
-        }
-        tracing::debug!("polishing sweep {sweeps}: worst residual {worst:.2e}");
-        (x, lambda) = polish(system, &factor, shift, x.as_ref())?;
-        sweeps += 1;
-    }
+    let (x, lambda) = rayleigh_ritz(system, shift, x.as_ref(), ax.as_ref())?;
+    let (x, lambda, sweeps) =
+        polish_to_target(system, (&factor, shift), (x, lambda), n_modes, progress)?;
     let (x, lambda) = sort_and_truncate(x, lambda, n_modes);
     timings.eigen = t.elapsed().as_secs_f64();
     tracing::debug!(
@@ -329,6 +339,33 @@ pub fn compute_modes(
     };
     let factor = (shift == 0.0).then_some(factor);
     Ok((basis, factor, info))
+}
+
+/// Polishing sweeps of `(x, λ)` with `(factor, shift)` until the first `n_modes`
+/// relative residuals reach [`RESIDUAL_TARGET`] or [`MAX_POLISH_SWEEPS`] ran; returns
+/// the pairs and the sweeps run.
+fn polish_to_target(
+    system: &FemSystem,
+    (factor, shift): (&Factor, f64),
+    (mut x, mut lambda): (Mat<f64>, Vec<f64>),
+    n_modes: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Mat<f64>, Vec<f64>, usize), ModalError> {
+    let mut sweeps = 0;
+    loop {
+        let r = relative_residuals(system, x.as_ref(), &lambda, n_modes);
+        let worst = r.iter().cloned().fold(0.0, f64::max);
+        if worst <= RESIDUAL_TARGET || sweeps == MAX_POLISH_SWEEPS {
+            return Ok((x, lambda, sweeps));
+        }
+        tracing::debug!("polishing sweep {sweeps}: worst residual {worst:.2e}");
+        progress(Progress::Polishing {
+            sweep: sweeps + 1,
+            of: MAX_POLISH_SWEEPS,
+        });
+        (x, lambda) = polish(system, factor, shift, x.as_ref())?;
+        sweeps += 1;
+    }
 }
 
 /// Factorises K if the body is held in place (positive definite), otherwise K − σM with
@@ -579,6 +616,23 @@ pub enum Progress {
     Assembling,
     /// Factorising and solving the eigenproblem.
     SolvingModes,
+    /// A block Lanczos solve done: `solves` so far; `converged` of the `wanted` lowest
+    /// modes within tolerance (counted once the basis holds them all).
+    Lanczos {
+        /// Block solves so far.
+        solves: usize,
+        /// Modes within the Lanczos tolerance.
+        converged: usize,
+        /// Modes asked for.
+        wanted: usize,
+    },
+    /// Polishing sweep `sweep` (from 1) of at most `of` is running.
+    Polishing {
+        /// This sweep.
+        sweep: usize,
+        /// The most sweeps run.
+        of: usize,
+    },
 }
 
 /// Mesh + materials + fixed nodes, with the volumetric strain evaluated as `pressure`
@@ -612,7 +666,9 @@ pub fn precompute_assembled(
 ) -> Result<Precomputed, ModalError> {
     let mut timings = Timings::default();
     progress(Progress::SolvingModes);
-    let (all, _, eigen) = compute_modes(system, params.n_modes, params.ordering, &mut timings)?;
+    let (n_modes, ordering) = (params.n_modes, params.ordering);
+    let (all, _, eigen) =
+        compute_modes_with_progress(system, n_modes, ordering, &mut timings, progress)?;
     let reports = select_modes(&all, &params.selection);
     let keep: Vec<usize> = reports
         .iter()
@@ -628,4 +684,69 @@ pub fn precompute_assembled(
         n_fixed_nodes: system.dofs.n_fixed_nodes(),
         timings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fem::{Axis, Material};
+    use crate::mesh::generate::box_mesh;
+    use crate::Vec3;
+
+    #[test]
+    fn the_lanczos_solve_reports_each_block_and_its_modes_converging_one_by_one() {
+        // 972 free DOFs: above the dense solve's limit, so block Lanczos runs.
+        let mesh = box_mesh(Vec3::new(0.04, 0.04, 0.02), [8, 8, 4]).unwrap();
+        let material = Material::new(3.0e3, 0.45, 1000.0).unwrap();
+        let per_tet = MaterialMap::uniform(material).per_tet(&mesh).unwrap();
+        let fix = Fix::Below {
+            axis: Axis::Z,
+            dist: 1e-9,
+        };
+        let fixed = fem::fixed_nodes(&mesh, &[fix]).unwrap();
+        let dofs = DofMap::new(&fixed).unwrap();
+        let system = fem::assemble_with(&mesh, &per_tet, dofs, Pressure::Element).unwrap();
+        assert!(system.n_free() > DENSE_MAX_DOFS);
+        let wanted = 20;
+        let mut events = Vec::new();
+        let mut timings = Timings::default();
+        let (basis, _, info) = compute_modes_with_progress(
+            &system,
+            wanted,
+            Ordering::default(),
+            &mut timings,
+            &mut |p| events.push(p),
+        )
+        .unwrap();
+        assert!(!info.dense);
+        let lanczos: Vec<(usize, usize)> = events
+            .iter()
+            .filter_map(|p| match *p {
+                Progress::Lanczos {
+                    solves,
+                    converged,
+                    wanted: w,
+                } => {
+                    assert_eq!(w, wanted);
+                    Some((solves, converged))
+                }
+                _ => None,
+            })
+            .collect();
+        println!(
+            "{lanczos:?}, then {} other events",
+            events.len() - lanczos.len()
+        );
+        // One event per block solve, in order, ending with every mode converged.
+        assert!(lanczos.iter().enumerate().all(|(i, &(s, _))| s == i + 1));
+        assert_eq!(lanczos.last().unwrap().1, wanted);
+        // The bar moves inside the stage: counts between none and all of them.
+        let between = lanczos.iter().filter(|&&(_, c)| 0 < c && c < wanted);
+        assert!(between.count() >= 1, "{lanczos:?}");
+        let polishing = events
+            .iter()
+            .filter(|p| matches!(p, Progress::Polishing { .. }));
+        assert_eq!(polishing.count(), info.polish_sweeps);
+        assert_eq!(basis.eigenvalues.len(), wanted);
+    }
 }

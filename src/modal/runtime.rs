@@ -46,7 +46,8 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::oscillator::{ModeTransition, Oscillators};
-use crate::fem::{ComplianceColumns, Support, MAX_SUPPORT_NODES};
+use super::residual::ResidualColumns;
+use crate::fem::{ColumnError, ComplianceColumns, Support, MAX_SUPPORT_NODES};
 use crate::tissue::{
     add_point_compliance, push_nodal_loads, validate_step, ConstraintKind, ConstraintRows,
     HeldLoads, ModelError, PointConstraint, PointLoad, TissueGeometry, TissueModel,
@@ -87,7 +88,7 @@ pub struct ModalRuntime {
     /// 1/λ for elastic modes, 0 for rigid ones (they have no static compliance).
     inv_lambda: Vec<f64>,
     osc: Oscillators,
-    residual: Option<ComplianceColumns>,
+    residual: Option<ResidualColumns>,
     /// Nodal forces of the last step's constraints and point loads (node, N), for the
     /// residual field (empty without residual flexibility).
     loads: Vec<(usize, Vec3)>,
@@ -136,6 +137,19 @@ impl ModalRuntime {
         shapes: MatRef<'_, f64>,
         params: ModalParams,
         residual: Option<ComplianceColumns>,
+    ) -> Result<Self, ModelError> {
+        let residual = residual.map(ResidualColumns::from);
+        Self::with_residual(geometry, lambda, shapes, params, residual)
+    }
+
+    /// [`Self::new`] with the K⁻¹ column cache possibly still being built
+    /// ([`ResidualColumns::building`]): the first step waits for it.
+    pub fn with_residual(
+        geometry: TissueGeometry,
+        lambda: &[f64],
+        shapes: MatRef<'_, f64>,
+        params: ModalParams,
+        residual: Option<ResidualColumns>,
     ) -> Result<Self, ModelError> {
         let n = geometry.rest.len();
         let k = lambda.len();
@@ -238,14 +252,32 @@ impl ModalRuntime {
         self.h.fill(0.0);
     }
 
-    /// The K⁻¹ column cache, if residual flexibility is on.
+    /// The K⁻¹ column cache, if residual flexibility is on, waiting for it to be built
+    /// (`None` too if its build failed: the next step reports why).
     pub fn columns(&mut self) -> Option<&mut ComplianceColumns> {
-        self.residual.as_mut()
+        self.residual.as_mut()?.wait().ok()
     }
 
-    /// The K⁻¹ column cache, read-only, if residual flexibility is on.
+    /// The K⁻¹ column cache, read-only, if residual flexibility is on and it is built.
     pub fn columns_ref(&self) -> Option<&ComplianceColumns> {
-        self.residual.as_ref()
+        self.residual.as_ref()?.ready()
+    }
+
+    /// Waits for the K⁻¹ column cache to be built (K factorised), if residual flexibility
+    /// is on; an error if its build failed.
+    pub fn wait_for_columns(&mut self) -> Result<(), ModelError> {
+        match self.residual.as_mut() {
+            Some(residual) => residual.wait().map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// Completes K⁻¹ columns on a worker thread
+    /// ([`ComplianceColumns::complete_in_background`]), once they are built.
+    pub fn complete_columns_in_background(&mut self) -> Result<(), ColumnError> {
+        self.residual
+            .as_mut()
+            .map_or(Ok(()), ResidualColumns::complete_in_background)
     }
 
     /// 1/λ per mode (s², 0 for a rigid mode): the static modal response per unit modal
@@ -282,7 +314,8 @@ impl ModalRuntime {
     pub fn residual_displacements(&mut self, nodes: &[usize], out: &mut [Vec3]) {
         out.fill(Vec3::zeros());
         let pending = self.refresh_pending_modal();
-        let Some(cache) = self.residual.as_mut() else {
+        // Loads exist only after a step, which waited for the columns.
+        let Some(cache) = self.residual.as_mut().and_then(ResidualColumns::poll) else {
             return;
         };
         if pending {
@@ -310,7 +343,7 @@ impl ModalRuntime {
     /// Adds Λ⁻¹W̄ᵀf of the last step's loads whose K⁻¹ columns are still being
     /// completed to `out` (length k); returns whether there were any.
     fn add_pending_modal(&self, out: &mut [f64]) -> bool {
-        let Some(cache) = &self.residual else {
+        let Some(cache) = self.columns_ref() else {
             return false;
         };
         let k = self.k;
@@ -362,7 +395,7 @@ impl ModalRuntime {
         let mut modal: f64 = (0..k)
             .map(|m| self.mode_max[m] * (self.osc.z()[m] - self.h[m]).abs())
             .sum();
-        let Some(cache) = &self.residual else {
+        let Some(cache) = self.columns_ref() else {
             return modal;
         };
         for &(v, f) in self.loads.iter().filter(|(v, _)| !cache.is_complete(*v)) {
@@ -429,7 +462,7 @@ impl ModalRuntime {
             Par::Seq,
         );
         if with_residual {
-            let cache = self.residual.as_mut().expect("checked above");
+            let cache = self.residual.as_mut().expect("checked above").wait()?;
             add_point_compliance(constraints, m, self.system.s_mut(m), |a, b| {
                 Ok(cache.point_block(&a.support, &b.support)?)
             })?;
@@ -508,10 +541,12 @@ impl TissueModel for ModalRuntime {
             let (lambda, damping) = (self.osc.lambda(), self.osc.damping());
             // Position rows with residual flexibility also see the point loads' residual
             // displacement R F = K⁻¹ F − W̄ Λ⁻¹ W̄ᵀ F (the modal part is in z_free).
-            let mut load_residual = self
-                .residual
-                .as_mut()
-                .filter(|_| kind == ConstraintKind::Position && !self.point_loads.is_empty());
+            let mut load_residual = match self.residual.as_mut() {
+                Some(r) if kind == ConstraintKind::Position && !self.point_loads.is_empty() => {
+                    Some(r.wait()?)
+                }
+                _ => None,
+            };
             let mut row = 0;
             for c in constraints {
                 let rest_point = c.rest_point(&self.geometry.rest);
@@ -564,14 +599,16 @@ impl TissueModel for ModalRuntime {
         // The point loads' residual field is quasi-static: it joins whatever the rows
         // were (velocity and acceleration rows do not see it, as they do not see the
         // constraint forces' residual).
-        if let Some(cache) = self.residual.as_mut() {
+        if let Some(residual) = self.residual.as_mut() {
+            // The first step waits for K's factor, so no force is published without it.
+            let cache = residual.wait()?;
             self.point_loads.cache_columns(cache)?;
             self.loads.extend_from_slice(self.point_loads.nodal());
         }
         self.osc.step_with(&self.trans, &self.g);
         self.h.fill(0.0);
-        if let Some(cache) = self.residual.as_mut() {
-            cache.advance_completion(dt)?;
+        if let Some(residual) = self.residual.as_mut() {
+            residual.wait()?.advance_completion(dt)?;
         }
         for li in 0..self.loads.len() {
             let (v, f) = self.loads[li];
@@ -617,8 +654,8 @@ impl TissueModel for ModalRuntime {
     }
 
     fn compliance_between(&mut self, a: &Support, b: &Support) -> Result<Mat3, ModelError> {
-        if let Some(cache) = self.residual.as_mut() {
-            return Ok(cache.point_block(a, b)?);
+        if let Some(residual) = self.residual.as_mut() {
+            return Ok(residual.wait()?.point_block(a, b)?);
         }
         // Modal static compliance Σ_m (U_a wₘ)(U_b wₘ)ᵀ / λₘ.
         let mode_at = |s: &Support, q: usize| {
@@ -641,8 +678,7 @@ impl TissueModel for ModalRuntime {
     fn displacement_bound(&self) -> f64 {
         self.modal_bound()
             + self
-                .residual
-                .as_ref()
+                .columns_ref()
                 .map_or(0.0, |cache| cache.field_bound(&self.loads))
     }
 
@@ -650,7 +686,7 @@ impl TissueModel for ModalRuntime {
     /// [`ComplianceColumns::field_bound_beyond`].
     fn displacement_bound_beyond(&self, point: &Vec3, distance: f64) -> f64 {
         self.modal_bound()
-            + self.residual.as_ref().map_or(0.0, |cache| {
+            + self.columns_ref().map_or(0.0, |cache| {
                 cache.field_bound_beyond(&self.loads, point, distance)
             })
     }
@@ -658,11 +694,11 @@ impl TissueModel for ModalRuntime {
     fn anticipates(&self) -> bool {
         self.residual
             .as_ref()
-            .is_some_and(ComplianceColumns::completes_in_background)
+            .is_some_and(ResidualColumns::completes_in_background)
     }
 
     fn anticipate(&mut self, nodes: &[usize]) {
-        if let Some(columns) = self.residual.as_mut() {
+        if let Some(columns) = self.residual.as_mut().and_then(ResidualColumns::poll) {
             columns.anticipate(nodes);
         }
     }
@@ -695,11 +731,12 @@ impl TissueModel for ModalRuntime {
             *e = z + p;
         }
         for (o, &v) in out.iter_mut().zip(nodes) {
-            let near = !pending || self.residual.as_ref().is_some_and(|c| c.field_exact_at(v));
+            let near = !pending || self.columns_ref().is_some_and(|c| c.field_exact_at(v));
             let z_eff = if near { &self.z_eff } else { &self.z_eff_far };
             *o = node_modal(&self.w_bar, k, v, z_eff);
         }
-        if let Some(cache) = self.residual.as_mut() {
+        // Loads exist only after a step, which waited for the columns.
+        if let Some(cache) = self.residual.as_mut().and_then(ResidualColumns::poll) {
             cache.add_field(&self.loads, nodes, out);
         }
     }

@@ -89,12 +89,18 @@ impl SceneModel {
     /// ([`NonlinearTissue::correct_in_background`]).
     pub fn work_in_background(&mut self) -> Result<(), ModelError> {
         match self {
-            SceneModel::Modal(s) => match s.model_mut().columns() {
-                Some(columns) => Ok(columns.complete_in_background()?),
-                None => Ok(()),
-            },
+            SceneModel::Modal(s) => Ok(s.model_mut().complete_columns_in_background()?),
             SceneModel::Condensed(s) => Ok(s.model_mut().columns().complete_in_background()?),
             SceneModel::Nonlinear(s) => s.model_mut().correct_in_background(),
+        }
+    }
+
+    /// Waits for what the model still builds on its own thread before its first step
+    /// (the modal backend's factor of K for residual flexibility); an error if that failed.
+    pub fn wait_ready(&mut self) -> Result<(), ModelError> {
+        match self {
+            SceneModel::Modal(s) => s.model_mut().wait_for_columns(),
+            SceneModel::Condensed(_) | SceneModel::Nonlinear(_) => Ok(()),
         }
     }
 

@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use crate::condensed::CondensedModel;
+use crate::condensed::{CondensedModel, PrecomputeLimit};
 use crate::contact::Friction;
 use crate::fem::{ComplianceColumns, Factor, FemSystem};
 use crate::mesh::TetMesh;
+use crate::modal::residual::ResidualColumns;
 use crate::modal::{ModalBasis, ModalParams, ModalRuntime};
 use crate::nonlinear::{NonlinearParams, NonlinearStatics, NonlinearTissue, TissueModes};
 use crate::tissue::{TissueGeometry, TissueModel};
@@ -58,10 +59,13 @@ pub enum BackendSetup<'a> {
         /// Residual flexibility asked for.
         residual: bool,
     },
-    /// Condensed static FEM, with at most `precompute_cap` columns computed at the start.
+    /// Condensed static FEM, with at most `precompute_cap` columns computed at the start
+    /// and at most `precompute_bytes` of them.
     Condensed {
         /// Columns computed up front.
         precompute_cap: usize,
+        /// Bytes of columns computed up front at most.
+        precompute_bytes: f64,
     },
     /// Large-strain tissue in a reduced basis, its lowest modes (of `modes`, if any)
     /// dynamic with Rayleigh damping `alpha` (α₁, α₂).
@@ -150,19 +154,32 @@ pub fn build(
                      is off; the contact will feel stiffer than full FEM"
                 );
             }
+            // K is factorised on its own thread: the viewer and the haptic loop start
+            // meanwhile, and the model's first step waits for it.
             let residual = match residual && clamped {
-                true => Some(columns("residual flexibility")?),
+                true => Some(
+                    residual_being_built(system, column_cache)
+                        .map_err(failed("residual flexibility"))?,
+                ),
                 false => None,
             };
             let shapes = basis.shapes.as_ref();
-            let runtime = ModalRuntime::new(geometry, &basis.eigenvalues, shapes, params, residual)
-                .map_err(|e| failed("modal runtime")(e.to_string()))?;
+            let eigenvalues = &basis.eigenvalues;
+            let runtime =
+                ModalRuntime::with_residual(geometry, eigenvalues, shapes, params, residual)
+                    .map_err(|e| failed("modal runtime")(e.to_string()))?;
             SceneModel::Modal(pipeline(runtime, contact))
         }
-        BackendSetup::Condensed { precompute_cap } => {
-            let cap = precompute_cap.min(column_cache);
+        BackendSetup::Condensed {
+            precompute_cap,
+            precompute_bytes,
+        } => {
+            let limit = PrecomputeLimit {
+                nodes: precompute_cap.min(column_cache),
+                bytes: precompute_bytes,
+            };
             let columns = columns("condensed columns")?;
-            let model = CondensedModel::new(geometry, columns, cap, MAX_CONSTRAINT_ROWS)
+            let model = CondensedModel::within(geometry, columns, limit, MAX_CONSTRAINT_ROWS)
                 .map_err(|e| failed("condensed model")(e.to_string()))?;
             SceneModel::Condensed(pipeline(model, contact))
         }
@@ -179,6 +196,19 @@ pub fn build(
                 .map_err(|e| failed("nonlinear model")(e.to_string()))?;
             SceneModel::Nonlinear(pipeline(model, contact))
         }
+    })
+}
+
+/// The K⁻¹ column cache of `system`, `capacity` nodes, built (K factorised) on its own
+/// thread.
+fn residual_being_built(system: &FemSystem, capacity: usize) -> Result<ResidualColumns, String> {
+    let par = faer::get_global_parallelism();
+    let system = system.clone();
+    ResidualColumns::building(move || {
+        let factor = Factor::for_system(&system, 0.0, crate::fem::Ordering::default(), par)
+            .map_err(|e| format!("factorising K: {e}"))?;
+        ComplianceColumns::new(Arc::new(factor), system.dofs, &system.positions, capacity)
+            .map_err(|e| e.to_string())
     })
 }
 

@@ -216,19 +216,37 @@ fn coarse_block() -> String {
 }
 
 fn indent_stderr(scene_text: &str) -> String {
+    indent_at_the_centre(scene_text, "0.001", None).1
+}
+
+/// `palpa indent --at 0,0 --depths DEPTHS` of `scene_text` (written to a temporary
+/// directory, which is also the cache): stderr, and the forces (N) when `json` names the
+/// `--json` file to write there.
+fn indent_at_the_centre(scene_text: &str, depths: &str, json: Option<&str>) -> (Vec<f64>, String) {
     let dir = tempfile::tempdir().unwrap();
     let scene = dir.path().join("block.toml");
     std::fs::write(&scene, scene_text).unwrap();
-    let args = [
+    let json = json.map(|name| dir.path().join(name));
+    let mut args = vec![
         "indent",
         "--scene",
         scene.to_str().unwrap(),
         "--at",
         "0,0",
         "--depths",
-        "0.001",
+        depths,
     ];
-    palpa(&args, dir.path()).1
+    if let Some(json) = &json {
+        args.extend(["--json", json.to_str().unwrap()]);
+    }
+    let err = palpa(&args, dir.path()).1;
+    let Some(json) = json else {
+        return (Vec::new(), err);
+    };
+    let forces: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let forces = forces["force_n"].as_array().unwrap();
+    (forces.iter().map(|f| f.as_f64().unwrap()).collect(), err)
 }
 
 #[test]
@@ -265,4 +283,33 @@ fn large_strain_materials_in_a_linear_backend_are_named_once() {
         "{err}"
     );
     assert!(!indent_stderr(&coarse_block()).contains("large-strain"));
+}
+
+/// `palpa indent` of the coarse block on the condensed backend at 2 and 4 mm, with
+/// `extra` scene lines: the forces (N) and stderr.
+fn condensed_indent(extra: &str) -> (Vec<f64>, String) {
+    let text = format!(
+        "{}\n[backend]\nkind = \"condensed\"\n{extra}",
+        coarse_block()
+    );
+    indent_at_the_centre(&text, "0.002,0.004", Some("forces.json"))
+}
+
+#[test]
+fn a_condensed_start_over_its_memory_budget_says_so_and_presses_the_same() {
+    let (precomputed, err) = condensed_indent("");
+    assert!(!err.contains("precompute_budget_mb"), "under 256 MB: {err}");
+    let (on_demand, err) = condensed_indent("[backend.condensed]\nprecompute_budget_mb = 1\n");
+    assert!(
+        err.contains("would take")
+            && err.contains("over the budget of 1 MB ([backend.condensed] precompute_budget_mb)")
+            && err.contains("Raise the budget"),
+        "{err}"
+    );
+    assert_eq!(err.matches("precompute_budget_mb").count(), 1, "{err}");
+    println!("precomputed {precomputed:?} N, on demand {on_demand:?} N");
+    assert_eq!(precomputed.len(), 2);
+    for (a, b) in precomputed.iter().zip(&on_demand) {
+        assert!(*a > 0.05 && (a - b).abs() <= 1e-9 * a, "{a} vs {b} N");
+    }
 }

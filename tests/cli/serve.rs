@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::support::serve::{run_to_end, Served};
+use crate::support::serve::{run_to_end, Served, READY_LINE};
 use palpa_client::palpa_protocol::{ControlCommand, ErrorCode, Frame};
 use palpa_client::{Client, ClientError};
 
@@ -262,9 +262,29 @@ fn serve_palpates_stops_with_zero_force_last_and_restarts_from_the_cache() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
 
-    // Second start, same cache: loaded, not recomputed, the file untouched.
+    // Second start, same cache: loaded, not recomputed, the file untouched. The viewer
+    // is served before the tissue is ready (K's factor builds beside it): a viewer
+    // connected at the viewer line sees the tissue at rest, and a press once
+    // `model: ready` shows is felt.
     let mut served = Served::start(BINARY, &args, cache.path());
+    let viewer = served.viewer(START);
+    let mut client = runtime.block_on(async {
+        let mut client = Client::connect(&viewer.websocket).await.unwrap();
+        let rest = frame_where(&mut client, "the tissue shows", |_, _| true).await;
+        assert!(!rest.in_contact && rest.force == [0.0; 3], "{rest:?}");
+        client
+    });
     served.ready(START);
+    let line = |prefix: &str| {
+        let at = served.stdout.iter().position(|l| l.starts_with(prefix));
+        at.unwrap_or_else(|| panic!("no `{prefix}` line in {:#?}", served.stdout))
+    };
+    assert!(
+        line("viewer: ") < line(READY_LINE),
+        "the viewer is served first: {:#?}",
+        served.stdout
+    );
+    runtime.block_on(press_and_see_it(&mut client, &viewer.token));
     let printed = served.stdout.join("\n");
     assert!(printed.contains("model: loaded from cache"), "{printed}");
     assert!(!printed.contains("model: computed"), "{printed}");

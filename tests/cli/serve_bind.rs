@@ -1,5 +1,6 @@
 //! `palpa serve --bind` as a user gives it: a host name (`localhost`) resolves, and on
-//! 0.0.0.0 the printed URLs are this machine's addresses, each of which opens the viewer.
+//! 0.0.0.0 the printed URLs are this machine's addresses, each of which opens the viewer;
+//! a scene's `stream.bind` resolves host names too.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
@@ -88,6 +89,22 @@ fn a_host_name_resolves_and_every_interface_prints_urls_that_open_the_viewer() {
             "{ip} (this machine's routed address) is not among {remote:?}"
         );
     }
+    let (status, _, stderr) = served.interrupt(WAIT);
+    assert!(status.success(), "{stderr}");
+
+    // A scene's `stream.bind` resolves host names as `--bind` does.
+    let scene = cache.path().join("block.toml");
+    let text = std::fs::read_to_string(SCENE).unwrap();
+    std::fs::write(
+        &scene,
+        format!("{text}\n[stream]\nbind = \"localhost:0\"\n"),
+    )
+    .unwrap();
+    let args = ["--scene", scene.to_str().unwrap(), "--device", "sim"];
+    let mut served = Served::start(BINARY, &args, cache.path());
+    let viewer = served.viewer(START).viewer;
+    assert!(viewer.starts_with("http://127.0.0.1:"), "{viewer}");
+    assert_eq!(status_line(&viewer), "HTTP/1.1 200 OK");
     let (status, _, stderr) = served.interrupt(WAIT);
     assert!(status.success(), "{stderr}");
 }

@@ -570,6 +570,15 @@ async fn serve_a_drag_presses_along_the_normal_where_it_began_the_plots_follow_x
         help.as_str().unwrap().contains("press"),
         "help offers pressing: {help}"
     );
+    // In control and running: no read-only badge, no "preparing the tissue".
+    let status = page
+        .evaluate("document.getElementById('status').textContent + '|' + document.getElementById('badge').hidden")
+        .await;
+    assert_eq!(
+        status.as_str(),
+        Some("connected, in control|true"),
+        "{status}"
+    );
     let at_rest = page.number(STRIP_FORCE_HEIGHT).await;
 
     // Press where the viewer draws the middle of the top face (over the lump) and drag
@@ -720,6 +729,14 @@ async fn serve_a_wrong_token_is_read_only_frames_keep_arriving_and_420_px_leaves
     println!("status: {status}; help: {help}");
     assert!(status.as_str().unwrap().contains("read-only"), "{status}");
     assert!(!help.as_str().unwrap().contains("press"), "{help}");
+    let badge = page
+        .evaluate("[document.getElementById('badge').hidden, document.getElementById('badge').textContent, document.getElementById('badge').title].join('|')")
+        .await;
+    assert_eq!(
+        badge.as_str(),
+        Some("false|read-only|the server refused this token (a restarted server prints a new one)"),
+        "{badge}"
+    );
 
     // A drag now orbits (nothing is sent); the stream goes on over the same connection.
     let frames = page.number("palpaViewer.frames").await;

@@ -19,6 +19,9 @@ pub struct Served {
     stderr: Option<JoinHandle<String>>,
 }
 
+/// The line `palpa serve` prints once its haptic loops run on a ready tissue.
+pub const READY_LINE: &str = "model: ready";
+
 /// What `palpa serve` printed when ready.
 pub struct Ready {
     /// The viewer URL with the token.
@@ -97,25 +100,33 @@ impl Served {
         self.child.id()
     }
 
-    /// Waits (up to `timeout`) for the viewer line (its URL has the token); panics with
-    /// everything printed if the server exits or stays silent.
+    /// Waits (up to `timeout`) for the `model: ready` line, after which the haptic loops
+    /// run on a ready tissue (a press before it gets no force); panics with everything
+    /// printed if the server exits or stays silent.
     pub fn ready(&mut self, timeout: Duration) -> Ready {
+        self.wait_for(READY_LINE, timeout)
+    }
+
+    /// Waits (up to `timeout`) for the viewer line (its URL has the token), which comes
+    /// before the tissue is ready ([`Served::ready`]).
+    pub fn viewer(&mut self, timeout: Duration) -> Ready {
+        self.wait_for("viewer: ", timeout)
+    }
+
+    /// Waits (up to `timeout`) for a line starting with `prefix`; returns the viewer's
+    /// addresses printed by then.
+    fn wait_for(&mut self, prefix: &str, timeout: Duration) -> Ready {
         let deadline = Instant::now() + timeout;
-        loop {
+        let seen = |stdout: &[String]| stdout.iter().any(|l| l.starts_with(prefix));
+        while !seen(&self.stdout) {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    let done = line.starts_with("viewer: ");
-                    self.stdout.push(line);
-                    if done {
-                        break;
-                    }
-                }
+                Ok(line) => self.stdout.push(line),
                 Err(_) => {
                     let _ = self.child.kill();
                     let _ = self.child.wait();
                     panic!(
-                        "palpa serve did not become ready.\nstdout:\n{}\nstderr:\n{}",
+                        "palpa serve printed no `{prefix}` line.\nstdout:\n{}\nstderr:\n{}",
                         self.stdout.join("\n"),
                         self.stderr
                             .take()

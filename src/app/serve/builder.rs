@@ -15,7 +15,7 @@ use crate::stream::{control_channel, snapshot_slot, ProbeWorkspace, SceneVisual}
 use super::super::config::{device_choice, stream_config, stream_regions};
 use super::control::ControlRouter;
 use super::devices::{configure, open_devices};
-use super::handle::{start_stream, ServeHandle};
+use super::handle::{serve_viewers, start_stream, ServeHandle};
 use super::hands::{start_hands, HandsSetup};
 use super::summary::{model_summary, Started};
 
@@ -39,6 +39,7 @@ impl Serve {
             record: None,
             realtime: RealtimeMode::Auto,
             progress: None,
+            on_viewer: None,
         }
     }
 }
@@ -52,7 +53,11 @@ pub struct ServeBuilder {
     record: Option<(PathBuf, SceneInputs, Existing)>,
     realtime: RealtimeMode,
     progress: Option<Box<dyn FnMut(Progress)>>,
+    on_viewer: Option<OnViewer>,
 }
+
+/// What hears of the start once the viewer is served ([`ServeBuilder::on_viewer`]).
+type OnViewer = Box<dyn FnMut(&Started)>;
 
 impl ServeBuilder {
     /// Where the precompute is cached (default: [`scene::cache_dir`]).
@@ -91,6 +96,14 @@ impl ServeBuilder {
     /// Hears of the precompute's stages.
     pub fn progress(mut self, progress: impl FnMut(Progress) + 'static) -> Self {
         self.progress = Some(Box::new(progress));
+        self
+    }
+
+    /// Hears what started as soon as the viewer is served, before the tissue is ready:
+    /// the modal backend's factor of K may still be building then, and
+    /// [`ServeBuilder::start`] returns once it is (the hands start then).
+    pub fn on_viewer(mut self, on_viewer: impl FnMut(&Started) + 'static) -> Self {
+        self.on_viewer = Some(Box::new(on_viewer));
         self
     }
 
@@ -168,16 +181,6 @@ impl ServeBuilder {
         let calibration = calibration.collect();
         let stylus = configured.first_mut().and_then(|d| d.stylus.take());
         let (router, resets) = ControlRouter::new(stylus);
-        let hands = start_hands(HandsSetup {
-            devices: configured,
-            model: built.model,
-            rates: built.scene.rates.clone(),
-            visual,
-            snapshots,
-            resets,
-            idle,
-            session: session.as_ref().map(|dir| (dir, &health)),
-        })?;
         let router = router
             .spawn(control)
             .map_err(|e| format!("cannot start the control thread: {e}"))?;
@@ -188,18 +191,39 @@ impl ServeBuilder {
             control_tx,
             column_feed,
         );
-        let started = |viewer_url, remote_viewer_urls| Started {
+        // Viewers see the tissue at rest (and "preparing the tissue" until the haptic
+        // statistics arrive) while the model finishes on its own thread.
+        let viewers = serve_viewers(listening, stream)?;
+        let started = Started {
             precompute: built.precompute,
             model,
             devices,
-            viewer_url,
-            remote_viewer_urls,
+            viewer_url: viewers.viewer_url(),
+            remote_viewer_urls: viewers.remote_viewer_urls(),
         };
+        if let Some(on_viewer) = self.on_viewer.as_mut() {
+            on_viewer(&started);
+        }
+        // The hands start on a ready model: a device's clock, its script and the
+        // recording begin there, so a replay meets the same tissue at the same time.
+        built
+            .model
+            .wait_ready()
+            .map_err(|e| format!("cannot prepare the tissue: {e}"))?;
+        let hands = start_hands(HandsSetup {
+            devices: configured,
+            model: built.model,
+            rates: built.scene.rates.clone(),
+            visual,
+            snapshots,
+            resets,
+            idle,
+            session: session.as_ref().map(|dir| (dir, &health)),
+        })?;
         start_stream(
-            listening,
+            viewers,
             hands,
             router,
-            stream,
             (session, health),
             calibration,
             started,

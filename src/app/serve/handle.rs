@@ -165,17 +165,30 @@ pub(super) fn listen(bind: SocketAddr) -> Result<Listening, String> {
     Ok(Listening { tokio, listener })
 }
 
-/// Starts the stream server for `hands` (stopping them on failure) and, when
-/// recording into `session`, a stream client recording it.
-pub(super) fn start_stream(
+/// The stream server serving viewers on its runtime (the tissue at rest), before the
+/// hands start.
+pub(super) struct Viewers {
+    tokio: tokio::runtime::Runtime,
+    server: StreamServer,
+}
+
+impl Viewers {
+    /// The viewer's address on this machine, with the control token.
+    pub(super) fn viewer_url(&self) -> String {
+        self.server.viewer_url()
+    }
+
+    /// Its addresses other machines can open.
+    pub(super) fn remote_viewer_urls(&self) -> Vec<String> {
+        self.server.remote_viewer_urls()
+    }
+}
+
+/// Starts the stream server on the listener bound first.
+pub(super) fn serve_viewers(
     Listening { tokio, listener }: Listening,
-    hands: Vec<Hand>,
-    router: JoinHandle<()>,
     (config, scene, snapshots, control, columns): StreamParts,
-    (session, health): (Option<RecordingDir>, Arc<RecordingHealth>),
-    calibration: Vec<CalibrationRequest>,
-    started: impl FnOnce(String, Vec<String>) -> Started,
-) -> Result<ServeHandle, String> {
+) -> Result<Viewers, String> {
     let bind = config.bind;
     let server = tokio.block_on(StreamServer::start_on(
         listener,
@@ -185,8 +198,21 @@ pub(super) fn start_stream(
         Some(control),
         Some(columns),
     ));
-    // Dropping the hands on an error stops their threads, zeroing every force.
     let server = server.map_err(|e| format!("cannot serve the viewer on {bind}: {e}"))?;
+    Ok(Viewers { tokio, server })
+}
+
+/// Runs `hands` beside the viewers' server (dropping the hands on an error stops their
+/// threads, zeroing every force) and, when recording into `session`, a stream client
+/// recording it.
+pub(super) fn start_stream(
+    Viewers { tokio, server }: Viewers,
+    hands: Vec<Hand>,
+    router: JoinHandle<()>,
+    (session, health): (Option<RecordingDir>, Arc<RecordingHealth>),
+    calibration: Vec<CalibrationRequest>,
+    started: Started,
+) -> Result<ServeHandle, String> {
     let stream_recording = match &session {
         Some(dir) => {
             let url = format!("ws://{}/ws", local_address(server.local_addr()));
@@ -204,7 +230,7 @@ pub(super) fn start_stream(
         previous: shared[0].stats.snapshot(),
         previous_at: Instant::now(),
         warned_ramp: vec![false; hands.len()],
-        started: started(server.viewer_url(), server.remote_viewer_urls()),
+        started,
         tokio,
         server,
         hands,

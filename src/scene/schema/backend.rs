@@ -129,6 +129,8 @@ impl Default for ModalSpec {
 pub struct CondensedSpec {
     /// Surfaces with at most this many nodes get every column computed at start.
     pub precompute_cap: usize,
+    /// ... when those columns take at most this many megabytes (10⁶ bytes).
+    pub precompute_budget_mb: u64,
     /// The column cache's size moved to `[backend.columns]`; given here, it is an error
     /// that says so.
     #[serde(rename = "cache_size")]
@@ -139,6 +141,7 @@ impl Default for CondensedSpec {
     fn default() -> Self {
         Self {
             precompute_cap: 4096,
+            precompute_budget_mb: 256,
             moved_cache_size: None,
         }
     }

@@ -32,7 +32,7 @@ pub use materials::{
 pub use mesh::{
     BoxSpec, Grading, Growth, LatticeSpec, MeshSpec, Split, DEFAULT_BOX_CELLS, MAX_GROWTH,
 };
-pub use stream::StreamSpec;
+pub use stream::{resolve_bind, StreamSpec};
 pub use view::{UpAxis, ViewSpec};
 
 /// The default scene's text (a tissue block with a stiff spherical inclusion), built

@@ -1,7 +1,7 @@
 //! `[stream]`: the visual stream server's address, control token, client limit, and the
 //! web origins and host names it answers besides its own.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 
 use serde::Deserialize;
 
@@ -42,19 +42,37 @@ impl Default for StreamSpec {
     }
 }
 
+/// `ADDRESS:PORT` or `HOST:PORT` (such as `localhost:7878`) as a socket address: a host
+/// name resolves to its first IPv4 address, else its first one.
+pub fn resolve_bind(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    if !text.contains(':') {
+        return Err(format!(
+            "expected HOST:PORT (such as localhost:7878), got {text:?}"
+        ));
+    }
+    let resolved: Vec<SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {text:?}: {e}"))?
+        .collect();
+    resolved
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(resolved.first())
+        .copied()
+        .ok_or_else(|| format!("{text:?} resolves to no address"))
+}
+
 impl StreamSpec {
-    /// The bind address (checked when the scene is loaded).
+    /// The bind address (resolved when the scene is loaded).
     pub fn bind_addr(&self) -> SocketAddr {
-        self.bind.parse().expect("validated bind address")
+        resolve_bind(&self.bind).expect("validated bind address")
     }
 
     pub(super) fn validate(&self, c: &Check) -> Result<(), SceneError> {
-        if let Err(e) = self.bind.parse::<SocketAddr>() {
-            return Err(c.invalid(
-                "stream.bind",
-                format!("expected ADDRESS:PORT, got {:?} ({e})", self.bind),
-            ));
-        }
+        resolve_bind(&self.bind).map_err(|e| c.invalid("stream.bind", e))?;
         c.count("stream.max_clients", self.max_clients, 1, MAX_CLIENTS)?;
         if let Some(token) = &self.token {
             let url_safe = |ch: char| ch.is_ascii_alphanumeric() || "-._~".contains(ch);
