@@ -151,7 +151,7 @@ impl HistogramSnapshot {
 /// The `q`-quantile (0..1) of the values binned in `bins` (each `bin_ns` wide, the last
 /// collecting the rest; the largest `max_ns`) as the upper edge of its bin (ns), at most
 /// `max_ns` (the last bin's edge is no bound); 0 with nothing recorded. The one quantile
-/// walk of the tick statistics and the model thread's [`super::step_times`].
+/// walk of the tick statistics and the model thread's step times (`step_times`).
 pub fn quantile_ns(bins: &[u64], bin_ns: u64, max_ns: u64, q: f64) -> u64 {
     let n: u64 = bins.iter().sum();
     if n == 0 {
