@@ -15,3 +15,4 @@ pub mod record;
 pub mod recording;
 pub mod replay;
 pub mod serve;
+pub mod serve_args;
