@@ -153,10 +153,13 @@ impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
         };
         let s = shared.clone();
         let period = model.call_period(config.haptic.model_period());
+        let (model_ready_tx, model_ready_rx) = std::sync::mpsc::sync_channel(1);
         let model = std::thread::Builder::new()
             .name("palpa-model".into())
             .spawn(move || {
-                match rt::set_up_model_thread(haptic_priority) {
+                let setup = rt::set_up_model_thread(haptic_priority);
+                let _ = model_ready_tx.send(());
+                match setup {
                     Ok(Some(priority)) => tracing::info!(
                         "model thread: SCHED_FIFO priority {priority}, below the haptic thread's"
                     ),
@@ -168,6 +171,9 @@ impl<D: HapticDevice + 'static, M: ModelStep + 'static> HapticRuntime<D, M> {
                 let late_ns = (config.haptic.limits.model_timeout * 1e9) as u64;
                 model_thread(model, probe_r, model_w, &s, epoch, period, late_ns)
             })?;
+        // Returns with the model thread at its scheduling, as the haptic thread: what
+        // announces the start (serve's `model: ready`) must not come before it.
+        let _ = model_ready_rx.recv();
         let logger = if config.log_stats {
             let s = shared.clone();
             Some(
