@@ -126,7 +126,7 @@ impl SurfaceBound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nonlinear::test_block::fixed_base_block;
+    use crate::nonlinear::test_block::block_with_three_shapes;
     use crate::nonlinear::LawKind;
 
     /// Along a walk in the coordinates the bound is never below the true largest
@@ -134,15 +134,7 @@ mod tests {
     /// last stride; it takes the true maximum again once it has drifted that far.
     #[test]
     fn the_bound_holds_and_stays_within_its_slack() {
-        let (mesh, statics, top) = fixed_base_block([4, 4, 2], LawKind::NeoHookean);
-        let mut reduced = ReducedStatics::new(statics, 8).expect("reduced");
-        let n = 3 * mesh.nodes.len();
-        // Three point loads near the top centre, along three axes: three shapes.
-        for d in [3 * top + 2, 3 * (top - 1), 3 * (top + 1) + 1] {
-            let mut force = vec![0.0; n];
-            force[d] = 1.0;
-            reduced.add_shape(&force).expect("shape");
-        }
+        let (mesh, reduced, _) = block_with_three_shapes([4, 4, 2], LawKind::NeoHookean);
         assert_eq!(reduced.shapes(), 3);
         let surface: Vec<usize> = (0..mesh.nodes.len()).collect();
         let truth = |q: &[f64]| {

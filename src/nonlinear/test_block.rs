@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{Hyperelastic, LawKind, NonlinearStatics};
+use super::{Hyperelastic, LawKind, NonlinearStatics, ReducedStatics};
 use crate::fem::Material;
 use crate::mesh::generate::box_mesh;
 use crate::mesh::TetMesh;
@@ -35,4 +35,21 @@ pub(super) fn fixed_base_block(
         })
         .expect("a top node");
     (mesh, statics, top)
+}
+
+/// [`fixed_base_block`] reduced to three shapes: the responses to unit point loads near
+/// the top centre along three axes (N). Also returns the mesh and that top node.
+pub(super) fn block_with_three_shapes(
+    cells: [usize; 3],
+    kind: LawKind,
+) -> (TetMesh, ReducedStatics, usize) {
+    let (mesh, statics, top) = fixed_base_block(cells, kind);
+    let mut reduced = ReducedStatics::new(statics, 8).expect("reduced");
+    let n = 3 * mesh.nodes.len();
+    for d in [3 * top + 2, 3 * (top - 1), 3 * (top + 1) + 1] {
+        let mut force = vec![0.0; n];
+        force[d] = 1.0;
+        reduced.add_shape(&force).expect("shape");
+    }
+    (mesh, reduced, top)
 }

@@ -86,8 +86,8 @@ impl ReducedRows {
 
 #[cfg(test)]
 mod tests {
-    use crate::nonlinear::test_block::fixed_base_block;
-    use crate::nonlinear::{LawKind, LinearConstraint, NewtonOptions, ReducedRows, ReducedStatics};
+    use crate::nonlinear::test_block::block_with_three_shapes;
+    use crate::nonlinear::{LawKind, LinearConstraint, NewtonOptions, ReducedRows};
     use crate::Vec3;
 
     /// A press 1 mm into Veronda–Westmann tissue, then a degraded step to 1.5 mm whose
@@ -98,14 +98,7 @@ mod tests {
     #[test]
     fn a_degraded_steps_force_is_bounded_by_the_last_good_state() {
         let kind = LawKind::VerondaWestmann { stiffening: 5.0 };
-        let (mesh, statics, top) = fixed_base_block([4, 4, 2], kind);
-        let mut reduced = ReducedStatics::new(statics, 8).expect("reduced");
-        let n = 3 * mesh.nodes.len();
-        for d in [3 * top + 2, 3 * (top - 1), 3 * (top + 1) + 1] {
-            let mut force = vec![0.0; n];
-            force[d] = 1.0;
-            reduced.add_shape(&force).expect("shape");
-        }
+        let (mesh, reduced, top) = block_with_three_shapes([4, 4, 2], kind);
         let r = reduced.shapes();
         let loads = vec![Vec3::zeros(); mesh.nodes.len()];
         let options = NewtonOptions {
