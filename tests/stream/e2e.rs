@@ -31,6 +31,30 @@ fn stalling_config() -> StreamConfig {
     }
 }
 
+/// A stream server on a tokio runtime of its own, as `palpa serve` runs it apart from
+/// its viewers; the runtime must outlive the server.
+async fn server_of_its_own(
+    config: StreamConfig,
+    scene: palpa::stream::StreamScene,
+    reader: palpa::stream::SnapshotReader,
+    control: palpa::stream::ControlSender,
+) -> (tokio::runtime::Runtime, StreamServer) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime
+        .spawn(async move {
+            StreamServer::start(config, scene, reader, Some(control))
+                .await
+                .unwrap()
+        })
+        .await
+        .unwrap();
+    (runtime, server)
+}
+
 /// A WebSocket to the server at `addr` whose socket has a 4 kB receive buffer.
 async fn small_buffer_websocket(
     addr: std::net::SocketAddr,
@@ -104,23 +128,10 @@ async fn watch(url: String, duration: Duration, tissue: Arc<AnalyticTissue>) -> 
 async fn thirty_two_clients_receive_scene_then_frames_at_30_hz_and_exact_positions() {
     let _serial = SERIAL.lock().await;
     let (tissue, _producer, reader, control) = running_tissue(AnalyticTissue::modal([8, 8, 3], 12));
-    // The server on a runtime of its own, as `palpa serve` runs it apart from its
-    // viewers: on a busy machine the 32 clients' checks here on this test's two workers
-    // delayed its 30 Hz publisher (26 Hz, 0 lost, beside one busy loop per core).
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let scene = tissue.scene.clone();
-    let server = server_runtime
-        .spawn(async move {
-            StreamServer::start(loopback_config(), scene, reader, Some(control))
-                .await
-                .unwrap()
-        })
-        .await
-        .unwrap();
+    // On a busy machine the 32 clients' checks on this test's two workers delayed a
+    // publisher sharing them (26 Hz, 0 lost, beside one busy loop per core).
+    let (server_runtime, server) =
+        server_of_its_own(loopback_config(), tissue.scene.clone(), reader, control).await;
     let url = format!("ws://{}/ws", server.local_addr());
     let watchers: Vec<_> = (0..32)
         .map(|_| tokio::spawn(watch(url.clone(), Duration::from_secs(5), tissue.clone())))
@@ -157,23 +168,10 @@ async fn a_client_that_never_reads_does_not_slow_others_and_is_dropped() {
         running_tissue(AnalyticTissue::positions([48, 48, 16]));
     let frame_bytes = 145 + 12 * tissue.scene.rest_positions.len();
     assert!(frame_bytes > 80_000, "frames of {frame_bytes} bytes");
-    // The server on a runtime of its own, as `palpa serve` runs it apart from its
-    // viewers: on a busy machine the four watchers' decoding and checks on this test's
-    // two workers delayed its publisher, which is not what this test is about.
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let scene = tissue.scene.clone();
-    let server = server_runtime
-        .spawn(async move {
-            StreamServer::start(stalling_config(), scene, reader, Some(control))
-                .await
-                .unwrap()
-        })
-        .await
-        .unwrap();
+    // On a busy machine the four watchers' decoding and checks on this test's two
+    // workers delayed a publisher sharing them, which is not what this test is about.
+    let (server_runtime, server) =
+        server_of_its_own(stalling_config(), tissue.scene.clone(), reader, control).await;
     let addr = server.local_addr();
     let url = format!("ws://{addr}/ws");
 
