@@ -546,9 +546,6 @@ fn sigterm_and_sighup_stop_with_zero_force_like_ctrl_c() {
 #[test]
 fn a_second_device_gets_its_own_haptic_loop_and_ends_at_zero_force() {
     let cache = tempfile::tempdir().unwrap();
-    // Real-time threads, as `serve` runs by default (the test servers' default is off):
-    // on the normal scheduler, beside one busy process per core, the model thread ran
-    // late and the watchdog faded the pressing device's force, as the product promises.
     let args = [
         "--device",
         "sim",
@@ -556,8 +553,6 @@ fn a_second_device_gets_its_own_haptic_loop_and_ends_at_zero_force() {
         "sim:press",
         "--bind",
         "127.0.0.1:0",
-        "--realtime",
-        "auto",
     ];
     let mut served = Served::start(BINARY, &args, cache.path());
     served.ready(START);
