@@ -208,10 +208,37 @@ impl Served {
 }
 
 impl Drop for Served {
+    /// Kills a server still running; when a test failed, first stops it with SIGINT
+    /// (so it prints its stop summary) and prints what it said, so the failure's
+    /// cause on the server's side is in the test's output.
     fn drop(&mut self) {
+        let running = self.child.try_wait().ok().flatten().is_none();
+        if running && std::thread::panicking() {
+            // SAFETY: plain kill(2) on our own child's pid.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         if self.child.try_wait().ok().flatten().is_none() {
             let _ = self.child.kill();
             let _ = self.child.wait();
+        }
+        if std::thread::panicking() {
+            while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
+                self.stdout.push(line);
+            }
+            let stderr = self.stderr.take().map(|h| h.join().unwrap_or_default());
+            let stderr = stderr.unwrap_or_default();
+            let tail: Vec<&str> = stderr.lines().rev().take(80).collect();
+            eprintln!(
+                "palpa serve (pid {}) at the failure; stdout:\n{}\nlast lines of stderr, \
+                 newest first:\n{}",
+                self.child.id(),
+                self.stdout.join("\n"),
+                tail.join("\n")
+            );
         }
     }
 }
