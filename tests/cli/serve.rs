@@ -69,15 +69,25 @@ async fn frame_where(
     accept: impl Fn(&Client, &Frame) -> bool,
 ) -> Frame {
     let deadline = Instant::now() + WAIT;
+    let mut last: Option<Frame> = None;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let frame = tokio::time::timeout(left, client.next_frame())
             .await
-            .unwrap_or_else(|_| panic!("no frame where {what} within {WAIT:?}"))
+            .unwrap_or_else(|_| {
+                let last = last.as_ref().map(|f| {
+                    format!(
+                        "t {:.3} s, probe {:?} m, force {:?} N, in contact {}",
+                        f.scene_time, f.probe, f.force, f.in_contact
+                    )
+                });
+                panic!("no frame where {what} within {WAIT:?}; the last frame: {last:?}")
+            })
             .unwrap();
         if accept(client, &frame) {
             return frame;
         }
+        last = Some(frame);
     }
 }
 
