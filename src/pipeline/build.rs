@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::condensed::{CondensedModel, PrecomputeLimit};
 use crate::contact::Friction;
-use crate::fem::{ComplianceColumns, Factor, FemSystem};
+use crate::fem::{ComplianceColumns, DofMap, Factor, FemSystem};
 use crate::mesh::TetMesh;
 use crate::modal::residual::ResidualColumns;
 use crate::modal::{ModalBasis, ModalParams, ModalRuntime};
@@ -140,7 +140,12 @@ pub fn build(
         )
         .map_err(|e| failed(what)(e.to_string()))
     };
-    let contact = (probe.radius, patch_radius, probe.friction);
+    let contact = Contact {
+        radius: probe.radius,
+        patch_radius,
+        friction: probe.friction,
+        dofs: &system.dofs,
+    };
     Ok(match backend {
         BackendSetup::Modal {
             basis,
@@ -212,15 +217,25 @@ fn residual_being_built(system: &FemSystem, capacity: usize) -> Result<ResidualC
     })
 }
 
+/// What the probes' contact needs besides the tissue model.
+#[derive(Clone, Copy)]
+struct Contact<'a> {
+    /// Probe tip radius (m).
+    radius: f64,
+    /// A point probe's contact patch radius (m).
+    patch_radius: f64,
+    friction: Friction,
+    /// The fixed nodes: the faces on the support are not touched.
+    dofs: &'a DofMap,
+}
+
 /// The probes' contact over a tissue model.
-fn pipeline<M: TissueModel>(
-    model: M,
-    (radius, patch_radius, friction): (f64, f64, Friction),
-) -> Box<ContactPipeline<M>> {
+fn pipeline<M: TissueModel>(model: M, contact: Contact) -> Box<ContactPipeline<M>> {
     Box::new(
-        ContactPipeline::new(model, radius)
-            .with_patch_radius(patch_radius)
-            .with_friction(friction),
+        ContactPipeline::new(model, contact.radius)
+            .with_fixed_nodes(|n| contact.dofs.is_fixed(n))
+            .with_patch_radius(contact.patch_radius)
+            .with_friction(contact.friction),
     )
 }
 

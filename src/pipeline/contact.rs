@@ -228,6 +228,26 @@ impl<M: TissueModel> ContactPipeline<M> {
         self.workspace
     }
 
+    /// Leaves the surface triangles whose three nodes are all `fixed` (faces resting on
+    /// the rigid support) out of contact. A probe first seen under the support — a
+    /// device switched on below the table, a viewer's target beyond the workspace — then
+    /// rises through it to the free surface; otherwise its proxy would catch on a face
+    /// that cannot move, where the tissue gives no force, and stay there.
+    pub fn with_fixed_nodes(mut self, fixed: impl Fn(usize) -> bool) -> Self {
+        let touchable: Vec<[usize; 3]> = (self.model.surface_triangles().iter())
+            .filter(|t| !t.iter().all(|&n| fixed(n)))
+            .copied()
+            .collect();
+        if touchable.is_empty() {
+            return self;
+        }
+        let rest = self.model.rest_positions();
+        self.bvh = SurfaceBvh::build(touchable, rest);
+        self.patch = ContactPatch::new(self.patch.radius(), &self.bvh, rest);
+        self.sphere = SphereContact::new(self.sphere.radius(), &self.bvh, rest);
+        self
+    }
+
     /// Spreads a point probe's contact over the surface nodes within `radius` (m) of
     /// the contact point ([`ContactPatch`]); 0 keeps the barycentric point of the
     /// touched triangle. A sphere probe has its own footprint and ignores it.

@@ -11,6 +11,7 @@ mod patch;
 mod proxy;
 mod sphere;
 mod sphere_replay;
+mod teleport;
 
 /// One precompute cache for every test of this binary: the default scene's modal basis
 /// is computed once per machine, not once per test (each took tens of seconds).
