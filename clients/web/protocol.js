@@ -6,7 +6,7 @@
 // Bulk arrays are typed arrays for speed: Vec<[f32; 3]> becomes a flat Float32Array of
 // 3·n values, Vec<[u32; 3]> a flat Uint32Array, Vec<f32> a Float32Array.
 
-export const PROTOCOL_VERSION = 5;
+export const PROTOCOL_VERSION = 6;
 export const MAX_SERVER_MESSAGE_BYTES = 64 * 1024 * 1024;
 export const MAX_CLIENT_MESSAGE_BYTES = 4096;
 
@@ -84,6 +84,13 @@ class Reader {
     this.pos += 4 * count;
     return out;
   }
+  i16array(what, count) {
+    this.need(2 * count, what);
+    const out = new Int16Array(count);
+    for (let i = 0; i < count; i++) out[i] = this.view.getInt16(this.pos + 2 * i, true);
+    this.pos += 2 * count;
+    return out;
+  }
   vecF32(what) { return this.f32array(what, this.len(what, 4)); }
   vecVec3F32(what) { return this.f32array(what, 3 * this.len(what, 12)); }
   vecTriangles(what) {
@@ -153,15 +160,16 @@ function readFrame(r) {
     for (let i = 0; i < loadCount; i++) {
       loads.push({ node: r.u32("load.node"), force: [r.f32("load.force"), r.f32("load.force"), r.f32("load.force")] });
     }
-    const n = r.len("corrections", 16);
+    const correction_unit = r.f32("correction_unit");
+    const n = r.len("corrections", 10);
     const corrections = [];
     for (let i = 0; i < n; i++) {
       corrections.push({
         vertex: r.u32("correction.vertex"),
-        displacement: [r.f32("correction"), r.f32("correction"), r.f32("correction")],
+        displacement: Array.from(r.i16array("correction", 3)),
       });
     }
-    frame.deformation = { Superposed: { coordinates, loads, corrections } };
+    frame.deformation = { Superposed: { coordinates, loads, correction_unit, corrections } };
   } else {
     frame.deformation = { Positions: { positions: r.vecVec3F32("positions") } };
   }
@@ -186,12 +194,13 @@ function readStylus(r) {
 
 function readColumn(r) {
   const node = r.u32("column.node");
-  const n = r.len("column.entries", 40);
+  const unit = r.f32("column.unit");
+  const n = r.len("column.entries", 22);
   const entries = [];
   for (let i = 0; i < n; i++) {
-    entries.push({ vertex: r.u32("column.vertex"), compliance: r.f32array("column.compliance", 9) });
+    entries.push({ vertex: r.u32("column.vertex"), compliance: r.i16array("column.compliance", 9) });
   }
-  return { node, entries };
+  return { node, unit, entries };
 }
 
 function readForget(r) {
@@ -314,16 +323,20 @@ export function encodeClientMessage(message) {
 /**
  * The residual columns a client holds, by mesh node id: `ResidualColumn` messages add
  * one, `ForgetColumns` drop some. Kept flat: vertex indices and 9 compliances (m/N,
- * row-major 3×3) per entry.
+ * row-major 3×3, the counts times the column's unit) per entry.
  */
 export class ColumnCache {
   constructor() { this.columns = new Map(); }
-  /** Keeps a decoded ResidualColumn ({node, entries}). */
+  /** Keeps a decoded ResidualColumn ({node, unit, entries}). */
   insert(column) {
     const n = column.entries.length;
     const vertices = new Uint32Array(n);
     const compliance = new Float32Array(9 * n);
-    column.entries.forEach((e, i) => { vertices[i] = e.vertex; compliance.set(e.compliance, 9 * i); });
+    const unit = column.unit;
+    column.entries.forEach((e, i) => {
+      vertices[i] = e.vertex;
+      for (let j = 0; j < 9; j++) compliance[9 * i + j] = e.compliance[j] * unit;
+    });
     this.columns.set(column.node, { vertices, compliance });
   }
   /** Drops the columns a decoded ForgetColumns ({nodes}) names. */
@@ -349,7 +362,7 @@ export function reconstructPositions(scene, columns, frame, out) {
     result.set(d.Positions.positions);
     return result;
   }
-  const { coordinates: q, loads, corrections } = d.Superposed;
+  const { coordinates: q, loads, correction_unit: unit, corrections } = d.Superposed;
   const basis = scene.modal_basis;
   const k = basis ? basis.mode_count : 0;
   if (q.length !== k) throw new Error(`frame has ${q.length} modal coordinates, scene ${k} modes`);
@@ -381,9 +394,9 @@ export function reconstructPositions(scene, columns, frame, out) {
   }
   for (const c of corrections) {
     if (c.vertex >= n) throw new Error(`correction for vertex ${c.vertex} of ${n}`);
-    result[3 * c.vertex] += c.displacement[0];
-    result[3 * c.vertex + 1] += c.displacement[1];
-    result[3 * c.vertex + 2] += c.displacement[2];
+    result[3 * c.vertex] += c.displacement[0] * unit;
+    result[3 * c.vertex + 1] += c.displacement[1] * unit;
+    result[3 * c.vertex + 2] += c.displacement[2] * unit;
   }
   return result;
 }

@@ -71,11 +71,12 @@ test("reconstruction matches the hand computation of the Rust test", () => {
   columns.insert(read("server_residual_column").ResidualColumn);
   const p = reconstructPositions(scene, columns, frame);
   const f = Math.fround;
-  const z = f(-0.002) * 0.75 + f(0.00025) * 0.5 + f(0.001) * -1.5 + f(-0.0005);
+  const u = 2 ** -20; // the vectors' unit of compliance and correction counts
+  const z = f(-0.002) * 0.75 + f(0.00025) * 0.5 + 1024 * u * -1.5 - 512 * u;
   assert.ok(Math.abs(p[3 * 2 + 2] - z) < 1e-9, `${p[3 * 2 + 2]} vs ${z}`);
-  assert.ok(Math.abs(p[3 * 2] - (0.1 + f(0.00025) * 0.5)) < 1e-8);
+  assert.ok(Math.abs(p[3 * 2] - (0.1 + 256 * u * 0.5)) < 1e-8);
   assert.ok(Math.abs(p[3 * 1] - (0.1 + f(0.00025) * 0.125)) < 1e-8);
-  assert.ok(Math.abs(p[3 * 1 + 2] - (-0.002 + f(0.0005) * -1.5)) < 1e-8);
+  assert.ok(Math.abs(p[3 * 1 + 2] - (-0.002 + 512 * u * -1.5)) < 1e-8);
   columns.forget(read("server_forget_columns").ForgetColumns);
   assert.equal(columns.size, 0);
 });

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub mod text;
 
 /// Version of the wire format; a client refuses a [`ServerHello`] with another version.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Largest server → client message a decoder accepts (bytes). A scene init for a
 /// 100k-vertex surface with 40 modes is about 50 MB; anything larger is refused.
@@ -227,6 +227,8 @@ pub enum Deformation {
         coordinates: Vec<f32>,
         /// Nodal forces whose response the client adds from its residual columns.
         loads: Vec<NodalLoad>,
+        /// What one count of a correction's displacement is (m).
+        correction_unit: f32,
         /// Displacements added last, where the columns and modes miss the surface by
         /// more than the server's tolerance.
         corrections: Vec<VertexCorrection>,
@@ -253,8 +255,15 @@ pub struct NodalLoad {
 pub struct VertexCorrection {
     /// Surface vertex index.
     pub vertex: u32,
-    /// Displacement (m).
-    pub displacement: [f32; 3],
+    /// Displacement in counts of the frame's `correction_unit` (m per count).
+    pub displacement: [i16; 3],
+}
+
+impl VertexCorrection {
+    /// The displacement (m) with the frame's `unit` (m per count).
+    pub fn metres(&self, unit: f32) -> [f32; 3] {
+        self.displacement.map(|d| d as f32 * unit)
+    }
 }
 
 /// How every surface vertex moves per unit force at one mesh node; vertices not listed
@@ -263,6 +272,8 @@ pub struct VertexCorrection {
 pub struct ResidualColumn {
     /// Mesh node id the column belongs to.
     pub node: u32,
+    /// What one count of a compliance entry is (m/N).
+    pub unit: f32,
     /// The vertices that move, each with its 3×3 compliance block.
     pub entries: Vec<ColumnEntry>,
 }
@@ -272,9 +283,38 @@ pub struct ResidualColumn {
 pub struct ColumnEntry {
     /// Surface vertex index.
     pub vertex: u32,
-    /// Row-major 3×3 block (m/N): `compliance[3a + b]` is the vertex's displacement
-    /// along axis a per unit force along axis b at the column's node.
-    pub compliance: [f32; 9],
+    /// Row-major 3×3 block in counts of the column's `unit` (m/N per count):
+    /// `compliance[3a + b]` is the vertex's displacement along axis a per unit force
+    /// along axis b at the column's node.
+    pub compliance: [i16; 9],
+}
+
+impl ColumnEntry {
+    /// The block (m/N, row-major) with the column's `unit` (m/N per count).
+    pub fn block(&self, unit: f32) -> [f32; 9] {
+        self.compliance.map(|c| c as f32 * unit)
+    }
+}
+
+/// Largest count of a quantised value (`i16`, symmetric).
+pub const MAX_COUNT: f64 = 32_767.0;
+
+/// The unit (per count) that quantises values up to `max_abs` in magnitude into
+/// `i16` counts with the finest step: `max_abs / 32767` (1 for zero or non-finite
+/// `max_abs`, whose values are all zero counts).
+pub fn quantum_for(max_abs: f64) -> f32 {
+    let unit = (max_abs / MAX_COUNT) as f32;
+    if unit.is_finite() && unit > 0.0 {
+        // Rounded up so that max_abs / unit never exceeds the largest count.
+        unit * (1.0 + f32::EPSILON)
+    } else {
+        1.0
+    }
+}
+
+/// `value` in counts of `unit`, rounded to the nearest and held within ±32767.
+pub fn quantise(value: f64, unit: f32) -> i16 {
+    (value / unit as f64).round().clamp(-MAX_COUNT, MAX_COUNT) as i16
 }
 
 /// Columns a client may drop.
@@ -547,17 +587,17 @@ fn decode_exact<T: serde::de::DeserializeOwned, const LIMIT: usize>(
 /// [`ServerMessage::ResidualColumn`] adds and [`ServerMessage::ForgetColumns`] removes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ColumnCache {
-    columns: std::collections::HashMap<u32, Vec<ColumnEntry>>,
+    columns: std::collections::HashMap<u32, ResidualColumn>,
 }
 
 impl ColumnCache {
     /// Keeps `column` (replacing an older one of the same node).
     pub fn insert(&mut self, column: ResidualColumn) {
-        self.columns.insert(column.node, column.entries);
+        self.columns.insert(column.node, column);
     }
 
     /// Drops the column of mesh node `node` and returns it, if held.
-    pub fn remove(&mut self, node: u32) -> Option<Vec<ColumnEntry>> {
+    pub fn remove(&mut self, node: u32) -> Option<ResidualColumn> {
         self.columns.remove(&node)
     }
 
@@ -579,8 +619,8 @@ impl ColumnCache {
     }
 
     /// The column of mesh node `node`, if held.
-    pub fn get(&self, node: u32) -> Option<&[ColumnEntry]> {
-        self.columns.get(&node).map(Vec::as_slice)
+    pub fn get(&self, node: u32) -> Option<&ResidualColumn> {
+        self.columns.get(&node)
     }
 }
 
@@ -627,7 +667,7 @@ pub fn reconstruct_positions(
     frame: &Frame,
 ) -> Result<Vec<[f32; 3]>, ReconstructError> {
     let n = scene.rest_positions.len();
-    let (coordinates, loads, corrections) = match &frame.deformation {
+    let (coordinates, loads, correction_unit, corrections) = match &frame.deformation {
         Deformation::Positions { positions } if positions.len() == n => {
             return Ok(positions.clone())
         }
@@ -640,8 +680,9 @@ pub fn reconstruct_positions(
         Deformation::Superposed {
             coordinates,
             loads,
+            correction_unit,
             corrections,
-        } => (coordinates, loads, corrections),
+        } => (coordinates, loads, *correction_unit, corrections),
     };
     let k = scene
         .modal_basis
@@ -673,7 +714,7 @@ pub fn reconstruct_positions(
         let column = columns
             .get(load.node)
             .ok_or(ReconstructError::MissingColumn(load.node))?;
-        for entry in column {
+        for entry in &column.entries {
             let p = out.get_mut(entry.vertex as usize).ok_or_else(|| {
                 ReconstructError::VertexOutOfRange {
                     what: format!("the column of node {}", load.node),
@@ -681,7 +722,7 @@ pub fn reconstruct_positions(
                     count: n,
                 }
             })?;
-            let c = &entry.compliance;
+            let c = entry.block(column.unit);
             for (a, x) in p.iter_mut().enumerate() {
                 *x += c[3 * a] * load.force[0]
                     + c[3 * a + 1] * load.force[1]
@@ -697,7 +738,7 @@ pub fn reconstruct_positions(
                 count: n,
             }
         })?;
-        for (x, d) in p.iter_mut().zip(corr.displacement) {
+        for (x, d) in p.iter_mut().zip(corr.metres(correction_unit)) {
             *x += d;
         }
     }

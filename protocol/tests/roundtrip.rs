@@ -19,15 +19,17 @@ fn deformation() -> impl Strategy<Value = Deformation> {
         (
             vec(-1.0f32..1.0, 0..64),
             vec((any::<u32>(), v3f32()), 0..16),
-            vec((any::<u32>(), v3f32()), 0..16)
+            1e-9f32..1e-3,
+            vec((any::<u32>(), any::<[i16; 3]>()), 0..16)
         )
-            .prop_map(|(q, l, c)| {
+            .prop_map(|(q, l, correction_unit, c)| {
                 Deformation::Superposed {
                     coordinates: q,
                     loads: l
                         .into_iter()
                         .map(|(node, force)| NodalLoad { node, force })
                         .collect(),
+                    correction_unit,
                     corrections: c
                         .into_iter()
                         .map(|(vertex, displacement)| VertexCorrection {
@@ -143,14 +145,13 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
             }),
         (
             any::<u32>(),
-            vec(
-                (any::<u32>(), proptest::array::uniform9(-1.0f32..1.0)),
-                0..16
-            )
+            1e-12f32..1e-3,
+            vec((any::<u32>(), any::<[i16; 9]>()), 0..16)
         )
-            .prop_map(|(node, entries)| {
+            .prop_map(|(node, unit, entries)| {
                 ServerMessage::ResidualColumn(ResidualColumn {
                     node,
+                    unit,
                     entries: entries
                         .into_iter()
                         .map(|(vertex, compliance)| ColumnEntry { vertex, compliance })
@@ -222,6 +223,22 @@ proptest! {
         let mut longer = bytes.clone();
         longer.push(0);
         prop_assert!(decode_server(&longer).is_err());
+    }
+
+    /// Counts of the unit chosen for the largest magnitude stay within an i16 and come
+    /// back to within half a unit (plus f32 rounding of the unit).
+    #[test]
+    fn quantised_values_come_back_within_half_a_count(
+        max in 1e-12f64..1.0,
+        fractions in vec(-1.0f64..=1.0, 1..32),
+    ) {
+        let unit = quantum_for(max);
+        for x in fractions.iter().map(|f| f * max).chain([max, -max]) {
+            let count = quantise(x, unit);
+            let back = count as f64 * unit as f64;
+            prop_assert!((back - x).abs() <= 0.5 * unit as f64 * (1.0 + 1e-6),
+                "{x} → {count} counts of {unit} → {back}");
+        }
     }
 
     #[test]

@@ -48,18 +48,24 @@ fn scene_modal() -> SceneInit {
     }
 }
 
-/// The residual column of mesh node 17: vertices 1 and 2 move.
+/// The unit of the example column and corrections: 2⁻²⁰ (exact in f32), m/N or m per
+/// count.
+const UNIT: f32 = 1.0 / 1_048_576.0;
+
+/// The residual column of mesh node 17: vertices 1 and 2 move (512 counts of 2⁻²⁰ m/N
+/// are 2⁻¹¹ ≈ 0.000488 m/N).
 fn column_17() -> ResidualColumn {
     ResidualColumn {
         node: 17,
+        unit: UNIT,
         entries: vec![
             ColumnEntry {
                 vertex: 1,
-                compliance: [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.000_5],
+                compliance: [0, 0, 0, 0, 0, 0, 0, 0, 512],
             },
             ColumnEntry {
                 vertex: 2,
-                compliance: [0.000_25, 0.0, 0.0, 0.0, 0.000_25, 0.0, 0.0, 0.0, 0.001],
+                compliance: [256, 0, 0, 0, 256, 0, 0, 0, 1024],
             },
         ],
     }
@@ -89,9 +95,10 @@ fn frame_modal() -> Frame {
                 node: 17,
                 force: [0.5, 0.0, -1.5],
             }],
+            correction_unit: UNIT,
             corrections: vec![VertexCorrection {
                 vertex: 2,
-                displacement: [0.0, 0.0, -0.000_5],
+                displacement: [0, 0, -512],
             }],
         },
     }
@@ -366,13 +373,13 @@ fn reconstruction_matches_hand_computation() {
     columns.insert(column_17());
     let p = reconstruct_positions(&scene, &columns, &frame).unwrap();
     // vertex 2: rest (0.1, 0.1, 0) + q0·(0, 0, 0.75) + q1·(0, 0, 0.5)
-    //   + column (diag 0.00025, 0.00025, 0.001)·(0.5, 0, -1.5) + (0, 0, -0.0005)
-    let z = -0.002f32 * 0.75 + 0.000_25 * 0.5 + 0.001 * -1.5 - 0.000_5;
+    //   + column (diag 256, 256, 1024 counts)·(0.5, 0, -1.5) + (0, 0, -512 counts)
+    let z = -0.002f32 * 0.75 + 0.000_25 * 0.5 + 1024.0 * UNIT * -1.5 - 512.0 * UNIT;
     assert!((p[2][2] - z).abs() < 1e-9, "{} vs {z}", p[2][2]);
-    assert!((p[2][0] - (0.1 + 0.000_25 * 0.5)).abs() < 1e-9);
-    // vertex 1: x gets q1·0.125, z gets q0·1.0 and the column's 0.0005·(-1.5)
+    assert!((p[2][0] - (0.1 + 256.0 * UNIT * 0.5)).abs() < 1e-9);
+    // vertex 1: x gets q1·0.125, z gets q0·1.0 and the column's 512 counts·(-1.5)
     assert!((p[1][0] - (0.1 + 0.000_25 * 0.125)).abs() < 1e-9);
-    assert!((p[1][2] - (-0.002 + 0.000_5 * -1.5)).abs() < 1e-9);
+    assert!((p[1][2] - (-0.002 + 512.0 * UNIT * -1.5)).abs() < 1e-9);
     // vertex 0 is not in the column: modes only
     assert!((p[0][2] - (-0.002f32 * 0.5 + 0.000_25 * -0.25)).abs() < 1e-9);
 
@@ -380,6 +387,7 @@ fn reconstruction_matches_hand_computation() {
     bad.deformation = Deformation::Superposed {
         coordinates: vec![0.0],
         loads: vec![],
+        correction_unit: UNIT,
         corrections: vec![],
     };
     assert_eq!(
@@ -403,15 +411,15 @@ fn reconstruction_matches_hand_computation() {
     );
 }
 
-/// The sizes SPEC.md gives: a frame is 167 + 4k + 16l + 16c bytes (20 more with an
-/// orientation and a gripper), a column 16 + 40e, a `ForgetColumns` 12 + 4m; and a
+/// The sizes SPEC.md gives: a frame is 171 + 4k + 16l + 10c bytes (20 more with an
+/// orientation and a gripper), a column 20 + 22e, a `ForgetColumns` 12 + 4m; and a
 /// column's bytes field by field.
 #[test]
 fn spec_sizes_of_frames_and_columns() {
     let mut frame = frame_modal();
     assert_eq!(
         encode_server(&ServerMessage::Frame(frame.clone())).len(),
-        167 + 20 + 4 * 2 + 16 + 16,
+        171 + 20 + 4 * 2 + 16 + 10,
         "the example frame has an orientation and a gripper"
     );
     frame.stylus = Stylus::NONE;
@@ -425,10 +433,11 @@ fn spec_sizes_of_frames_and_columns() {
                 };
                 l
             ],
+            correction_unit: UNIT,
             corrections: vec![
                 VertexCorrection {
                     vertex: 0,
-                    displacement: [0.0; 3]
+                    displacement: [0; 3]
                 };
                 c
             ],
@@ -436,13 +445,15 @@ fn spec_sizes_of_frames_and_columns() {
         let bytes = encode_server(&ServerMessage::Frame(frame.clone()));
         assert_eq!(
             bytes.len(),
-            167 + 4 * k + 16 * l + 16 * c,
+            171 + 4 * k + 16 * l + 10 * c,
             "k {k} l {l} c {c}"
         );
     }
     let column = encode_server(&ServerMessage::ResidualColumn(column_17()));
-    assert_eq!(column.len(), 16 + 40 * 2);
-    let mut expected = vec![6, 0, 0, 0, 17, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0];
+    assert_eq!(column.len(), 20 + 22 * 2);
+    let mut expected = vec![6, 0, 0, 0, 17, 0, 0, 0];
+    expected.extend_from_slice(&UNIT.to_le_bytes());
+    expected.extend_from_slice(&[2, 0, 0, 0, 0, 0, 0, 0]);
     for entry in column_17().entries {
         expected.extend_from_slice(&entry.vertex.to_le_bytes());
         for x in entry.compliance {

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::progress::progress_bar;
 pub use super::serve_args::{bind_address, ServeArgs};
-use crate::app::serve::{Serve, ServeReport, Started};
+use crate::app::serve::{Serve, ServeReport, Started, STOPPED_WHILE_PREPARING};
 use crate::recording::{Existing, SceneInputs};
 use crate::rt;
 
@@ -47,9 +47,19 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         print!("{started}");
         shown.1.set(Some(Instant::now()));
     };
-    let started = serve.progress(on_progress).on_viewer(on_viewer).start();
+    let started = serve
+        .progress(on_progress)
+        .on_viewer(on_viewer)
+        .stop_when(rt::stop_flag)
+        .start();
     bar.finish_and_clear();
-    let mut handle = started?;
+    let mut handle = match started {
+        Err(e) if e == STOPPED_WHILE_PREPARING => {
+            println!("stopped before the tissue was ready: no force was commanded");
+            return Ok(());
+        }
+        started => started?,
+    };
     let stop = rt::stop_flag();
     // Scripts and tests press once this line shows: the haptic loops run on a ready
     // tissue from here.

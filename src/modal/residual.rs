@@ -73,6 +73,13 @@ impl ResidualColumns {
         }
     }
 
+    /// Whether the build is still running (never waits; takes the columns over if it
+    /// just finished).
+    pub fn pending(&mut self) -> bool {
+        self.poll();
+        matches!(self, Self::Building { job: Some(_), .. })
+    }
+
     /// The columns, waiting for their build to finish.
     pub fn wait(&mut self) -> Result<&mut ComplianceColumns, ModelError> {
         self.join();

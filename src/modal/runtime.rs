@@ -272,6 +272,11 @@ impl ModalRuntime {
         }
     }
 
+    /// Whether the K⁻¹ column cache is still being built (never waits).
+    pub fn columns_pending(&mut self) -> bool {
+        self.residual.as_mut().is_some_and(ResidualColumns::pending)
+    }
+
     /// Completes K⁻¹ columns on a worker thread
     /// ([`ComplianceColumns::complete_in_background`]), once they are built.
     pub fn complete_columns_in_background(&mut self) -> Result<(), ColumnError> {

@@ -1,6 +1,9 @@
 //! The tissue model a scene runs, whichever backend it chose: one type the model thread,
 //! the visual and the replay step without knowing the backend.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
 use crate::condensed::CondensedModel;
 use crate::contact::Friction;
 use crate::modal::ModalRuntime;
@@ -11,6 +14,10 @@ use crate::tissue::{
 use crate::Vec3;
 
 use super::{ContactPipeline, ProbeContact};
+
+/// How often [`SceneModel::wait_ready_unless`] looks at its stop flag: a Ctrl-C while
+/// the tissue is prepared is heard within it.
+pub const READY_POLL: Duration = Duration::from_millis(10);
 
 /// Runs `$body` with `$s` bound to the contact pipeline of whichever backend `$model` holds
 /// (tokio's `match_flavor!`): one line per dispatched method.
@@ -102,6 +109,20 @@ impl SceneModel {
             SceneModel::Modal(s) => s.model_mut().wait_for_columns(),
             SceneModel::Condensed(_) | SceneModel::Nonlinear(_) => Ok(()),
         }
+    }
+
+    /// [`Self::wait_ready`] unless `stop` turns true first (looked at every
+    /// [`READY_POLL`]): `Ok(false)` then, the build left to finish on its own.
+    pub fn wait_ready_unless(&mut self, stop: &AtomicBool) -> Result<bool, ModelError> {
+        if let SceneModel::Modal(s) = self {
+            while s.model_mut().columns_pending() {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(false);
+                }
+                std::thread::sleep(READY_POLL);
+            }
+        }
+        self.wait_ready().map(|()| true)
     }
 
     /// Changes the probe's tip radius (m) and friction ([`ContactPipeline::set_probe`]).

@@ -71,7 +71,7 @@ pub struct ColumnFeed {
 }
 
 /// Columns the publisher keeps by default (each ≈ 40 bytes per moving surface vertex).
-pub const STORE_CAPACITY: usize = 256;
+pub const STORE_CAPACITY: usize = 512;
 
 /// Residual compliance blocks smaller than this are not sent (m/N, Frobenius norm): at
 /// the scenes' 10 N force cap a dropped block moves its vertex by at most 0.1 µm, and
@@ -80,13 +80,18 @@ pub const STORE_CAPACITY: usize = 256;
 /// blocks: every other residual block there exceeds 10⁻⁵ m/N.)
 pub const COLUMN_FLOOR: f64 = 1e-8;
 
-/// A column ready to send: the encoded `ResidualColumn`, the f32 values a client
-/// reconstructs with, and the node's static modal response.
+/// A column ready to send: the encoded `ResidualColumn`, the compliance a client
+/// reconstructs with (its `i16` counts times its unit, m/N), and the node's static modal
+/// response.
 pub(crate) struct StoredColumn {
     pub message: Bytes,
     pub entries: Vec<(u32, [f32; 9])>,
+    /// The column's unit (m/N per count): a client's block is within half of it of
+    /// the server's, entry by entry.
+    pub unit: f64,
     pub static_modes: Vec<Vec3>,
-    /// Whether blocks other than zero ones were dropped ([`COLUMN_FLOOR`]).
+    /// Whether blocks other than zero ones were dropped ([`COLUMN_FLOOR`], or all
+    /// counts zero).
     pub truncated: bool,
     last_used: u64,
 }
@@ -117,30 +122,12 @@ impl ColumnStore {
     pub fn absorb(&mut self, basis: Option<&SurfaceModalBasis>) {
         let Some(feed) = &self.feed else { return };
         for column in feed.columns.try_iter() {
-            let blocks = residual_blocks(&column, basis);
-            let nonzero = blocks.iter().filter(|(_, b)| *b != Mat3::zeros()).count();
-            let entries: Vec<(u32, [f32; 9])> = blocks
-                .into_iter()
-                .filter(|(_, block)| block.norm() > COLUMN_FLOOR)
-                .map(|(v, block)| (v, f32_block(&block)))
-                .collect();
-            let truncated = entries.len() < nonzero;
-            let message =
-                wire::encode_server(&wire::ServerMessage::ResidualColumn(wire::ResidualColumn {
-                    node: column.node,
-                    entries: entries
-                        .iter()
-                        .map(|&(vertex, compliance)| wire::ColumnEntry { vertex, compliance })
-                        .collect(),
-                }));
+            let stored = quantised(&column, basis);
             self.columns.insert(
                 column.node,
                 StoredColumn {
-                    message: Bytes::from(message),
-                    entries,
-                    static_modes: column.static_modes,
-                    truncated,
                     last_used: self.clock,
+                    ..stored
                 },
             );
         }
@@ -259,9 +246,41 @@ fn residual_blocks(column: &SurfaceColumn, basis: Option<&SurfaceModalBasis>) ->
     (0..).zip(blocks).collect()
 }
 
-/// A 3×3 block in f32, row-major.
-pub(crate) fn f32_block(m: &Mat3) -> [f32; 9] {
-    std::array::from_fn(|i| m[(i / 3, i % 3)] as f32)
+/// The residual blocks of `column` quantised for the wire: one unit for the whole
+/// column (its largest entry is 32767 counts), blocks below [`COLUMN_FLOOR`] or of zero
+/// counts dropped.
+fn quantised(column: &SurfaceColumn, basis: Option<&SurfaceModalBasis>) -> StoredColumn {
+    let blocks = residual_blocks(column, basis);
+    let nonzero = blocks.iter().filter(|(_, b)| *b != Mat3::zeros()).count();
+    let largest = blocks.iter().map(|(_, b)| b.amax()).fold(0.0, f64::max);
+    let unit = wire::quantum_for(largest);
+    let wire_entries: Vec<wire::ColumnEntry> = blocks
+        .iter()
+        .filter(|(_, block)| block.norm() > COLUMN_FLOOR)
+        .map(|(vertex, block)| wire::ColumnEntry {
+            vertex: *vertex,
+            compliance: std::array::from_fn(|i| wire::quantise(block[(i / 3, i % 3)], unit)),
+        })
+        .filter(|e| e.compliance != [0; 9])
+        .collect();
+    let entries = wire_entries
+        .iter()
+        .map(|e| (e.vertex, e.block(unit)))
+        .collect::<Vec<_>>();
+    let truncated = entries.len() < nonzero;
+    let message = wire::encode_server(&wire::ServerMessage::ResidualColumn(wire::ResidualColumn {
+        node: column.node,
+        unit,
+        entries: wire_entries,
+    }));
+    StoredColumn {
+        message: Bytes::from(message),
+        entries,
+        unit: unit as f64,
+        static_modes: column.static_modes.clone(),
+        truncated,
+        last_used: 0,
+    }
 }
 
 /// The response of `entries` (f32 compliance, m/N) to `force` (f32, N), added to `out`
@@ -281,6 +300,11 @@ pub(crate) fn add_response(entries: &[(u32, [f32; 9])], force: [f32; 3], out: &m
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 3×3 block in f32, row-major.
+    fn f32_block(m: &Mat3) -> [f32; 9] {
+        std::array::from_fn(|i| m[(i / 3, i % 3)] as f32)
+    }
 
     fn needed(nodes: &[u32]) -> Vec<(u32, Bytes)> {
         nodes
@@ -340,10 +364,17 @@ mod tests {
         assert!(store.use_column(1).is_none(), "the unused column went");
         assert_eq!(exporter.forgotten().collect::<Vec<_>>(), vec![1]);
         let kept = store.use_column(0).unwrap();
-        assert_eq!(
-            kept.entries,
-            vec![(0, f32_block(&(Mat3::identity() * 1e-3)))]
-        );
+        assert_eq!(kept.entries.len(), 1);
+        let (vertex, block) = kept.entries[0];
+        assert_eq!(vertex, 0);
+        let want = f32_block(&(Mat3::identity() * 1e-3));
+        for (got, want) in block.iter().zip(want) {
+            assert!(
+                (got - want).abs() as f64 <= 0.5 * kept.unit,
+                "{got} vs {want}"
+            );
+        }
+        assert!((kept.unit - 1e-3 / 32767.0).abs() < 1e-12, "{}", kept.unit);
         assert!(!kept.truncated);
     }
 }

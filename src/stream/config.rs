@@ -11,8 +11,10 @@ use super::access::{normalise_host, normalise_origin, AccessPolicy};
 use super::token::weak_token;
 use crate::Vec3;
 
-/// Columns a client is asked to hold at once (told in the scene init).
-pub const CLIENT_CAPACITY: usize = 64;
+/// Columns a client is asked to hold at once (told in the scene init): enough for the
+/// nodes a probe slides over in a few centimetres, so a stroke gone over again resends
+/// nothing.
+pub const CLIENT_CAPACITY: usize = 256;
 
 /// Frame rates the server accepts (Hz): below 1 Hz a viewer looks frozen, above 240 Hz
 /// no display shows the difference and the publisher only burns CPU.

@@ -109,12 +109,14 @@ impl FrameEncoder {
                     frame.deformation = wire::Deformation::Superposed {
                         coordinates: Vec::new(),
                         loads: Vec::new(),
+                        correction_unit: 1.0,
                         corrections: Vec::new(),
                     };
                 }
                 let wire::Deformation::Superposed {
                     coordinates: q,
                     loads: wire_loads,
+                    correction_unit,
                     corrections,
                 } = &mut frame.deformation
                 else {
@@ -128,6 +130,8 @@ impl FrameEncoder {
                 self.shift.clear();
                 self.shift.resize(coordinates.len(), 0.0);
                 let mut truncated = false;
+                // What the columns' quantisation may move a vertex by, at most (m).
+                let mut quantisation = 0.0;
                 for (node, force) in loads {
                     if columns.len() == CLIENT_CAPACITY {
                         break;
@@ -138,6 +142,7 @@ impl FrameEncoder {
                     truncated |= column.truncated;
                     let force = f32x3(force);
                     let f = Vec3::new(force[0] as f64, force[1] as f64, force[2] as f64);
+                    quantisation += 0.5 * column.unit * f.abs().sum();
                     for (dq, s) in self.shift.iter_mut().zip(&column.static_modes) {
                         *dq += s.dot(&f);
                     }
@@ -145,11 +150,16 @@ impl FrameEncoder {
                     columns.push((*node, column.message.clone()));
                 }
                 corrections.clear();
-                // When the field is exactly the loads' K⁻¹ response and every load went
-                // with its column, the columns and the shifted coordinates rebuild it up
-                // to f32 rounding: nothing to check. Otherwise rebuild it as a client
-                // will and correct where that misses.
-                let exact = *field_from_loads && wire_loads.len() == loads.len() && !truncated;
+                *correction_unit = 1.0;
+                // When the field is exactly the loads' K⁻¹ response, every load went
+                // with its column and the columns' quantisation cannot add up to half
+                // the tolerance, the columns and the shifted coordinates rebuild it
+                // within it: nothing to check. Otherwise rebuild it as a client will and
+                // correct where that misses.
+                let exact = *field_from_loads
+                    && wire_loads.len() == loads.len()
+                    && !truncated
+                    && quantisation < 0.5 * CORRECTION_TOLERANCE;
                 if !exact {
                     for load in wire_loads.iter() {
                         if let Some(column) = self.store.use_column(load.node) {
@@ -159,15 +169,19 @@ impl FrameEncoder {
                     if let Some(basis) = scene.modal_basis.as_ref() {
                         add_modal(basis, &self.shift, &mut self.predicted);
                     }
-                    corrections.extend(
-                        (0..)
-                            .zip(field.iter().zip(&self.predicted))
-                            .filter(|(_, (f, p))| (*f - *p).norm() > CORRECTION_TOLERANCE)
-                            .map(|(vertex, (f, p))| wire::VertexCorrection {
-                                vertex,
-                                displacement: f32x3(&(f - p)),
-                            }),
-                    );
+                    for (p, f) in self.predicted.iter_mut().zip(field.iter()) {
+                        *p = f - *p;
+                    }
+                    let missed = |d: &Vec3| d.norm() > CORRECTION_TOLERANCE;
+                    let largest = self.predicted.iter().filter(|d| missed(d)).map(Vec3::amax);
+                    let unit = wire::quantum_for(largest.fold(0.0, f64::max));
+                    *correction_unit = unit;
+                    corrections.extend((0..).zip(&self.predicted).filter(|(_, d)| missed(d)).map(
+                        |(vertex, d)| wire::VertexCorrection {
+                            vertex,
+                            displacement: [d.x, d.y, d.z].map(|x| wire::quantise(x, unit)),
+                        },
+                    ));
                 }
                 q.clear();
                 q.extend(

@@ -305,6 +305,23 @@ fn serve_palpates_stops_with_zero_force_last_and_restarts_from_the_cache() {
     );
     let (status, _, stderr) = served.interrupt(WAIT);
     assert!(status.success(), "{stderr}");
+
+    // Third start: Ctrl-C at the viewer line, while K's factor is still building (it
+    // takes about a second of CPU on this scene), stops at once: the hands never start
+    // and no `model: ready` is printed.
+    let mut served = Served::start(BINARY, &args, cache.path());
+    served.viewer(START);
+    let (status, stdout, stderr) = served.interrupt(WAIT);
+    assert!(status.success(), "{stderr}");
+    let printed = stdout.join("\n");
+    assert!(
+        printed.contains("stopped before the tissue was ready: no force was commanded"),
+        "{printed}\n{stderr}"
+    );
+    assert!(
+        !printed.contains(READY_LINE),
+        "the start did not wait for the factor: {printed}"
+    );
 }
 
 /// Runs `palpa ARGS`, expecting a clean failure whose stderr names every `needles`.

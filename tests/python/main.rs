@@ -5,7 +5,8 @@
 //! this build's `palpa` CLI. The interpreter is `$PALPA_PYTHON`, else `python3`; without
 //! it, numpy, pytest or maturin the test skips, unless `PALPA_REQUIRE_PYTHON=1` (CI).
 //! Its own test binary: cargo runs binaries one after another, so the two-core maturin
-//! build never runs beside the live `serve` tests of `tests/cli`.
+//! build never runs beside the live `serve` tests of `tests/cli`. With
+//! `PALPA_WHEEL_DIR` set (`.ci/run` sets it) the tested wheel is kept there.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -89,6 +90,14 @@ fn python_package_passes_its_pytest_suite() {
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|e| e == "whl"))
         .expect("maturin wrote a wheel");
+    // CI keeps the wheel it tested (dev profile: opt-level 2, debug assertions on).
+    if let Some(keep) = std::env::var_os("PALPA_WHEEL_DIR") {
+        let keep = Path::new(&keep);
+        std::fs::create_dir_all(keep).unwrap();
+        let name = wheel.file_name().unwrap();
+        std::fs::copy(&wheel, keep.join(name))
+            .unwrap_or_else(|e| panic!("cannot keep the wheel in {}: {e}", keep.display()));
+    }
     run(
         &python,
         &[

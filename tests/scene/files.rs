@@ -107,8 +107,19 @@ fn bunny_is_scaled_to_metres_with_its_base_fixed() {
     assert!((hi.y - lo.y - 0.0966).abs() < 1e-3, "{lo} {hi}");
     assert_eq!(inputs.fixes, [below(Axis::Y, 0.005)]);
     let m = &inputs.materials;
-    assert!(m.regions.is_empty() && m.overrides.is_empty());
+    assert!(m.regions.is_empty());
     assert_eq!(m.default.young, 50e3);
+    // One stiff lump under the back, eight times the default, 1 cm in radius.
+    assert_eq!(m.overrides.len(), 1, "{:?}", m.overrides);
+    let (shape, lump) = &m.overrides[0];
+    assert_eq!(lump.young, 400e3);
+    assert_eq!(
+        *shape,
+        Shape::Sphere {
+            center: Vec3::new(0.03, 0.04, 0.0),
+            radius: 0.01
+        }
+    );
 }
 
 /// A graded box: the block's extent, a node at the focus with cells of `fine` around

@@ -9,7 +9,7 @@ use palpa_protocol as wire;
 use crate::ClientError;
 
 /// Largest column capacity a client accepts from a server's `SceneInit` (the server
-/// asks for 64).
+/// asks for 256).
 pub const MAX_COLUMN_CAPACITY: u32 = 4096;
 /// Default byte budget for the scene and the residual columns held together.
 pub const DEFAULT_MAX_HELD_BYTES: usize = 512 << 20;
@@ -123,7 +123,7 @@ pub(crate) fn admit_column(
             column.node, e.vertex
         )));
     }
-    let freed = replaces.map_or(0, std::mem::size_of_val);
+    let freed = replaces.map_or(0, column_bytes);
     let after = held_bytes - freed.min(held_bytes) + column_bytes(column);
     if after > limits.max_held_bytes {
         return Err(refused(format!(

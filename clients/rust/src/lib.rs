@@ -236,15 +236,15 @@ impl Client {
                     let freed = self
                         .columns
                         .get(column.node)
-                        .map_or(0, std::mem::size_of_val);
+                        .map_or(0, bounds::column_bytes);
                     self.held_bytes = self.held_bytes - freed + bounds::column_bytes(&column);
                     self.columns.insert(column);
                 }
                 wire::ServerMessage::ForgetColumns(forget) => {
                     self.stats.record_one_off(bytes);
                     for node in &forget.nodes {
-                        if let Some(entries) = self.columns.remove(*node) {
-                            self.held_bytes -= std::mem::size_of_val(entries.as_slice());
+                        if let Some(column) = self.columns.remove(*node) {
+                            self.held_bytes -= bounds::column_bytes(&column);
                         }
                     }
                 }

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use crate::device::choice::DeviceChoice;
@@ -40,6 +41,7 @@ impl Serve {
             realtime: RealtimeMode::Auto,
             progress: None,
             on_viewer: None,
+            stop: None,
         }
     }
 }
@@ -54,7 +56,12 @@ pub struct ServeBuilder {
     realtime: RealtimeMode,
     progress: Option<Box<dyn FnMut(Progress)>>,
     on_viewer: Option<OnViewer>,
+    stop: Option<fn() -> &'static AtomicBool>,
 }
+
+/// What [`ServeBuilder::start`] returns when its stop flag turned true while the tissue
+/// was being prepared: nothing started, no force was commanded.
+pub const STOPPED_WHILE_PREPARING: &str = "stopped while the tissue was being prepared";
 
 /// What hears of the start once the viewer is served ([`ServeBuilder::on_viewer`]).
 type OnViewer = Box<dyn FnMut(&Started)>;
@@ -104,6 +111,14 @@ impl ServeBuilder {
     /// [`ServeBuilder::start`] returns once it is (the hands start then).
     pub fn on_viewer(mut self, on_viewer: impl FnMut(&Started) + 'static) -> Self {
         self.on_viewer = Some(Box::new(on_viewer));
+        self
+    }
+
+    /// Gives up waiting for the tissue once the flag `stop` returns turns true (asked
+    /// for after [`Self::on_viewer`]'s callback, which may install it): the start then
+    /// fails with [`STOPPED_WHILE_PREPARING`] before any hand starts.
+    pub fn stop_when(mut self, stop: fn() -> &'static AtomicBool) -> Self {
+        self.stop = Some(stop);
         self
     }
 
@@ -206,10 +221,13 @@ impl ServeBuilder {
         }
         // The hands start on a ready model: a device's clock, its script and the
         // recording begin there, so a replay meets the same tissue at the same time.
-        built
-            .model
-            .wait_ready()
-            .map_err(|e| format!("cannot prepare the tissue: {e}"))?;
+        let ready = match self.stop {
+            Some(stop) => built.model.wait_ready_unless(stop()),
+            None => built.model.wait_ready().map(|()| true),
+        };
+        if !ready.map_err(|e| format!("cannot prepare the tissue: {e}"))? {
+            return Err(STOPPED_WHILE_PREPARING.into());
+        }
         let hands = start_hands(HandsSetup {
             devices: configured,
             model: built.model,

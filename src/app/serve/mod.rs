@@ -23,7 +23,7 @@ mod safety;
 mod stats;
 mod summary;
 
-pub use builder::{Serve, ServeBuilder};
+pub use builder::{Serve, ServeBuilder, STOPPED_WHILE_PREPARING};
 pub use control::{ControlRouter, ResetReceiver, Stylus};
 pub use devices::DeviceSummary;
 pub use handle::{DeviceReport, ServeHandle, ServeReport};
