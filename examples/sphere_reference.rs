@@ -38,7 +38,10 @@ fn scene(at: [f64; 2], fine: Option<f64>, backend: BackendKind) -> Scene {
             ),
         ),
     };
-    assert!(fine.is_none() || text != shipped, "the default scene's mesh line moved");
+    assert!(
+        fine.is_none() || text != shipped,
+        "the default scene's mesh line moved"
+    );
     let mut scene = Scene::parse(&text, "reference.toml", std::path::Path::new(".")).unwrap();
     scene.backend.kind = backend;
     // Columns only as the press needs them (a refined mesh has many surface nodes).
@@ -67,8 +70,15 @@ fn main() {
     } else {
         3
     };
-    for (place, at) in [("beside the lump", [0.035, 0.0]), ("over the lump", [0.0, 0.0])] {
-        println!("R 5 mm {place}, ({:.0}, {:.0}) mm", at[0] * 1e3, at[1] * 1e3);
+    for (place, at) in [
+        ("beside the lump", [0.035, 0.0]),
+        ("over the lump", [0.0, 0.0]),
+    ] {
+        println!(
+            "R 5 mm {place}, ({:.0}, {:.0}) mm",
+            at[0] * 1e3,
+            at[1] * 1e3
+        );
         let started = Instant::now();
         let (runtime, nodes) = press(scene(at, None, BackendKind::Modal), at, false);
         println!(
