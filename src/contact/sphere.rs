@@ -69,9 +69,65 @@ pub struct SphereContact {
     samples: Vec<Sample>,
     /// Triangles near the disc, scratch.
     triangles: Vec<u32>,
+    /// Those of them facing N, seen along N, scratch.
+    faces: Vec<Face>,
     /// The row's (node, weight, weighted height of the sphere over its samples) being
     /// summed, scratch.
     weights: Vec<(usize, f64, f64)>,
+    /// Index in `weights` of each mesh node (`u32::MAX`: none), reset after each row:
+    /// the row sums 3 weights per sample into its nodes without searching.
+    slot: Vec<u32>,
+}
+
+/// A rest face facing N seen along N: its nodes, their plane coordinates across N and
+/// heights along N, and the determinant of the projected triangle (computed once per
+/// row, not once per sample: the per-sample projection was most of a sliding step).
+#[derive(Clone, Copy, Debug)]
+struct Face {
+    nodes: [usize; 3],
+    plane: [[f64; 2]; 3],
+    height: [f64; 3],
+    det: f64,
+}
+
+impl Face {
+    /// The face `tri` of `rest` seen along the unit `n` with plane axes `e`, if it faces
+    /// `n` and is not edge-on.
+    fn of(rest: &[Vec3], tri: [usize; 3], n: Vec3, e: (Vec3, Vec3)) -> Option<Self> {
+        let [a, b, c] = tri.map(|v| rest[v]);
+        if (b - a).cross(&(c - a)).dot(&n) <= 0.0 {
+            return None;
+        }
+        let p = |x: Vec3| [e.0.dot(&x), e.1.dot(&x)];
+        let (pa, pb, pc) = (p(a), p(b), p(c));
+        let det = (pb[0] - pa[0]) * (pc[1] - pa[1]) - (pc[0] - pa[0]) * (pb[1] - pa[1]);
+        if det.abs() <= f64::MIN_POSITIVE {
+            return None;
+        }
+        Some(Self {
+            nodes: tri,
+            plane: [pa, pb, pc],
+            height: [n.dot(&a), n.dot(&b), n.dot(&c)],
+            det,
+        })
+    }
+
+    /// Barycentric weights of the point with plane coordinates `q`, if the face holds
+    /// it.
+    fn holds(&self, q: [f64; 2]) -> Option<[f64; 3]> {
+        let [pa, pb, pc] = self.plane;
+        let det = self.det;
+        let l1 = ((q[0] - pa[0]) * (pc[1] - pa[1]) - (pc[0] - pa[0]) * (q[1] - pa[1])) / det;
+        let l2 = ((pb[0] - pa[0]) * (q[1] - pa[1]) - (q[0] - pa[0]) * (pb[1] - pa[1])) / det;
+        let l0 = 1.0 - l1 - l2;
+        let eps = -1e-12;
+        (l0 >= eps && l1 >= eps && l2 >= eps).then(|| [l0.max(0.0), l1.max(0.0), l2.max(0.0)])
+    }
+
+    /// Height along N of the face's point with barycentric weights `b` (m).
+    fn height_at(&self, b: [f64; 3]) -> f64 {
+        (0..3).map(|k| self.height[k] * b[k]).sum()
+    }
 }
 
 impl SphereContact {
@@ -120,7 +176,9 @@ impl SphereContact {
             },
             samples,
             triangles: Vec::with_capacity(triangles.len()),
+            faces: Vec::with_capacity(triangles.len()),
             weights: Vec::with_capacity(rest.len()),
+            slot: vec![u32::MAX; rest.len()],
         }
     }
 
@@ -199,12 +257,18 @@ impl SphereContact {
             let x: Vec3 = (0..3).map(|k| positions[tri[k]] * bary[k]).sum();
             let top = entry.dot(&x) + swept_sphere_gap(x, centre, self.radius, entry).0;
             for k in 0..3 {
-                add_weight(&mut self.weights, tri[k], bary[k], top);
+                add_weight(&mut self.weights, &mut self.slot, tri[k], bary[k], top);
             }
         } else {
             self.triangles.clear();
             bvh.triangles_within(&axis, a + self.mean_edge, &mut self.triangles);
             let triangles = bvh.triangles();
+            self.faces.clear();
+            self.faces.extend(
+                self.triangles
+                    .iter()
+                    .filter_map(|&t| Face::of(rest, triangles[t as usize], entry, (e1, e2))),
+            );
             let mut last = None;
             for s in &self.samples {
                 let p = axis + (e1 * s.offset[0] + e2 * s.offset[1]) * a;
@@ -212,50 +276,52 @@ impl SphereContact {
                 // The highest rest face over the sample facing N; the last sample's
                 // face first (neighbouring samples share faces).
                 let found = last
-                    .and_then(|t: u32| {
-                        under(rest, triangles[t as usize], entry, (e1, e2), q).map(|b| (t, b))
-                    })
+                    .and_then(|f: usize| self.faces[f].holds(q).map(|b| (f, b)))
                     .or_else(|| {
-                        self.triangles
+                        self.faces
                             .iter()
-                            .filter_map(|&t| {
-                                let b = under(rest, triangles[t as usize], entry, (e1, e2), q)?;
-                                let h: f64 = (0..3)
-                                    .map(|k| entry.dot(&rest[triangles[t as usize][k]]) * b[k])
-                                    .sum();
-                                Some((t, b, h))
+                            .enumerate()
+                            .filter_map(|(f, face)| {
+                                let b = face.holds(q)?;
+                                Some((f, b, face.height_at(b)))
                             })
                             .max_by(|x, y| x.2.total_cmp(&y.2))
-                            .map(|(t, b, _)| (t, b))
+                            .map(|(f, b, _)| (f, b))
                     });
-                let Some((t, b)) = found else { continue };
-                let nodes = triangles[t as usize];
+                let Some((f, b)) = found else { continue };
+                let nodes = self.faces[f].nodes;
                 let x: Vec3 = (0..3).map(|k| positions[nodes[k]] * b[k]).sum();
                 let top = entry.dot(&x) + swept_sphere_gap(x, centre, self.radius, entry).0;
                 if !top.is_finite() {
                     continue;
                 }
-                last = Some(t);
+                last = Some(f);
                 for k in 0..3 {
-                    add_weight(&mut self.weights, nodes[k], s.weight * b[k], top);
+                    add_weight(
+                        &mut self.weights,
+                        &mut self.slot,
+                        nodes[k],
+                        s.weight * b[k],
+                        top,
+                    );
                 }
             }
         }
         // Each node's share of the gap goes with it: a support that keeps only the
         // largest weights (a footprint of more nodes than it holds) drops the rim's
         // nodes and their targets together.
-        let support = Support::patch(self.weights.iter().map(|w| (w.0, w.1)), origin)?;
+        let support = Support::patch(self.weights.iter().map(|w| (w.0, w.1)), origin);
         let (mut x, mut top, mut total) = (origin, 0.0, 0.0);
-        for (v, w) in support.iter() {
+        for (v, w) in support.iter().flat_map(Support::iter) {
             x += (positions[v] - rest[v]) * w;
-            let held = self
-                .weights
-                .iter()
-                .find(|h| h.0 == v)
-                .expect("a summed node");
+            let held = self.weights[self.slot[v] as usize];
             top += held.2;
             total += held.1;
         }
+        for w in &self.weights {
+            self.slot[w.0] = u32::MAX;
+        }
+        let support = support?;
         let now: f64 = support
             .iter()
             .map(|(v, w)| entry.dot(&positions[v]) * w)
@@ -298,44 +364,22 @@ fn tangents(n: Vec3) -> (Vec3, Vec3) {
     (e1, n.cross(&e1))
 }
 
-/// Barycentric weights of the point with plane coordinates `q` (along `e`) in the
-/// triangle `tri` of `rest` seen along `n`, if the triangle faces `n` and holds it.
-fn under(
-    rest: &[Vec3],
-    tri: [usize; 3],
-    n: Vec3,
-    e: (Vec3, Vec3),
-    q: [f64; 2],
-) -> Option<[f64; 3]> {
-    let [a, b, c] = tri.map(|v| rest[v]);
-    if (b - a).cross(&(c - a)).dot(&n) <= 0.0 {
-        return None;
-    }
-    let p = |x: Vec3| [e.0.dot(&x), e.1.dot(&x)];
-    let (pa, pb, pc) = (p(a), p(b), p(c));
-    let det = (pb[0] - pa[0]) * (pc[1] - pa[1]) - (pc[0] - pa[0]) * (pb[1] - pa[1]);
-    if det.abs() <= f64::MIN_POSITIVE {
-        return None;
-    }
-    let l1 = ((q[0] - pa[0]) * (pc[1] - pa[1]) - (pc[0] - pa[0]) * (q[1] - pa[1])) / det;
-    let l2 = ((pb[0] - pa[0]) * (q[1] - pa[1]) - (q[0] - pa[0]) * (pb[1] - pa[1])) / det;
-    let l0 = 1.0 - l1 - l2;
-    let eps = -1e-12;
-    (l0 >= eps && l1 >= eps && l2 >= eps).then(|| [l0.max(0.0), l1.max(0.0), l2.max(0.0)])
-}
-
-/// Adds the weight `w` to node `v` in `weights`, with the sphere's height `top` (m,
-/// along N) at the sample it comes from.
-fn add_weight(weights: &mut Vec<(usize, f64, f64)>, v: usize, w: f64, top: f64) {
+/// Adds the weight `w` to node `v` in `weights` (`slot`: each node's index in it), with
+/// the sphere's height `top` (m, along N) at the sample it comes from.
+fn add_weight(weights: &mut Vec<(usize, f64, f64)>, slot: &mut [u32], v: usize, w: f64, top: f64) {
     if w == 0.0 {
         return;
     }
-    match weights.iter_mut().find(|x| x.0 == v) {
-        Some(x) => {
+    match slot[v] {
+        u32::MAX => {
+            slot[v] = weights.len() as u32;
+            weights.push((v, w, w * top));
+        }
+        i => {
+            let x = &mut weights[i as usize];
             x.1 += w;
             x.2 += w * top;
         }
-        None => weights.push((v, w, w * top)),
     }
 }
 
@@ -365,6 +409,18 @@ mod tests {
             }
         }
         (SurfaceBvh::build(tris, &rest), rest)
+    }
+
+    /// Barycentric weights of the point with plane coordinates `q` (along `e`) in the
+    /// triangle `tri` of `rest` seen along `n`, if the triangle faces `n` and holds it.
+    fn under(
+        rest: &[Vec3],
+        tri: [usize; 3],
+        n: Vec3,
+        e: (Vec3, Vec3),
+        q: [f64; 2],
+    ) -> Option<[f64; 3]> {
+        Face::of(rest, tri, n, e)?.holds(q)
     }
 
     /// The rest-surface pole under (x, y) of the flat grid: its triangle and weights.

@@ -667,6 +667,12 @@ impl<M: TissueModel> ContactPipeline<M> {
     /// The contact's footprint as one material point: the pushing rows' supports
     /// weighted by their forces.
     fn footprint(&self, range: &std::ops::Range<usize>) -> Option<Support> {
+        let mut pushing = range.clone().filter(|&k| self.forces[k] != Vec3::zeros());
+        if let (Some(k), None) = (pushing.next(), pushing.next()) {
+            // One pushing row (a sphere's): its own material point, whose compliance the
+            // backend has just computed and keeps.
+            return Some(self.constraints[k].support);
+        }
         let rest = self.model.rest_positions();
         let mut origin = Vec3::zeros();
         let mut total = 0.0;

@@ -236,6 +236,10 @@ fn slide(backend: BackendKind, mu: f64) -> (f64, f64, f64) {
         .windows(2)
         .map(|w| (w[1] - w[0]).abs())
         .fold(0.0, f64::max);
+    if std::env::var_os("PALPA_SLIDE_TRACE").is_some() {
+        let tangential: Vec<f64> = f.iter().map(|f| f.xy().norm()).collect();
+        println!("{backend:?} {mu}: fz {fz:.5?}\nft {tangential:.5?}");
+    }
     (range(&fz), range(&fz[20..]), step / mean)
 }
 
@@ -256,8 +260,9 @@ fn a_sliding_sphere_changes_its_force_smoothly() {
             assert!(step <= 0.05, "{step}");
             // The target is 2 %; node rows gave 27 % (the force followed which
             // nodes lay under a contact as wide as a cell), the sampled Hertz row about
-            // 2 % (docs/fem-accuracy.md).
-            assert!(ripple <= 0.03, "{backend:?} {mu}: {ripple}");
+            // 2 %, friction's start of slip a little more (docs/fem-accuracy.md;
+            // PALPA_SLIDE_TRACE=1 prints the forces).
+            assert!(ripple <= 0.025, "{backend:?} {mu}: {ripple}");
         }
     }
 }
