@@ -28,6 +28,7 @@
 mod background;
 mod bands;
 mod completion;
+mod node_bounds;
 
 use std::sync::Arc;
 
