@@ -691,23 +691,6 @@ impl TissueModel for ModalRuntime {
             })
     }
 
-    /// The modal part of [`Self::displacement_bound`] at every node, plus the
-    /// residual's [`ComplianceColumns::add_field_bounds`]; none while a load's columns
-    /// are still being completed (its modal part and its field at cached nodes are
-    /// bounded over the whole surface, so per-node bounds would not narrow anything).
-    fn displacement_bounds(&mut self, nodes: &[usize], out: &mut [f64]) -> bool {
-        if let Some(cache) = self.columns_ref() {
-            if self.loads.iter().any(|&(v, _)| !cache.is_complete(v)) {
-                return false;
-            }
-        }
-        out.fill(self.modal_bound());
-        if let Some(cache) = self.residual.as_mut().and_then(ResidualColumns::poll) {
-            cache.add_field_bounds(&self.loads, nodes, out);
-        }
-        true
-    }
-
     fn anticipates(&self) -> bool {
         self.residual
             .as_ref()

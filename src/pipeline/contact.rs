@@ -118,9 +118,6 @@ pub struct ContactPipeline<M: TissueModel> {
     /// Nodes a little beyond the near reach, nearest a probe first: those the contact
     /// may load soon ([`TissueModel::anticipate`]).
     ahead_nodes: Vec<usize>,
-    /// Per-node displacement bounds over the surface, for the near sets of several
-    /// probes.
-    surface: near::SurfaceBounds,
     /// Step stamp per node, to list each near node once.
     stamp: Vec<u64>,
     steps: u64,
@@ -189,7 +186,6 @@ impl<M: TissueModel> ContactPipeline<M> {
             near_displacement: vec![Vec3::zeros(); n],
             ahead_nodes: Vec::with_capacity(n),
             stamp: vec![0; n],
-            surface: near::SurfaceBounds::new(model.surface_triangles(), model.rest_positions()),
             steps: 0,
             failed_steps: 0,
             constraints: Vec::with_capacity(capacity),

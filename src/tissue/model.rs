@@ -79,15 +79,6 @@ pub trait TissueModel: Send {
         self.displacement_bound()
     }
 
-    /// An upper bound (m) on the current displacement magnitude of each of the surface
-    /// nodes `nodes` into `out` (same length), as [`Self::displacements`] gives it;
-    /// `false` (and `out` untouched) from a model that bounds its displacement only
-    /// beyond a distance ([`Self::displacement_bound_beyond`]). With several probes the
-    /// contact reads the nodes within reach of each probe from these. Default: `false`.
-    fn displacement_bounds(&mut self, _nodes: &[usize], _out: &mut [f64]) -> bool {
-        false
-    }
-
     /// Current displacements (m) of mesh nodes `nodes` into `out` (same length); the
     /// displaced position is rest + displacement.
     fn displacements(&mut self, nodes: &[usize], out: &mut [Vec3]);

@@ -43,11 +43,6 @@ impl DistanceBands {
         }
     }
 
-    /// The ascending radii (m) the columns record their far blocks at.
-    pub(super) fn radii(&self) -> &[f64; BANDS] {
-        &self.radii
-    }
-
     /// Rest position (m) of free node `free` (its free-node index).
     pub(super) fn position(&self, free: usize) -> Vec3 {
         self.positions[free]

@@ -28,7 +28,6 @@
 mod background;
 mod bands;
 mod completion;
-mod node_bounds;
 
 use std::sync::Arc;
 
