@@ -380,12 +380,13 @@ fn device_ticks(path: &std::path::Path) -> DeviceTicks {
 /// Must-have 1 of issue 39 through the real `serve`: two devices pressing far apart on
 /// one tissue, one busy loop per core beside the server, two presses each. Neither
 /// device ever commands a non-finite force; where the haptic threads get SCHED_FIFO (as
-/// root; the server says so) both peak alike, within 2 % (the scene is symmetric about
-/// the pressed points: alone they peak at 2.985 and 2.990 N; before the late-model grace
-/// device 2 peaked 23-27 % lower), and each fades under 5 % of its ticks after the
-/// ramp-in. The 0.1 % target is met by the release build over 12 s (docs/benchmarks.md,
-/// "Several devices on one tissue"); this test binary, with debug assertions, beside a
-/// parallel test suite, faded 0.02-1.5 % at load 8-17 (before: 4.4-5.2 % in release).
+/// root, as `serve --realtime auto` runs; the server says so) both peak alike, within
+/// 2 % (the scene is symmetric about the pressed points), and each fades at most 2 %
+/// of its ticks after the ramp-in. The product's 0.1 % is measured on the release
+/// build over 12 s (docs/benchmarks.md, "Several devices on one tissue"): this test's
+/// build, with debug assertions, beside the binary's other tests, fades more. The
+/// server holds the browser tests' one-server lock: its SCHED_FIFO threads and the busy
+/// loops do not run beside another `palpa serve` of this binary.
 #[test]
 fn two_devices_pressing_apart_beside_a_busy_loop_per_core_each_keep_their_force() {
     let dir = tempfile::tempdir().unwrap();
@@ -404,6 +405,7 @@ fn two_devices_pressing_apart_beside_a_busy_loop_per_core_each_keep_their_force(
         "--record",
         record.to_str().unwrap(),
     ];
+    let _alone = crate::browser::ONE_AT_A_TIME.blocking_lock();
     let mut served = Served::start(BINARY, &args, &cache);
     served.ready(Duration::from_secs(600));
     let busy = BusyLoops::one_per_core();
@@ -429,6 +431,6 @@ fn two_devices_pressing_apart_beside_a_busy_loop_per_core_each_keep_their_force(
     let (a, b) = (devices[0].peak, devices[1].peak);
     assert!(a > 2.0 && (a - b).abs() <= 0.02 * a.max(b), "{devices:?}");
     for d in &devices {
-        assert!(d.faded * 20 <= d.ticks, "5 % or more faded: {devices:?}");
+        assert!(d.faded * 50 <= d.ticks, "over 2 % faded: {devices:?}");
     }
 }
