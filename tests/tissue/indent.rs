@@ -447,7 +447,7 @@ fn bad_arguments_are_named() {
 /// (the linear modal model: about in proportion, ±10 %). Pressed along the shaded normal,
 /// the proxy slid on the bunny's curved triangles and `indent` failed at (0, 0). The
 /// bunny's back lies over its stiff lump: stiffer than the top of its body, which it is
-/// not without the lump (0.53 against 0.61 N at 1 mm).
+/// not without the lump (softer there than at the top).
 #[test]
 fn indent_gives_a_force_at_every_depth_on_the_shipped_bunny_and_block() {
     let cache = tempfile::tempdir().unwrap();
