@@ -132,7 +132,7 @@ fn correct_job(
     // it turned large-strain) has forces and a tangent of the laws' continuation, orders
     // of magnitude off: the tangent and the cubature are taken where the model thread
     // restarts from, the state scaled back into range.
-    let at = mirror.into_range(&q);
+    let at = mirror.scaled_into_range(&q);
     let (forces, mut tangent) = mirror.forces_and_tangent_at(&at);
     let quadrature = job
         .cubature

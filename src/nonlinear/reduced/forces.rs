@@ -250,7 +250,7 @@ impl ReducedStatics {
 
     /// q with its coordinates scaled back (halves, at most four times, then zero) until
     /// it is in range ([`Self::in_range`]).
-    pub(in crate::nonlinear) fn into_range(&self, q: &[f64]) -> Vec<f64> {
+    pub(in crate::nonlinear) fn scaled_into_range(&self, q: &[f64]) -> Vec<f64> {
         let mut scaled = q.to_vec();
         for _ in 0..4 {
             if self.in_range(&scaled) {

@@ -650,7 +650,7 @@ mod tests {
                 reduced.min_det(&q).0
             );
         }
-        let mut q = reduced.into_range(&linear);
+        let mut q = reduced.scaled_into_range(&linear);
         assert!(reduced.in_range(&q));
         let mut rows = rows();
         let end = reduced
