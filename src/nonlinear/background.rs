@@ -128,10 +128,15 @@ fn correct_job(
             restarts: mirror.restarts(),
         }
     });
-    let (forces, mut tangent) = mirror.forces_and_tangent_at(&q);
+    // A state out of the laws' range (an element the linear law left inverted before
+    // it turned large-strain) has forces and a tangent of the laws' continuation, orders
+    // of magnitude off: the tangent and the cubature are taken where the model thread
+    // restarts from, the state scaled back into range.
+    let at = mirror.scaled_into_range(&q);
+    let (forces, mut tangent) = mirror.forces_and_tangent_at(&at);
     let quadrature = job
         .cubature
-        .then(|| cubatures.quadrature(mirror, &q, &forces, &tangent.values))
+        .then(|| cubatures.quadrature(mirror, &at, &forces, &tangent.values))
         .flatten();
     tangent.restarts = match &recycled {
         Some(r) => r.restarts,

@@ -233,7 +233,20 @@ impl CubatureKeeper {
             })
             .collect();
         states.extend([0.5, 1.0, 1.25].map(|scale| q.iter().map(|x| scale * x).collect()));
+        // Only states in the laws' range: the continuation's forces there are orders of
+        // magnitude off, and a cubature fitted to them is off everywhere.
+        states.retain(|s| mirror.in_range(s));
+        if states.is_empty() {
+            self.cubature = None;
+            return None;
+        }
         let cubature = train_cubature(mirror, &states, most, TRAINING_TOLERANCE);
+        tracing::debug!(
+            target: "palpa::nonlinear::trace",
+            "cubature trained over {} states: {} elements",
+            states.len(),
+            cubature.elements.len()
+        );
         self.remember(q);
         if cubature.elements.is_empty() && cubature.volumes.is_empty() {
             self.cubature = None;

@@ -17,7 +17,7 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, MatRef, Par};
 
 use super::model::ReducedStatics;
-use crate::nonlinear::kinematics::cofactor;
+use crate::nonlinear::kinematics::{cofactor, J_FLOOR};
 use crate::nonlinear::quadrature::Quadrature;
 use crate::nonlinear::volume::det_hessian;
 use crate::{Mat3, Vec3};
@@ -83,6 +83,12 @@ impl Work {
             curvature: Vec::new(),
             volume_rows: Vec::new(),
         }
+    }
+
+    /// Whether every element the last evaluation summed has det F at least the laws'
+    /// floor J₀ (see [`ReducedStatics::in_range`]).
+    pub(super) fn evaluated_in_range(&self) -> bool {
+        self.elements.iter().all(|e| e.j >= J_FLOOR)
     }
 
     /// Adds the first `filled` elements' tangent shares to `sum` (r shapes).
@@ -222,6 +228,41 @@ impl ReducedStatics {
         let f = vec![0.0; self.shapes];
         self.energy_and_gradient(q, &f, &mut work)?;
         Some(work.trial_gradient)
+    }
+
+    /// The smallest det F over the mesh's elements at q, and its element: the trace of
+    /// a step (`tissue/step.rs`) says how near inversion a state is.
+    pub(in crate::nonlinear) fn min_det(&self, q: &[f64]) -> (f64, usize) {
+        let mut u = vec![Vec3::zeros(); self.nodes()];
+        self.displacement(q, &mut u);
+        (0..self.statics.tets.len())
+            .map(|el| (self.deformation_from(el, &u).determinant(), el))
+            .fold((f64::INFINITY, 0), |a, b| if b.0 < a.0 { b } else { a })
+    }
+
+    /// Whether every element's det F at q is at least the laws' floor J₀
+    /// (`nonlinear/kinematics.rs`): below it the large-strain laws are their
+    /// continuation, whose energy grows exponentially with the inversion, so that forces,
+    /// tangents and cubatures taken there are no guide to the tissue's.
+    pub(in crate::nonlinear) fn in_range(&self, q: &[f64]) -> bool {
+        self.min_det(q).0 >= J_FLOOR
+    }
+
+    /// q with its coordinates scaled back (halves, at most four times, then zero) until
+    /// it is in range ([`Self::in_range`]).
+    pub(in crate::nonlinear) fn scaled_into_range(&self, q: &[f64]) -> Vec<f64> {
+        let mut scaled = q.to_vec();
+        for _ in 0..4 {
+            if self.in_range(&scaled) {
+                return scaled;
+            }
+            scaled.iter_mut().for_each(|x| *x *= 0.5);
+        }
+        if self.in_range(&scaled) {
+            scaled
+        } else {
+            vec![0.0; q.len()]
+        }
     }
 
     /// The reduced internal forces Uᵀf_int(Uq) into `work.gradient`.

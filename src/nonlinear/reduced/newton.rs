@@ -272,7 +272,14 @@ impl<'s, 'w, 'd> Solve<'s, 'w, 'd> {
                 .map(|j| unloaded[j] - (self.f[j] - self.b[j]))
                 .collect();
             let norm = size(&residual);
+            if !norm.is_finite() {
+                return Err(NonlinearError::LineSearch {
+                    iteration,
+                    residual: norm,
+                });
+            }
             report.residuals.push(norm);
+            tracing::trace!(target: "palpa::nonlinear::trace", "newton {iteration}: residual {norm:.3e}");
             let scale = size(&self.f)
                 .max(size(&self.work.gradient[..r]))
                 .max(dynamic_scale);
@@ -304,6 +311,17 @@ impl<'s, 'w, 'd> Solve<'s, 'w, 'd> {
                 });
             }
             if iteration > 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+                // A frozen-tangent end only where the iterations have brought the
+                // residual down and no summed element is below the floor of det F: a
+                // diverging iterate is no state for the next step to start from, and
+                // its forces are no force for the hand.
+                if norm > report.residuals[0] || !self.work.evaluated_in_range() {
+                    return Err(NonlinearError::NotConverged {
+                        iterations: iteration,
+                        residual: norm,
+                        tolerance,
+                    });
+                }
                 return Ok(self.end(q, report, true));
             }
             if self.tangent.stalls(norm) {
@@ -571,4 +589,74 @@ pub(super) fn cholesky_shifted(matrix: &[f64], r: usize) -> nalgebra::Cholesky<f
 /// |q|.
 pub(super) fn size(q: &[f64]) -> f64 {
     q.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::SolveWith;
+    use crate::nonlinear::quadrature::Active;
+    use crate::nonlinear::test_block::block_with_three_shapes;
+    use crate::nonlinear::{LawKind, LinearConstraint, NewtonOptions, ReducedRows};
+    use crate::Vec3;
+
+    /// The block's top pressed 7 mm (cells 2.5 mm deep) while no element is large-strain
+    /// yet: the linear law leaves the elements under it inverted. Once they turn
+    /// Veronda–Westmann, a solve out of time from there never ends on a state below the
+    /// floor of det F (the brisk bench's lost tissue started from one), and from the
+    /// state scaled back into range the solve converges.
+    #[test]
+    fn a_solve_out_of_time_never_ends_on_an_inverted_state() {
+        let kind = LawKind::VerondaWestmann { stiffening: 5.0 };
+        let (mesh, mut reduced, top) = block_with_three_shapes([4, 4, 4], kind);
+        let r = reduced.shapes();
+        let loads = vec![Vec3::zeros(); mesh.nodes.len()];
+        let options = NewtonOptions {
+            relative: 1e-9,
+            max_iterations: 60,
+        };
+        let mut press = [LinearConstraint {
+            coefficients: vec![(3 * top + 2, 1.0)],
+            value: -0.007,
+            multiplier: 0.0,
+        }];
+        let mut linear = vec![0.0; r];
+        reduced
+            .solve(&mut linear, &loads, &mut press, &options)
+            .expect("the linear solve");
+        let (j, _) = reduced.min_det(&linear);
+        assert!(j < 0.0, "the linear press leaves det F {j}");
+        assert!(!reduced.in_range(&linear));
+        reduced.set_active(&Active {
+            elements: (0..mesh.tets.len()).collect(),
+            volumes: Vec::new(),
+        });
+        let b = reduced.reduced_loads(&loads).expect("loads");
+        let rows = || {
+            let mut rows = ReducedRows::of_constraints(&reduced, &press).expect("rows");
+            rows.unilateral[0] = true;
+            rows
+        };
+        let mut q = linear.clone();
+        let late = SolveWith {
+            deadline: Some(Instant::now()),
+            ..SolveWith::default()
+        };
+        if let Ok(end) = reduced.solve_rows(&mut q, &b, &mut rows(), &options, late) {
+            assert!(
+                !end.degraded || reduced.in_range(&q),
+                "a frozen end at det F {}",
+                reduced.min_det(&q).0
+            );
+        }
+        let mut q = reduced.scaled_into_range(&linear);
+        assert!(reduced.in_range(&q));
+        let mut rows = rows();
+        let end = reduced
+            .solve_rows(&mut q, &b, &mut rows, &options, SolveWith::default())
+            .expect("converges from the state in range");
+        assert!(!end.degraded);
+        assert!(rows.multipliers[0] < 0.0, "{:?}", rows.multipliers);
+    }
 }

@@ -5,6 +5,10 @@
 /// Steps at the model rate between two log lines of one kind.
 const LOG_EVERY: u64 = 200;
 
+/// The tracing target of a step's trace (debug: one line a step; trace: Newton's
+/// iterations), for studying failed steps (`examples/brisk_trace.rs`).
+pub(in crate::nonlinear) const TRACE: &str = "palpa::nonlinear::trace";
+
 /// Why a step did not end on a converged state of its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Degradation {

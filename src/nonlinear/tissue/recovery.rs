@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use super::health::Degradation;
+use super::health::{Degradation, TRACE};
 use super::model::NonlinearTissue;
 use super::rows::StepRows;
 use crate::nonlinear::reduced::{SolveWith, StepEnd};
@@ -53,9 +53,15 @@ impl NonlinearTissue {
                 Ok(end) => return Ok(Outcome::Solved(end)),
                 Err(e) => e,
             };
+        tracing::debug!(target: TRACE, "step failed: {failure}");
         rows.rows.multipliers.copy_from_slice(&warm);
         let k = self.dynamics.coordinates();
-        if matches!(failure, NonlinearError::NonFinite(_)) && self.retreat(k) {
+        // A start outside the laws' proper range (an element below the floor of det F,
+        // as the linear law leaves a deep point press before its elements turn
+        // large-strain) is one no Newton step improves: the static part is scaled back
+        // into range first, and the sub-steps start from there.
+        let out_of_range = matches!(failure, NonlinearError::NonFinite(_)) || !self.in_range();
+        if out_of_range && self.retreat(k) {
             let dynamic = !self.static_only;
             let retried = self.solve_once(rows, start, h, false, deadline, dynamic);
             self.health
@@ -63,6 +69,21 @@ impl NonlinearTissue {
             match retried {
                 Ok(end) => return Ok(Outcome::Solved(end)),
                 Err(_) => rows.rows.multipliers.copy_from_slice(&warm),
+            }
+        }
+        if self.reduced.summed_over_cubature() {
+            // A cubature fitted where the tissue is no longer (its offset taken at a
+            // state far from this one) can leave no state Newton's method reaches: the
+            // forces are summed over every active term again until the next correction.
+            self.reduced.forget_cubature();
+            self.q.resize(self.reduced.shapes(), 0.0);
+            self.reduced.refresh_tangent(&self.q, &mut self.tangent);
+            match self.solve_once(rows, start, h, false, deadline, !self.static_only) {
+                Ok(end) => return Ok(Outcome::Solved(end)),
+                Err(e) => {
+                    tracing::debug!(target: TRACE, "over every active term too: {e}");
+                    rows.rows.multipliers.copy_from_slice(&warm);
+                }
             }
         }
         if let Some(end) = self.sub_step(rows, deadline) {
@@ -85,7 +106,9 @@ impl NonlinearTissue {
     }
 
     /// Scales the coordinates of q from index `from` on back (halves, then zero: the
-    /// rest shape) until every energy is finite; false (q unchanged) if none is.
+    /// rest shape) until every energy is finite and no element is below the floor of
+    /// det F ([`Self::in_range`]; zero needs only the former); false (q unchanged) if
+    /// none is.
     /// Without it a state whose elements inverted under laws activated since is held
     /// for good.
     fn retreat(&mut self, from: usize) -> bool {
@@ -96,7 +119,11 @@ impl NonlinearTissue {
             for (q, b) in self.q[from..r].iter_mut().zip(&before[from..r]) {
                 *q = s * b;
             }
+            if s > 0.0 && !self.in_range() {
+                continue;
+            }
             if let Some(internal) = self.reduced.internal_if_finite(&self.q) {
+                tracing::debug!(target: TRACE, "retreat: q[{from}..] scaled by {s}");
                 self.internal = internal;
                 self.tangent.at_solution = false;
                 return true;
@@ -104,6 +131,14 @@ impl NonlinearTissue {
         }
         self.q = before;
         false
+    }
+
+    /// Whether q is in the laws' proper range
+    /// ([`crate::nonlinear::ReducedStatics::in_range`]).
+    fn in_range(&self) -> bool {
+        let mut q = self.q.clone();
+        q.resize(self.reduced.shapes(), 0.0);
+        self.reduced.in_range(&q)
     }
 
     /// One solve from the last good q; commits q (and the forces there) only on success.
@@ -164,7 +199,10 @@ impl NonlinearTissue {
                 match self.solve_once(rows, &[], 0.0, false, deadline, false) {
                     Ok(end) if part == parts => last = Some(end),
                     Ok(_) => {}
-                    Err(_) => break,
+                    Err(e) => {
+                        tracing::debug!(target: TRACE, "sub-step {part}/{parts} failed: {e}");
+                        break;
+                    }
                 }
             }
             rows.rows.values.copy_from_slice(&targets);

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::health::Degradation;
+use super::health::{Degradation, TRACE};
 use super::model::{solve_error, NonlinearTissue};
 use super::recovery::Outcome;
 use super::rows::StepRows;
@@ -85,6 +85,9 @@ impl NonlinearTissue {
             Outcome::Solved(end) if !end.degraded => self.remember_good(&rows),
             _ => self.limit_degraded(&mut rows),
         }
+        if tracing::enabled!(target: TRACE, tracing::Level::DEBUG) {
+            self.trace(&outcome, &rows);
+        }
         match outcome {
             Outcome::Solved(end) => {
                 if self.static_only {
@@ -100,6 +103,40 @@ impl NonlinearTissue {
         self.solved_revision = self.reduced.revision();
         self.finish(constraints, &rows, forces);
         Ok(())
+    }
+
+    /// One debug line on the step just solved: how it ended, its rows' targets and
+    /// forces, the basis, and how near inversion its state is.
+    fn trace(&self, outcome: &Outcome, rows: &StepRows) {
+        let (kind, residuals) = match outcome {
+            Outcome::Solved(end) if end.degraded => ("frozen", end.report.residuals.clone()),
+            Outcome::Solved(end) => ("solved", end.report.residuals.clone()),
+            Outcome::Held => ("held", Vec::new()),
+        };
+        let mut q = self.q.clone();
+        q.resize(self.reduced.shapes(), 0.0);
+        let (j, element) = self.reduced.min_det(&q);
+        let norm = q.iter().map(|x| x * x).sum::<f64>().sqrt();
+        tracing::debug!(
+            target: TRACE,
+            "step {kind}: targets {:?} forces {:?} unilateral {:?}; residuals [{}]; \
+             shapes {} restarts {} revision {} quadrature {} cubature {}; |q| {norm:.3e}; \
+             min det F {j:.4} (element {element}); held in a row {}",
+            rows.rows.values,
+            rows.rows.multipliers,
+            rows.rows.unilateral,
+            residuals
+                .iter()
+                .map(|r| format!("{r:.2e}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            self.reduced.shapes(),
+            self.reduced.restarts(),
+            self.reduced.revision(),
+            self.reduced.quadrature_elements(),
+            self.reduced.summed_over_cubature(),
+            self.health.held_in_a_row,
+        );
     }
 
     /// Caches the K⁻¹ columns of the step's points (and the loads'), and completes
