@@ -36,13 +36,21 @@ create_exception!(
 );
 
 /// The CLI's flag names in palpa's messages, and the Python argument each stands for.
-const ARGUMENT_NAMES: [(&str, &str); 6] = [
+/// A flag that begins another (`--pressure nodal`, `--pressure`) comes after it.
+const ARGUMENT_NAMES: [(&str, &str); 13] = [
     ("--at ", "at="),
+    ("--at,", "at,"),
     ("--depths", "depths"),
     ("--fix-below", "fix_below"),
     ("--full", "full=True"),
     ("--scene", "scene"),
     ("--modes", "modes"),
+    ("--scale ", "scale="),
+    ("--young", "young"),
+    ("--poisson ", "poisson="),
+    ("--pressure nodal", "pressure=\"nodal\""),
+    ("--max-force", "max_force"),
+    ("--min-displacement", "min_displacement"),
 ];
 
 /// `message` in Python's words: argument names instead of the CLI's flags.

@@ -146,6 +146,12 @@ def test_bad_inputs_raise_naming_what(data, tmp_path):
         palpa.modes(data / "meshes" / "cubes.msh", poisson=0.5)
 
 
+def test_a_locking_material_warns_in_pythons_words(data):
+    with pytest.warns(UserWarning, match=r"poisson=0\.49.*pressure=\"nodal\"") as got:
+        palpa.modes(data / "meshes" / "cubes.msh", fix_below="x=0.0", modes=4, poisson=0.49)
+    assert not any("--" in str(w.message) for w in got), [str(w.message) for w in got]
+
+
 def test_nodal_pressure_does_not_lock():
     # A 20:1 cantilever, 2 cells across, nearly incompressible: Euler-Bernoulli's first
     # bending frequency is 0.4039 Hz whatever the Poisson ratio.
